@@ -1,0 +1,463 @@
+package mmapfile
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func tempPath(t testing.TB, name string) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), name)
+}
+
+func TestCreateWriteReopen(t *testing.T) {
+	path := tempPath(t, "a")
+	f, err := Create(path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Size() != 1<<20 || f.Cap() != 1<<20 || len(f.Bytes()) != 1<<20 {
+		t.Fatalf("size %d cap %d len %d", f.Size(), f.Cap(), len(f.Bytes()))
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != 1<<20 {
+		t.Fatalf("file size %d", st.Size())
+	}
+	if blocks := st.Sys().(*syscall.Stat_t).Blocks * 512; blocks < 1<<20 {
+		t.Fatalf("only %d bytes allocated; fallocate did not reserve the file", blocks)
+	}
+	payload := []byte("kafka-compatible bytes")
+	copy(f.Bytes()[5000:], payload)
+	if err := f.Sync(5000, int64(len(payload))); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(8192); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SyncFile(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if f.Mapped() || f.Bytes() != nil {
+		t.Fatal("mapping still present after Close")
+	}
+
+	r, err := Open(path, 1<<30, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Size() != 8192 || r.Writable() {
+		t.Fatalf("read-only reopen: size %d writable %v", r.Size(), r.Writable())
+	}
+	if !bytes.Equal(r.Bytes()[5000:5000+len(payload)], payload) {
+		t.Fatal("payload lost")
+	}
+	for _, err := range []error{r.Grow(9000), r.Truncate(10), r.Sync(0, 10), r.SyncFile()} {
+		if !errors.Is(err, ErrReadOnly) {
+			t.Fatalf("mutating a read-only file: got %v, want ErrReadOnly", err)
+		}
+	}
+}
+
+func TestCreateExisting(t *testing.T) {
+	path := tempPath(t, "a")
+	if err := os.WriteFile(path, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Create(path, 4096)
+	if !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("got %v, want ErrExist", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "keep" {
+		t.Fatal("existing file was modified")
+	}
+}
+
+func TestZeroLength(t *testing.T) {
+	path := tempPath(t, "empty")
+	f, err := Create(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Size() != 0 || len(f.Bytes()) != 0 {
+		t.Fatal("non-empty zero-length file")
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, writable := range []bool{false, true} {
+		g, err := Open(path, 0, writable)
+		if err != nil {
+			t.Fatalf("writable=%v: %v", writable, err)
+		}
+		if g.Size() != 0 || len(g.Bytes()) != 0 {
+			t.Fatalf("writable=%v: size %d", writable, g.Size())
+		}
+		if err := g.Prefault(0, 4096); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestOpenWritablePreallocates(t *testing.T) {
+	path := tempPath(t, "idx")
+	if err := os.WriteFile(path, []byte{1, 2, 3, 4, 5, 6, 7, 8}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path, 64<<10, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Size() != 64<<10 {
+		t.Fatalf("size %d", f.Size())
+	}
+	if !bytes.Equal(f.Bytes()[:8], []byte{1, 2, 3, 4, 5, 6, 7, 8}) {
+		t.Fatal("existing content lost")
+	}
+	st, _ := os.Stat(path)
+	if st.Size() != 64<<10 {
+		t.Fatalf("file not extended: %d", st.Size())
+	}
+	// A map size below the file length keeps the file length.
+	g, err := Open(path, 10, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if g.Size() != 64<<10 {
+		t.Fatalf("size %d", g.Size())
+	}
+}
+
+func TestOpenMissing(t *testing.T) {
+	_, err := Open(tempPath(t, "nope"), 0, false)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestFallocateFailure checks that a full disk is an error at preallocation
+// time, carries the path, and leaves no half-created file behind.
+func TestFallocateFailure(t *testing.T) {
+	orig := fallocate
+	t.Cleanup(func() { fallocate = orig })
+	fail := false
+	fallocate = func(fd int, mode uint32, off, n int64) error {
+		if fail {
+			return unix.ENOSPC
+		}
+		return orig(fd, mode, off, n)
+	}
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "seg")
+	fail = true
+	_, err := Create(path, 1<<20)
+	if !errors.Is(err, unix.ENOSPC) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Create: got %v, want ENOSPC naming %s", err, path)
+	}
+	if _, statErr := os.Stat(path); !errors.Is(statErr, fs.ErrNotExist) {
+		t.Fatalf("failed Create left a file behind: %v", statErr)
+	}
+
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path, 1<<20, true); !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("Open: got %v, want ENOSPC", err)
+	}
+
+	fail = false
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Create(path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(4096); err != nil {
+		t.Fatal(err)
+	}
+	fail = true
+	if err := f.Grow(1 << 20); !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("Grow: got %v, want ENOSPC", err)
+	}
+	if f.Size() != 4096 {
+		t.Fatalf("failed Grow changed the size to %d", f.Size())
+	}
+}
+
+func TestTruncateGrow(t *testing.T) {
+	path := tempPath(t, "a")
+	f, err := Create(path, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	copy(f.Bytes(), "abc")
+	if err := f.Truncate(3); err != nil {
+		t.Fatal(err)
+	}
+	if f.Size() != 3 || string(f.Bytes()) != "abc" {
+		t.Fatalf("after truncate: %q", f.Bytes())
+	}
+	if err := f.Truncate(4); !errors.Is(err, ErrCapacity) {
+		t.Fatalf("lengthening Truncate: %v", err)
+	}
+	if err := f.Grow(f.Cap() + 1); !errors.Is(err, ErrCapacity) {
+		t.Fatalf("Grow past the mapping: %v", err)
+	}
+	if err := f.Grow(32 << 10); err != nil {
+		t.Fatal(err)
+	}
+	b := f.Bytes()
+	if len(b) != 32<<10 || string(b[:3]) != "abc" || b[3] != 0 || b[20000] != 0 {
+		t.Fatal("grown region not zero or prefix lost")
+	}
+	b[20000] = 7 // the re-grown pages must be writable without a fault
+	if err := f.Sync(0, 32<<10); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.syncMsync(0, 32<<10); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(0, f.Cap()+1); !errors.Is(err, ErrCapacity) {
+		t.Fatalf("Sync outside the mapping: %v", err)
+	}
+	st, _ := os.Stat(path)
+	if st.Size() != 32<<10 {
+		t.Fatalf("file size %d", st.Size())
+	}
+}
+
+func TestRefCount(t *testing.T) {
+	f, err := Create(tempPath(t, "a"), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Acquire() {
+		t.Fatal("Acquire on open file failed")
+	}
+	view := f.Bytes()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !f.Mapped() {
+		t.Fatal("unmapped while a reader holds a reference")
+	}
+	view[0] = 1 // still mapped: must not fault
+	if f.Acquire() {
+		t.Fatal("Acquire succeeded after Close")
+	}
+	if err := f.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := f.Sync(0, 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Sync after Close: %v", err)
+	}
+	f.Release()
+	if f.Mapped() {
+		t.Fatal("still mapped after the last Release")
+	}
+	if err := f.Prefault(0, 4096); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Prefault after unmap: %v", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("unbalanced Release did not panic")
+		}
+	}()
+	f.Release()
+}
+
+// TestReadersRaceClose has readers take references and read the mapping while
+// the owner closes it; run with -race. A reader that got a reference must be
+// able to read the whole mapping; the unmap must happen exactly once, after
+// the last reader.
+func TestReadersRaceClose(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		f, err := Create(tempPath(t, "r"), 64<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range f.Bytes() {
+			f.Bytes()[i] = 1
+		}
+		var wg sync.WaitGroup
+		var reads atomic.Int64
+		start := make(chan struct{})
+		for g := 0; g < 4; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for {
+					if !f.Acquire() {
+						return
+					}
+					sum := 0
+					for _, c := range f.Bytes() {
+						sum += int(c)
+					}
+					f.Release()
+					if sum != 64<<10 {
+						t.Errorf("read %d, want %d", sum, 64<<10)
+						return
+					}
+					reads.Add(1)
+				}
+			}()
+		}
+		close(start)
+		time.Sleep(time.Millisecond)
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if f.Mapped() {
+			t.Fatal("mapping survived Close and the last Release")
+		}
+	}
+}
+
+func TestPrefault(t *testing.T) {
+	f, err := Create(tempPath(t, "p"), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	copy(f.Bytes()[4097:], "data")
+	if err := f.Prefault(4000, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Prefault(-5, 10); err != nil {
+		t.Fatal(err)
+	}
+	if string(f.Bytes()[4097:4101]) != "data" {
+		t.Fatal("Prefault changed the contents")
+	}
+}
+
+func TestPrefaultFallback(t *testing.T) {
+	orig := madvise
+	t.Cleanup(func() { madvise = orig })
+	var advices []int
+	madvise = func(b []byte, advice int) error {
+		advices = append(advices, advice)
+		if advice == unix.MADV_POPULATE_WRITE {
+			return unix.EINVAL
+		}
+		return orig(b, advice)
+	}
+	f, err := Create(tempPath(t, "p"), 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := 0; i < 2; i++ {
+		if err := f.Prefault(0, 64<<10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []int{unix.MADV_POPULATE_WRITE, unix.MADV_WILLNEED, unix.MADV_WILLNEED}
+	if len(advices) != len(want) {
+		t.Fatalf("advices %v, want %v", advices, want)
+	}
+	for i := range want {
+		if advices[i] != want[i] {
+			t.Fatalf("advices %v, want %v", advices, want)
+		}
+	}
+	madvise = func([]byte, int) error { return unix.EIO }
+	if err := f.Prefault(0, 4096); !errors.Is(err, unix.EIO) {
+		t.Fatalf("got %v, want EIO", err)
+	}
+}
+
+func TestPrefaulter(t *testing.T) {
+	const size = 16 << 20
+	f, err := Create(tempPath(t, "w"), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewPrefaulter(f, 4<<20)
+	buf := bytes.Repeat([]byte{0xab}, 64<<10)
+	for pos := int64(0); pos < size; pos += int64(len(buf)) {
+		copy(f.Bytes()[pos:], buf)
+		p.Advance(pos + int64(len(buf)))
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range f.Bytes() {
+		if c != 0xab {
+			t.Fatalf("byte %d = %#x", i, c)
+		}
+	}
+	// Rewind after a truncation and keep going until the file is closed.
+	q := NewPrefaulter(f, 1<<20)
+	q.Advance(8 << 20)
+	q.Advance(0)
+	deadline := time.Now().Add(5 * time.Second)
+	for q.done.Load() < 1<<20 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if q.done.Load() < 1<<20 {
+		t.Fatalf("populated only %d bytes after a rewind", q.done.Load())
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	q.Advance(2 << 20)
+	if err := q.Stop(); err != nil {
+		t.Fatalf("Stop after Close: %v", err)
+	}
+}
+
+func TestAlignRange(t *testing.T) {
+	ps := pageSize
+	tests := []struct {
+		off, n, limit int64
+		start, end    int64
+	}{
+		{0, 0, 10 * ps, 0, 0},
+		{0, 1, 10 * ps, 0, ps},
+		{1, ps, 10 * ps, 0, 2 * ps},
+		{ps, ps, 10 * ps, ps, 2 * ps},
+		{5 * ps, 100 * ps, 10 * ps, 5 * ps, 10 * ps},
+		{10 * ps, 1, 10 * ps, 0, 0},
+		{-3, 5, 10 * ps, 0, ps},
+		{1, 1 << 62, 10*ps + 7, 0, 10*ps + 7},
+	}
+	for _, tc := range tests {
+		s, e := alignRange(tc.off, tc.n, tc.limit)
+		if s < e && (s != tc.start || e != tc.end) || s >= e && tc.start < tc.end {
+			t.Errorf("alignRange(%d, %d, %d) = [%d, %d), want [%d, %d)", tc.off, tc.n, tc.limit, s, e, tc.start, tc.end)
+		}
+	}
+}
