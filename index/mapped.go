@@ -1,0 +1,205 @@
+package index
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/partlog/partlog/internal/mmapfile"
+)
+
+// mapped is the part shared by the offset and time indexes: a file of
+// fixed-size entries, memory-mapped, preallocated while it is active.
+//
+// Locking: mu is held exclusively while the mapping or the entry count goes
+// down or moves (resize, trim, truncate, close) and shared by every reader of
+// the mapping. Appends take no lock: they write the entry bytes past the
+// published count and then publish the new count with an atomic store, so a
+// reader that loads the count sees complete entries below it.
+type mapped struct {
+	path       string
+	baseOffset int64
+	entrySize  int64
+	writable   bool
+
+	mu     sync.RWMutex
+	file   *mmapfile.File // guarded by mu; nil after Close
+	buf    []byte         // file.Bytes(); guarded by mu
+	closed bool           // guarded by mu
+
+	entries    atomic.Int64 // published entry count
+	maxEntries atomic.Int64 // capacity of the current file length
+}
+
+func (m *mapped) create(path string, baseOffset, maxIndexBytes, entrySize int64) error {
+	length := maxIndexBytes / entrySize * entrySize
+	if length < entrySize {
+		return fmt.Errorf("%w: %s: %d bytes cannot hold a %d-byte entry", ErrSize, path, maxIndexBytes, entrySize)
+	}
+	f, err := mmapfile.Create(path, length)
+	if err != nil {
+		return err
+	}
+	m.init(path, baseOffset, entrySize, true, f)
+	return nil
+}
+
+// open maps an existing file. As in Kafka (formats.md §4.3), every whole
+// entry in the file counts: entries = length / entrySize. Zero padding left by
+// a lost trim is therefore counted, and Sanity reports it.
+func (m *mapped) open(path string, baseOffset, entrySize int64, readOnly bool) error {
+	f, err := mmapfile.Open(path, 0, !readOnly)
+	if err != nil {
+		return err
+	}
+	m.init(path, baseOffset, entrySize, !readOnly, f)
+	m.entries.Store(m.maxEntries.Load())
+	return nil
+}
+
+func (m *mapped) init(path string, baseOffset, entrySize int64, writable bool, f *mmapfile.File) {
+	m.path = path
+	m.baseOffset = baseOffset
+	m.entrySize = entrySize
+	m.writable = writable
+	m.file = f
+	m.buf = f.Bytes()
+	m.maxEntries.Store(f.Size() / entrySize)
+}
+
+func (m *mapped) checkWritable() error {
+	if !m.writable {
+		return fmt.Errorf("%w: %s", ErrReadOnly, m.path)
+	}
+	if m.file == nil {
+		return fmt.Errorf("%w: %s", ErrClosed, m.path)
+	}
+	return nil
+}
+
+// publish stores entry bytes at slot n (the current count) and then the new
+// count. Writer only; the caller has checked capacity.
+func (m *mapped) publish(n int64, entry []byte) {
+	copy(m.buf[n*m.entrySize:], entry)
+	m.entries.Store(n + 1)
+}
+
+// fileLength returns the current length of the index file.
+func (m *mapped) fileLength() int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.file == nil {
+		return 0
+	}
+	return m.file.Size()
+}
+
+// truncateEntries drops the entries from n on and zeroes their bytes, so a
+// crash before the next trim leaves zeros (detected as padding) rather than
+// stale entries.
+func (m *mapped) truncateEntries(n int64) error {
+	if err := m.checkWritable(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := m.entries.Load()
+	if n >= old {
+		return nil
+	}
+	clear(m.buf[n*m.entrySize : old*m.entrySize])
+	m.entries.Store(n)
+	return nil
+}
+
+// resize sets the file length to size rounded down to whole entries.
+func (m *mapped) resize(size int64) error {
+	if err := m.checkWritable(); err != nil {
+		return err
+	}
+	length := size / m.entrySize * m.entrySize
+	n := m.entries.Load()
+	if size < 0 || length < n*m.entrySize {
+		return fmt.Errorf("%w: %s: %d bytes cannot hold the %d entries written", ErrSize, m.path, size, n)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur := m.file.Size()
+	switch {
+	case length == cur:
+		return nil
+	case length < cur:
+		if err := m.file.Truncate(length); err != nil {
+			return err
+		}
+	case length <= m.file.Cap():
+		if err := m.file.Grow(length); err != nil {
+			return err
+		}
+	default:
+		// The mapping is too short: map the file again at the new length.
+		// Readers are excluded by mu, so nobody holds the old slice.
+		f, err := mmapfile.Open(m.path, length, true)
+		if err != nil {
+			return err
+		}
+		if err := m.file.Close(); err != nil {
+			_ = f.Close()
+			return err
+		}
+		m.file = f
+	}
+	m.buf = m.file.Bytes()
+	m.maxEntries.Store(length / m.entrySize)
+	return nil
+}
+
+// trim cuts the file to the entries written and makes entries and length
+// durable (recovery.md §7.3: a trim that is lost leaves padding).
+func (m *mapped) trim() error {
+	if err := m.resize(m.entries.Load() * m.entrySize); err != nil {
+		return err
+	}
+	return m.file.SyncFile()
+}
+
+// sync makes the entries written so far durable.
+func (m *mapped) sync() error {
+	if err := m.checkWritable(); err != nil {
+		return err
+	}
+	return m.file.Sync(0, m.entries.Load()*m.entrySize)
+}
+
+func (m *mapped) close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.file == nil {
+		return fmt.Errorf("%w: %s", ErrClosed, m.path)
+	}
+	err := m.file.Close()
+	m.file = nil
+	m.buf = nil
+	m.closed = true
+	return err
+}
+
+// readView returns the published entries' bytes under a shared lock; the
+// caller must call m.mu.RUnlock when done.
+func (m *mapped) readView() []byte {
+	m.mu.RLock()
+	n := m.entries.Load()
+	if m.closed {
+		return nil
+	}
+	return m.buf[:n*m.entrySize]
+}
+
+// checkLength is the length part of the sanity check.
+func (m *mapped) checkLength() error {
+	length := m.fileLength()
+	if length%m.entrySize != 0 {
+		return corruptf(m.path, -1, "length %d is not a multiple of %d", length, m.entrySize)
+	}
+	return nil
+}
