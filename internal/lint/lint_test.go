@@ -1,0 +1,178 @@
+package lint
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/partlog/partlog"
+
+// allowed lists, for each package of ours, the packages of ours it may
+// import directly (ARCHITECTURE.md, "Who may import whom"). A package
+// missing from the table may not exist: the test fails so that the table
+// is extended deliberately. "*" allows every package of ours.
+var allowed = map[string][]string{
+	"internal/unsafeutil": {},
+	"internal/mmapfile":   {"internal/unsafeutil"},
+	"internal/checkpoint": {"internal/unsafeutil"},
+	"internal/lint":       {},
+	"batch":               {"internal/unsafeutil"},
+	"snapshot":            {"internal/unsafeutil"},
+	"index":               {"internal/mmapfile", "internal/unsafeutil"},
+	"segment":             {"batch", "index", "internal/mmapfile", "internal/unsafeutil"},
+	"producerstate":       {"batch", "snapshot", "index", "internal/unsafeutil"},
+	"recovery": {"batch", "index", "segment", "producerstate", "snapshot",
+		"internal/mmapfile", "internal/checkpoint", "internal/unsafeutil"},
+	"": {"batch", "index", "segment", "producerstate", "snapshot", "recovery",
+		"internal/mmapfile", "internal/checkpoint", "internal/unsafeutil"},
+	"mirror":      {"", "batch", "snapshot", "internal/checkpoint", "internal/unsafeutil"},
+	"cmd/partlog": {"*"},
+	"bench":       {"*"},
+}
+
+type goPackage struct {
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+	Deps         []string
+}
+
+func listPackages(t *testing.T) []goPackage {
+	t.Helper()
+	touchSources(t)
+	cmd := exec.Command("go", "list", "-deps=false", "-json", module+"/...")
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	var pkgs []goPackage
+	for {
+		var p goPackage
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) == 0 {
+		t.Fatal("go list found no packages")
+	}
+	return pkgs
+}
+
+// touchSources opens every Go file of the module, so that go test's
+// cache, which records the files a test opens, reruns these tests when
+// any of them changes (go list runs in a child process it cannot see).
+func touchSources(t *testing.T) {
+	t.Helper()
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	err = filepath.WalkDir(strings.TrimSpace(string(root)), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != strings.TrimSpace(string(root)) {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(path, ".go") || d.Name() == "go.mod" {
+			_, err = os.ReadFile(path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ours returns the module-relative name of an import path of ours.
+func ours(path string) (string, bool) {
+	if path == module {
+		return "", true
+	}
+	rel, ok := strings.CutPrefix(path, module+"/")
+	return rel, ok
+}
+
+// TestImportGraph fails when a package imports one of ours that
+// ARCHITECTURE.md does not allow (lower packages never import higher
+// ones; batch imports nothing of ours but internal/unsafeutil). Test
+// files are held to the same rule, except that they may import
+// internal/lint helpers of their own package.
+func TestImportGraph(t *testing.T) {
+	for _, p := range listPackages(t) {
+		name, _ := ours(p.ImportPath)
+		rules, known := allowed[name]
+		if !known {
+			t.Errorf("package %q is not in the import table of internal/lint; add it with the edges ARCHITECTURE.md allows", p.ImportPath)
+			continue
+		}
+		if slices.Contains(rules, "*") {
+			continue
+		}
+		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports, p.Deps) {
+			dep, isOurs := ours(imp)
+			if !isOurs || dep == name {
+				continue
+			}
+			if !slices.Contains(rules, dep) && !transitivelyAllowed(rules, dep) {
+				t.Errorf("%s imports %s (directly or through its deps), which ARCHITECTURE.md does not allow", p.ImportPath, imp)
+			}
+		}
+	}
+}
+
+// transitivelyAllowed reports whether dep is reachable through packages
+// that rules allow, i.e. an indirect dependency that the table permits.
+func transitivelyAllowed(rules []string, dep string) bool {
+	seen := map[string]bool{}
+	var walk func(string) bool
+	walk = func(p string) bool {
+		if seen[p] {
+			return false
+		}
+		seen[p] = true
+		for _, next := range allowed[p] {
+			if next == dep || next == "*" || walk(next) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range rules {
+		if r == dep || walk(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestUnsafeConfined fails when a package other than internal/unsafeutil
+// imports "unsafe" (in its code or its tests).
+func TestUnsafeConfined(t *testing.T) {
+	for _, p := range listPackages(t) {
+		name, _ := ours(p.ImportPath)
+		if name == "internal/unsafeutil" {
+			continue
+		}
+		if slices.Contains(p.Imports, "unsafe") || slices.Contains(p.TestImports, "unsafe") || slices.Contains(p.XTestImports, "unsafe") {
+			t.Errorf("%s imports unsafe; only internal/unsafeutil may", p.ImportPath)
+		}
+	}
+}
