@@ -1,0 +1,130 @@
+package batch
+
+import "encoding/binary"
+
+// Check validates the v2 batch at the start of b and returns a View of
+// exactly its bytes (b may hold more after it). The checks are the
+// batch-level ones of formats.md §1.4, in this order:
+//
+//  1. framing: at least 18 bytes, a length field ≥ 14, and the whole
+//     entry inside b (otherwise a torn tail; a region of zero bytes is a
+//     torn tail with Zero set, a zero header followed by non-zero bytes is
+//     corruption);
+//  2. magic 2 (0 and 1 are legacy entries, anything else corrupt);
+//  3. batch size ≥ 61;
+//  4. CRC-32C over [21, end);
+//  5. a known codec, recordsCount ≥ 0, lastOffsetDelta ≥ 0,
+//     recordsCount ≤ lastOffsetDelta+1 (compaction may remove records,
+//     never add them), an uncompressed records section large enough for
+//     the declared count (7 bytes per record at least), producer epoch
+//     and base sequence ≥ -1.
+//
+// Records are not parsed; see RecordIterator and CheckRecords for that.
+// Errors are *TornTailError or *CorruptionError with Position 0.
+func Check(b []byte) (View, error) { return checkAt(b, 0) }
+
+// checkAt is Check with positions reported relative to pos.
+func checkAt(b []byte, pos int64) (View, error) {
+	n, err := frameAt(b, pos)
+	if err != nil {
+		return nil, err
+	}
+	v := View(b[:n:n])
+	if m := v.Magic(); m != MagicV2 {
+		if m == 0 || m == 1 {
+			return nil, corruptf(pos, "legacy magic %d entry where a v2 batch is required", m)
+		}
+		return nil, corruptf(pos, "invalid magic %d", m)
+	}
+	if n < HeaderSize {
+		return nil, corruptf(pos, "batch size %d is smaller than the %d-byte header", n, HeaderSize)
+	}
+	if stored, computed := v.CRC(), v.ComputeCRC(); stored != computed {
+		return nil, corruptf(pos, "crc mismatch (stored %d, computed %d)", stored, computed)
+	}
+	if err := checkFields(v, pos); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// checkFields applies the header sanity rules (step 5 of Check) to a batch
+// whose framing, magic and CRC are known to be good.
+func checkFields(v View, pos int64) error {
+	if c := v.Compression(); !c.Valid() {
+		return corruptf(pos, "invalid compression codec id %d", int8(c))
+	}
+	count, lod := v.RecordsCount(), v.LastOffsetDelta()
+	if count < 0 {
+		return corruptf(pos, "invalid record count %d", count)
+	}
+	if lod < 0 {
+		return corruptf(pos, "invalid last offset delta %d", lod)
+	}
+	if int64(count) > int64(lod)+1 {
+		return corruptf(pos, "record count %d exceeds last offset delta %d + 1", count, lod)
+	}
+	if v.Compression() == CompressionNone && int64(count)*minRecordSize > int64(len(v)-HeaderSize) {
+		return corruptf(pos, "%d records cannot fit in a %d-byte records section", count, len(v)-HeaderSize)
+	}
+	if e := v.ProducerEpoch(); e < NoProducerEpoch {
+		return corruptf(pos, "invalid producer epoch %d", e)
+	}
+	if s := v.BaseSequence(); s < NoSequence {
+		return corruptf(pos, "invalid base sequence %d", s)
+	}
+	return nil
+}
+
+// minRecordSize is the smallest encoded record: one byte each for length,
+// attributes, timestamp delta, offset delta, key length, value length and
+// header count.
+const minRecordSize = 7
+
+// Frame applies only the framing rules of formats.md §1.4 to the entry at
+// the start of b, whatever its magic, and returns its size (12 + length).
+// It is what a dump tool uses to step over legacy entries.
+func Frame(b []byte) (int, error) { return frameAt(b, 0) }
+
+func frameAt(b []byte, pos int64) (int, error) {
+	if len(b) <= framingPeek {
+		return 0, tornTail(b, pos, itoa(int64(len(b)))+" bytes left, fewer than the 18 an entry needs")
+	}
+	length := int32(binary.BigEndian.Uint32(b[OffBatchLength:]))
+	if length < minEntrySize {
+		if isZero(b) {
+			return 0, tornTail(b, pos, "zero padding")
+		}
+		if isZero(b[:min(len(b), HeaderSize)]) {
+			return 0, corruptf(pos, "zero-filled hole followed by non-zero bytes")
+		}
+		return 0, corruptf(pos, "entry length %d is smaller than %d", length, minEntrySize)
+	}
+	size := int64(length) + LogOverhead
+	if size > int64(len(b)) {
+		return 0, &TornTailError{Position: pos, Remaining: int64(len(b)),
+			Reason: "entry of " + itoa(size) + " bytes runs past the end (" + itoa(int64(len(b))) + " bytes left)"}
+	}
+	return int(size), nil
+}
+
+func tornTail(b []byte, pos int64, reason string) *TornTailError {
+	return &TornTailError{Position: pos, Remaining: int64(len(b)), Zero: isZero(b), Reason: reason}
+}
+
+// isZero reports whether every byte of b is zero. It compares eight bytes
+// at a time, since it may run over the preallocated tail of a segment.
+func isZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,78 @@
+package batch
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrCorrupt marks every failure to decode bytes that claim to be a record
+// batch (or a record, a control value, a compressed stream, a legacy
+// message). Test with errors.Is(err, ErrCorrupt); the concrete error is a
+// *CorruptionError that says where and why.
+var ErrCorrupt = errors.New("partlog/batch: corrupt record batch")
+
+// ErrTornTail marks a region that ends inside a batch (fewer bytes remain
+// than the next batch needs) or in zero padding, which is what an
+// interrupted append or a preallocated file leaves behind. It is not
+// corruption: a log truncates it silently. The concrete error is a
+// *TornTailError.
+var ErrTornTail = errors.New("partlog/batch: torn tail")
+
+// CorruptionError says where bytes failed to decode and why.
+// errors.Is(err, ErrCorrupt) holds for every *CorruptionError.
+type CorruptionError struct {
+	// Position is the byte position of the offending batch (or record,
+	// or field) relative to the start of the region given to the decoder.
+	Position int64
+	// Reason is a short human-readable description, e.g.
+	// "crc mismatch (stored 0x1a76e004, computed 0x00000000)".
+	Reason string
+	// Err, if not nil, is an underlying cause (for example a
+	// decompressor's error).
+	Err error
+}
+
+func (e *CorruptionError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("partlog/batch: corrupt at position %d: %s: %v", e.Position, e.Reason, e.Err)
+	}
+	return fmt.Sprintf("partlog/batch: corrupt at position %d: %s", e.Position, e.Reason)
+}
+
+// Is reports whether target is ErrCorrupt.
+func (e *CorruptionError) Is(target error) bool { return target == ErrCorrupt }
+
+// Unwrap returns the underlying cause, if any.
+func (e *CorruptionError) Unwrap() error { return e.Err }
+
+// TornTailError says where a region stops holding whole batches.
+// errors.Is(err, ErrTornTail) holds for every *TornTailError.
+type TornTailError struct {
+	// Position is where the incomplete batch (or the zero padding) starts.
+	Position int64
+	// Remaining is the number of bytes from Position to the end of the region.
+	Remaining int64
+	// Zero is true when every remaining byte is zero (preallocation padding).
+	Zero bool
+	// Reason is a short description ("12 bytes left, header needs 17", ...).
+	Reason string
+}
+
+func (e *TornTailError) Error() string {
+	return fmt.Sprintf("partlog/batch: torn tail at position %d (%d bytes): %s", e.Position, e.Remaining, e.Reason)
+}
+
+// Is reports whether target is ErrTornTail.
+func (e *TornTailError) Is(target error) bool { return target == ErrTornTail }
+
+// IsTornTail reports whether err says that a region ends in an incomplete
+// batch or zero padding (as opposed to corruption).
+func IsTornTail(err error) bool { return errors.Is(err, ErrTornTail) }
+
+// IsCorrupt reports whether err marks corrupt bytes.
+func IsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
+
+// corruptf builds a *CorruptionError at pos.
+func corruptf(pos int64, format string, args ...any) *CorruptionError {
+	return &CorruptionError{Position: pos, Reason: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,51 @@
+package batch
+
+// Iterator walks the v2 batches of a byte region (a produce request, a
+// whole segment) and stops at the first one that fails Check. It never
+// copies: each View aliases the region.
+//
+//	it := batch.NewIterator(region, 0)
+//	for v, ok := it.Next(); ok; v, ok = it.Next() { ... }
+//	if err := it.Err(); err != nil { ... } // nil: the region ended exactly after a batch
+//
+// An Iterator is a value type that does not allocate; it is not safe for
+// concurrent use.
+type Iterator struct {
+	region []byte
+	pos    int   // start of the next batch in region
+	base   int64 // position of region[0] in the file or request
+	err    error
+}
+
+// NewIterator returns an iterator over region, whose first byte sits at
+// position base of the enclosing file (positions in errors include it).
+func NewIterator(region []byte, base int64) Iterator {
+	return Iterator{region: region, base: base}
+}
+
+// Next returns the next valid batch, or false at the end of the region or
+// at the first invalid batch (see Err).
+func (it *Iterator) Next() (View, bool) {
+	if it.err != nil || it.pos >= len(it.region) {
+		return nil, false
+	}
+	v, err := checkAt(it.region[it.pos:], it.base+int64(it.pos))
+	if err != nil {
+		it.err = err
+		return nil, false
+	}
+	it.pos += len(v)
+	return v, true
+}
+
+// Err returns nil if the iteration ended exactly at the end of the region,
+// a *TornTailError if the region ends inside a batch or in zero padding,
+// and a *CorruptionError if a batch is invalid.
+func (it *Iterator) Err() error { return it.err }
+
+// Position is the position (including base) just past the last batch
+// returned: the end of the valid prefix once Next has returned false.
+func (it *Iterator) Position() int64 { return it.base + int64(it.pos) }
+
+// Offset is Position relative to the region's start.
+func (it *Iterator) Offset() int { return it.pos }
