@@ -1,0 +1,13 @@
+// Command partlog inspects, verifies and repairs Kafka partition log
+// directories. Data goes to stdout, diagnostics to stderr.
+//
+//	partlog dump [flags] FILE...
+package main
+
+import (
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
