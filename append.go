@@ -1,0 +1,208 @@
+package partlog
+
+import (
+	"fmt"
+
+	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/segment"
+)
+
+// AppendInfo reports what an append wrote.
+type AppendInfo struct {
+	// FirstOffset is the base offset of the first batch, LastOffset the
+	// last offset of the last batch.
+	FirstOffset, LastOffset int64
+	// MaxTimestamp is the largest batch max timestamp (-1 if none), and
+	// OffsetOfMaxTimestamp the last offset of the batch that holds it.
+	MaxTimestamp, OffsetOfMaxTimestamp int64
+	// Batches and Records count what was appended; Bytes is the size.
+	Batches, Records int
+	Bytes           int
+	// Position is the byte position of the append in its segment, and
+	// SegmentBaseOffset that segment.
+	Position, SegmentBaseOffset int64
+}
+
+// scan is the result of validating an append's bytes.
+type scan struct {
+	batches, records int
+	firstBase        int64 // base offset of the first batch as received
+	lastOffset       int64 // last offset of the last batch as received
+	offsetSlots      int64 // sum of lastOffsetDelta+1
+	maxTimestamp     int64
+	firstEpoch       int32
+}
+
+// validate checks every batch of records (batch.Check: framing, magic 2,
+// CRC-32C, header rules) and, for a leader, Kafka's client rules. The
+// bytes must be exactly a sequence of whole batches. It does not
+// allocate.
+func (l *Log) validate(records []byte, leader bool, s *scan) error {
+	*s = scan{firstBase: -1, lastOffset: -1, maxTimestamp: batch.NoTimestamp}
+	if len(records) == 0 {
+		return fmt.Errorf("%w: empty append", ErrInvalidRecords)
+	}
+	it := batch.NewIterator(records, 0)
+	prevLast := int64(-1)
+	for v, ok := it.Next(); ok; v, ok = it.Next() {
+		if leader {
+			if err := l.leaderRules(v, it.Position()-int64(len(v))); err != nil {
+				return err
+			}
+		} else if s.batches > 0 && v.BaseOffset() <= prevLast {
+			return &OffsetError{Err: ErrUnexpectedOffset, Offset: v.BaseOffset(),
+				LogStartOffset: l.logStartOffset.Load(), LogEndOffset: l.logEndOffset.Load()}
+		}
+		if s.batches == 0 {
+			s.firstBase = v.BaseOffset()
+			s.firstEpoch = v.PartitionLeaderEpoch()
+		}
+		prevLast = v.LastOffset()
+		s.lastOffset = prevLast
+		s.offsetSlots += int64(v.LastOffsetDelta()) + 1
+		s.batches++
+		s.records += int(v.RecordsCount())
+		if ts := v.MaxTimestamp(); ts > s.maxTimestamp {
+			s.maxTimestamp = ts
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidRecords, err)
+	}
+	if int64(len(records)) > l.opts.SegmentBytes {
+		return fmt.Errorf("%w: append of %d bytes exceeds the segment size %d", ErrRecordTooLarge, len(records), l.opts.SegmentBytes)
+	}
+	return nil
+}
+
+// leaderRules applies the checks a leader makes of a client's batch
+// (formats.md §1.8, recovery.md §3.1).
+func (l *Log) leaderRules(v batch.View, pos int64) error {
+	switch {
+	case int64(len(v)) > l.opts.MaxBatchBytes:
+		return fmt.Errorf("%w: batch at %d is %d bytes, limit %d", ErrRecordTooLarge, pos, len(v), l.opts.MaxBatchBytes)
+	case v.IsControl():
+		return fmt.Errorf("%w: control batch at %d from a client", ErrPolicy, pos)
+	case v.RecordsCount() <= 0 || int64(v.LastOffsetDelta())+1 != int64(v.RecordsCount()):
+		return fmt.Errorf("%w: batch at %d has %d records but last offset delta %d", ErrPolicy, pos, v.RecordsCount(), v.LastOffsetDelta())
+	case v.ProducerID() >= 0 && v.BaseSequence() < 0:
+		return fmt.Errorf("%w: idempotent batch at %d without a base sequence", ErrPolicy, pos)
+	}
+	if l.opts.ValidateRecords && v.Compression() == batch.CompressionNone {
+		if err := batch.CheckRecords(v, v.RecordsSection(), true); err != nil {
+			return fmt.Errorf("%w: batch at %d: %w", ErrInvalidRecords, pos, err)
+		}
+	}
+	if l.opts.ValidateRecords && v.Compression() != batch.CompressionNone {
+		data, err := v.RecordData(l.scratch, int(l.opts.MaxBatchBytes)*64)
+		if err != nil {
+			return fmt.Errorf("%w: batch at %d: %w", ErrInvalidRecords, pos, err)
+		}
+		l.scratch = data[:0]
+		if err := batch.CheckRecords(v, data, true); err != nil {
+			return fmt.Errorf("%w: batch at %d: %w", ErrInvalidRecords, pos, err)
+		}
+	}
+	return nil
+}
+
+// AppendAsLeader validates every batch of records (a produce request's
+// bytes), gives them the next offsets and the leader epoch, and appends
+// them. Only the base offset and partition leader epoch of each batch
+// are written, in the mapped copy: records is not modified and no CRC is
+// computed. A new leader epoch is recorded in the leader-epoch cache.
+// Nothing is written when any batch is rejected. It does not allocate
+// (except when the epoch changes or a segment rolls).
+func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return AppendInfo{}, err
+	}
+	var s scan
+	if err := l.validate(records, true, &s); err != nil {
+		return AppendInfo{}, err
+	}
+	leo := l.logEndOffset.Load()
+	return l.appendLocked(records, &s, segment.Stamp{Assign: true, NextOffset: leo, LeaderEpoch: leaderEpoch}, leo, leo+s.offsetSlots-1)
+}
+
+// AppendAsFollower appends batches fetched from a leader as they are:
+// offsets, leader epochs and CRCs are kept. The first batch must start at
+// or after the log end offset and each batch after the previous one
+// (gaps, as compaction leaves them, are allowed); otherwise it fails with
+// ErrUnexpectedOffset and nothing is written. Leader epochs met in the
+// batches are recorded in the leader-epoch cache.
+func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return AppendInfo{}, err
+	}
+	var s scan
+	if err := l.validate(records, false, &s); err != nil {
+		return AppendInfo{}, err
+	}
+	leo := l.logEndOffset.Load()
+	if s.firstBase < leo {
+		return AppendInfo{}, &OffsetError{Err: ErrUnexpectedOffset, Offset: s.firstBase,
+			LogStartOffset: l.logStartOffset.Load(), LogEndOffset: leo}
+	}
+	return l.appendLocked(records, &s, segment.Stamp{}, s.firstBase, s.lastOffset)
+}
+
+// appendLocked rolls if needed, records epochs, appends, and advances the
+// log end offset. Caller holds appendMu and has validated records.
+func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, last int64) (AppendInfo, error) {
+	active := l.active()
+	if active.ShouldRoll(int64(len(records)), last, s.maxTimestamp, l.opts.SegmentMs, l.jitterMs, l.opts.Now()) {
+		if err := l.rollLocked(first); err != nil {
+			return AppendInfo{}, err
+		}
+		active = l.active()
+	}
+	if err := l.recordEpochs(records, st, first); err != nil {
+		return AppendInfo{}, err
+	}
+	var out segment.Appended
+	if err := active.Append(records, st, &out); err != nil {
+		return AppendInfo{}, err
+	}
+	l.logEndOffset.Store(out.LastOffset + 1)
+	return AppendInfo{
+		FirstOffset:          out.FirstOffset,
+		LastOffset:           out.LastOffset,
+		MaxTimestamp:         out.MaxTimestamp,
+		OffsetOfMaxTimestamp: out.OffsetOfMaxTimestamp,
+		Batches:              out.Batches,
+		Records:              s.records,
+		Bytes:                len(records),
+		Position:             out.Position,
+		SegmentBaseOffset:    active.BaseOffset(),
+	}, nil
+}
+
+// recordEpochs adds new leader epochs to the cache: the leader's epoch at
+// the first assigned offset, or each new epoch met in a follower's
+// batches at that batch's base offset.
+func (l *Log) recordEpochs(records []byte, st segment.Stamp, first int64) error {
+	latest := l.epochs.latest()
+	if st.Assign {
+		if st.LeaderEpoch > latest {
+			return l.epochs.assign(st.LeaderEpoch, first)
+		}
+		return nil
+	}
+	// records was validated: walk the headers without checking again.
+	for p := 0; p < len(records); {
+		v := batch.View(records[p:])
+		if e := v.PartitionLeaderEpoch(); e > latest {
+			if err := l.epochs.assign(e, v.BaseOffset()); err != nil {
+				return err
+			}
+			latest = e
+		}
+		p += v.Size()
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+package partlog
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors returned by a Log. Each says when it is returned.
+var (
+	// ErrClosed: the Log was closed.
+	ErrClosed = errors.New("partlog: log is closed")
+	// ErrLocked: another Log (in this or another process) holds the
+	// partition directory.
+	ErrLocked = errors.New("partlog: partition directory is locked by another log")
+	// ErrNeedsRecovery: Open found a directory that was not closed
+	// cleanly (a torn or padded tail, leftovers of interrupted renames,
+	// indexes failing their checks). Recovery opens it.
+	ErrNeedsRecovery = errors.New("partlog: directory needs crash recovery")
+	// ErrInvalidRecords: an append carried bytes that are not a sequence
+	// of valid batches; nothing was written. It wraps the batch package's
+	// ErrCorrupt or ErrTornTail with the position.
+	ErrInvalidRecords = errors.New("partlog: invalid record batches")
+	// ErrPolicy: an append broke a leader rule (control batch from a
+	// client, offset deltas not matching the record count, an idempotent
+	// batch without a sequence, a legacy batch); nothing was written.
+	ErrPolicy = errors.New("partlog: batch rejected by the leader's rules")
+	// ErrRecordTooLarge: a batch exceeds MaxBatchBytes, or an append
+	// exceeds SegmentBytes.
+	ErrRecordTooLarge = errors.New("partlog: record batch too large")
+	// ErrOffsetOutOfRange: a read or truncation named an offset outside
+	// [LogStartOffset, LogEndOffset].
+	ErrOffsetOutOfRange = errors.New("partlog: offset out of range")
+	// ErrUnexpectedOffset: a follower append whose offsets do not follow
+	// the log end, or go backwards between batches.
+	ErrUnexpectedOffset = errors.New("partlog: unexpected append offset")
+	// ErrNotBatchBoundary: TruncateTo was asked to cut inside a batch.
+	ErrNotBatchBoundary = errors.New("partlog: truncation offset inside a batch")
+	// ErrFailed: an earlier flush or roll failed; the log refuses writes
+	// until it is reopened (a failed fsync is never retried).
+	ErrFailed = errors.New("partlog: log failed and must be reopened")
+)
+
+// OffsetError details ErrOffsetOutOfRange and ErrUnexpectedOffset.
+type OffsetError struct {
+	Err            error // ErrOffsetOutOfRange or ErrUnexpectedOffset
+	Offset         int64 // the offending offset
+	LogStartOffset int64
+	LogEndOffset   int64
+}
+
+func (e *OffsetError) Error() string {
+	return fmt.Sprintf("%v: %d (log start %d, log end %d)", e.Err, e.Offset, e.LogStartOffset, e.LogEndOffset)
+}
+
+func (e *OffsetError) Unwrap() error { return e.Err }

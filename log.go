@@ -1,0 +1,410 @@
+package partlog
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/partlog/partlog/segment"
+	"golang.org/x/sys/unix"
+)
+
+// Log is one partition directory: an ordered list of segments, the last
+// of which is active (writable), plus the leader-epoch cache.
+//
+// Concurrency. One appender at a time, any number of readers:
+//
+//   - appendMu serializes every writer: appends, Roll, TruncateTo,
+//     TruncateFullyAndStartAt, SetLogStartOffset, Flush and Close.
+//   - mu guards the segment list. Readers take it shared only to pick a
+//     segment and take a reference on its mapping; writers take it
+//     exclusively only while they change the list or cut bytes a new
+//     reader could reach (truncation).
+//   - Lock order: appendMu, then mu, then a segment's own lock.
+//
+// Offsets (logStartOffset, logEndOffset, recoveryPoint, highWatermark) are
+// atomics written under appendMu and read by anyone. LogEndOffset is
+// advanced only after the segment has published the bytes, so a reader
+// bounded by it never meets a partial batch.
+type Log struct {
+	dir  string
+	opts Options
+	lock *os.File // the directory's own descriptor, flock'ed
+
+	appendMu sync.Mutex
+	failed   error // set under appendMu when a flush or roll failed
+	jitterMs int64 // per active segment, drawn at creation
+	scratch  []byte
+	dirDirty bool // a segment was created since the last Flush
+
+	mu        sync.RWMutex // guards segments, keys, closed
+	segments  []*segment.Segment
+	keys      map[*segment.Segment]uint64 // mapping-cache registrations
+	closed    bool
+	closeOnce sync.Once
+	closeErr  error
+
+	logStartOffset atomic.Int64
+	logEndOffset   atomic.Int64
+	recoveryPoint  atomic.Int64
+	highWatermark  atomic.Int64
+
+	epochs *epochCache
+	cache  *MappingCache
+}
+
+// Open opens the partition directory dir, creating it (and a first empty
+// segment at offset 0) if needed. A nil opts means Kafka's defaults. The
+// directory is locked with flock on its own descriptor, so a second Open,
+// from this or another process, fails with ErrLocked while the Log is
+// open; no file is added to the directory for this.
+//
+// Open loads a directory that was closed cleanly without reading any
+// sealed segment: their indexes are checked when first used. The active
+// segment's indexes must pass their sanity checks and its batches after
+// the last index entry must end exactly at the end of the file. Anything
+// else (a torn or zero-padded tail, leftovers of interrupted renames)
+// fails with ErrNeedsRecovery.
+func Open(dir string, opts *Options) (*Log, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, opts: o, lock: lock, keys: map[*segment.Segment]uint64{}, cache: o.MappingCache}
+	if l.cache == nil {
+		l.cache = DefaultMappingCache()
+	}
+	if err := l.load(); err != nil {
+		for _, s := range l.segments {
+			_ = s.Close()
+		}
+		_ = unlockDir(lock)
+		return nil, err
+	}
+	return l, nil
+}
+
+// lockDir takes an exclusive, non-blocking flock on the directory's own
+// descriptor.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+		}
+		return nil, fmt.Errorf("partlog: lock %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+func unlockDir(f *os.File) error {
+	err := unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return errors.Join(err, f.Close())
+}
+
+func (l *Log) segConfig() segment.Config {
+	pre := l.opts.PrefaultBytes
+	if pre < 0 {
+		pre = 0
+	}
+	return segment.Config{
+		SegmentBytes:       l.opts.SegmentBytes,
+		MaxIndexBytes:      l.opts.MaxIndexBytes,
+		IndexIntervalBytes: l.opts.IndexIntervalBytes,
+		Prefault:           pre,
+	}
+}
+
+// load reads the directory listing and opens the segments.
+func (l *Log) load() error {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	var bases []int64
+	logs := map[int64]bool{}
+	var indexes []segment.FileName
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasSuffix(name, ".tmp") {
+			return fmt.Errorf("%w: leftover temporary file %s", ErrNeedsRecovery, name)
+		}
+		n, err := segment.ParseFileName(name)
+		if err != nil {
+			continue // checkpoints, partition.metadata, foreign files
+		}
+		if n.Transient != "" {
+			return fmt.Errorf("%w: interrupted operation left %s", ErrNeedsRecovery, name)
+		}
+		switch n.Kind {
+		case segment.LogSuffix:
+			bases = append(bases, n.Offset)
+			logs[n.Offset] = true
+		case segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix:
+			indexes = append(indexes, n)
+		}
+	}
+	for _, n := range indexes {
+		if !logs[n.Offset] {
+			return fmt.Errorf("%w: index %s has no .log", ErrNeedsRecovery, n)
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	if l.epochs, err = loadEpochCache(l.dir); err != nil {
+		return err
+	}
+	now := l.opts.Now()
+	cfg := l.segConfig()
+	if len(bases) == 0 {
+		s, err := segment.Create(l.dir, 0, cfg, now)
+		if err != nil {
+			return err
+		}
+		l.segments = []*segment.Segment{s}
+		l.dirDirty = true
+	}
+	for i, base := range bases {
+		var s *segment.Segment
+		if i == len(bases)-1 {
+			s, err = segment.OpenActive(l.dir, base, cfg, now)
+			if errors.Is(err, segment.ErrNeedsRecovery) {
+				err = fmt.Errorf("%w: %w", ErrNeedsRecovery, err)
+			}
+		} else {
+			s, err = segment.OpenSealed(l.dir, base, cfg, now)
+			if err == nil {
+				s.SetNextOffset(bases[i+1])
+				l.keys[s] = l.cache.register(s)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		l.segments = append(l.segments, s)
+	}
+	active := l.active()
+	if len(l.segments) > 1 && active.NextOffset() < active.BaseOffset() {
+		return fmt.Errorf("%w: active segment below its predecessor", ErrNeedsRecovery)
+	}
+	l.logStartOffset.Store(l.segments[0].BaseOffset())
+	leo := active.NextOffset()
+	l.logEndOffset.Store(leo)
+	l.recoveryPoint.Store(leo)
+	l.highWatermark.Store(l.segments[0].BaseOffset())
+	l.newJitter()
+	return l.epochs.truncateFromEnd(leo)
+}
+
+func (l *Log) newJitter() {
+	l.jitterMs = 0
+	if j := min(l.opts.SegmentJitterMs, l.opts.SegmentMs); j > 0 {
+		l.jitterMs = rand.Int64N(j)
+	}
+}
+
+// active returns the last segment. Caller holds appendMu or mu.
+func (l *Log) active() *segment.Segment { return l.segments[len(l.segments)-1] }
+
+// Dir returns the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// LogStartOffset is the first offset a reader may ask for.
+func (l *Log) LogStartOffset() int64 { return l.logStartOffset.Load() }
+
+// LogEndOffset is the offset the next appended record gets (LEO).
+func (l *Log) LogEndOffset() int64 { return l.logEndOffset.Load() }
+
+// RecoveryPoint is the offset below which everything is durable.
+func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint.Load() }
+
+// HighWatermark is the offset set with SetHighWatermark (initially the
+// log start offset), kept within [LogStartOffset, LogEndOffset].
+func (l *Log) HighWatermark() int64 { return l.highWatermark.Load() }
+
+// SetHighWatermark records the high watermark, clamped to
+// [LogStartOffset, LogEndOffset].
+func (l *Log) SetHighWatermark(hw int64) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.highWatermark.Store(min(max(hw, l.logStartOffset.Load()), l.logEndOffset.Load()))
+}
+
+// LeaderEpochs returns a copy of the leader-epoch cache.
+func (l *Log) LeaderEpochs() []EpochEntry { return l.epochs.list() }
+
+// Segments returns the base offsets of the segments, oldest first.
+func (l *Log) Segments() []int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]int64, len(l.segments))
+	for i, s := range l.segments {
+		out[i] = s.BaseOffset()
+	}
+	return out
+}
+
+// checkWritable returns why the log refuses writes, if it does. Caller
+// holds appendMu.
+func (l *Log) checkWritable() error {
+	if l.failed != nil {
+		return fmt.Errorf("%w: %w", ErrFailed, l.failed)
+	}
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Roll seals the active segment and starts a new one at the log end
+// offset. An empty active segment is kept as it is.
+func (l *Log) Roll() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	if l.active().IsEmpty() {
+		return nil
+	}
+	return l.rollLocked(l.logEndOffset.Load())
+}
+
+// rollLocked seals the active segment and creates one at max(base, LEO).
+// Caller holds appendMu.
+func (l *Log) rollLocked(base int64) error {
+	base = max(base, l.logEndOffset.Load())
+	old := l.active()
+	if old.IsEmpty() && old.BaseOffset() == base {
+		return nil
+	}
+	if err := old.Seal(); err != nil {
+		l.failed = err
+		return err
+	}
+	s, err := segment.Create(l.dir, base, l.segConfig(), l.opts.Now())
+	if err != nil {
+		// The old segment is sealed and cannot take more appends.
+		l.failed = err
+		return err
+	}
+	old.SetNextOffset(base)
+	l.mu.Lock()
+	l.keys[old] = l.cache.register(old)
+	l.segments = append(l.segments, s)
+	l.mu.Unlock()
+	l.dirDirty = true
+	l.newJitter()
+	return nil
+}
+
+// Flush makes everything appended durable and advances the recovery
+// point to the log end offset: the .log data and length of every segment
+// from the one holding the recovery point to the active one, their
+// indexes, then the directory if a segment was created (recovery.md §3.5).
+// A failure poisons the log: it refuses writes until reopened, because
+// the kernel may have dropped the dirty pages it failed to write.
+func (l *Log) Flush() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	return l.flushLocked()
+}
+
+func (l *Log) flushLocked() error {
+	leo := l.logEndOffset.Load()
+	rp := l.recoveryPoint.Load()
+	l.mu.RLock()
+	segs := slices.Clone(l.segments)
+	l.mu.RUnlock()
+	for i, s := range segs {
+		if i+1 < len(segs) && segs[i+1].BaseOffset() <= rp {
+			continue // wholly below the recovery point
+		}
+		if err := s.Flush(); err != nil {
+			l.failed = err
+			return err
+		}
+	}
+	if l.dirDirty {
+		if err := segment.SyncDir(l.dir); err != nil {
+			l.failed = err
+			return err
+		}
+		l.dirDirty = false
+	}
+	if leo > rp {
+		l.recoveryPoint.Store(leo)
+	}
+	return nil
+}
+
+// Close flushes the log, seals the active segment (trimming its files),
+// releases the segments and unlocks the directory. Readers keep their
+// views until they release them. Close is idempotent.
+func (l *Log) Close() error {
+	l.closeOnce.Do(func() {
+		l.appendMu.Lock()
+		defer l.appendMu.Unlock()
+		var errs []error
+		if l.failed == nil {
+			errs = append(errs, l.flushLocked())
+		}
+		l.mu.Lock()
+		l.closed = true
+		segs := l.segments
+		for _, s := range segs {
+			if k, ok := l.keys[s]; ok {
+				l.cache.forget(k)
+			}
+		}
+		l.mu.Unlock()
+		for _, s := range segs {
+			errs = append(errs, s.Close())
+		}
+		if l.failed == nil {
+			// Make the trims durable (file lengths) and the directory.
+			errs = append(errs, segment.SyncDir(l.dir))
+		}
+		errs = append(errs, unlockDir(l.lock))
+		l.closeErr = errors.Join(errs...)
+	})
+	return l.closeErr
+}
+
+// removeSegmentsLocked deletes segs (renamed .deleted, then removed) and
+// drops them from the list. Caller holds appendMu and mu exclusively.
+func (l *Log) removeSegmentsLocked(segs []*segment.Segment) error {
+	var errs []error
+	for _, s := range segs {
+		if k, ok := l.keys[s]; ok {
+			l.cache.forget(k)
+			delete(l.keys, s)
+		}
+		errs = append(errs, s.Delete())
+	}
+	l.segments = slices.DeleteFunc(l.segments, func(s *segment.Segment) bool { return slices.Contains(segs, s) })
+	errs = append(errs, segment.SyncDir(l.dir))
+	return errors.Join(errs...)
+}

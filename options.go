@@ -1,0 +1,105 @@
+package partlog
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Options configure a Log. A nil *Options, or a zero field, means Kafka's
+// default for that setting (recovery.md §3.6).
+type Options struct {
+	// SegmentBytes is the size at which the active segment rolls
+	// (segment.bytes). Default 1 GiB. partlog preallocates every active
+	// segment to this size with fallocate, so each open log reserves this
+	// much disk; the file is trimmed to its data on roll and close.
+	SegmentBytes int64
+	// SegmentMs rolls a segment whose first batch is older than this
+	// (segment.ms). Default 7 days. Negative disables time-based rolling.
+	SegmentMs int64
+	// SegmentJitterMs is subtracted, drawn uniformly per segment, from
+	// SegmentMs (segment.jitter.ms). Default 0.
+	SegmentJitterMs int64
+	// MaxIndexBytes is the preallocated size of the offset and time
+	// indexes of the active segment (segment.index.bytes). Default 10 MiB.
+	MaxIndexBytes int64
+	// IndexIntervalBytes is the number of bytes appended between offset
+	// index entries (index.interval.bytes). Default 4096. Smaller values
+	// make reads seek faster and indexes fill (and segments roll) sooner.
+	IndexIntervalBytes int64
+	// MaxBatchBytes is the largest batch a leader accepts
+	// (max.message.bytes). Default 1 MiB + 12.
+	MaxBatchBytes int64
+	// ValidateRecords makes AppendAsLeader decode every record of
+	// uncompressed batches and require offset deltas 0..n-1 (Kafka's
+	// LogValidator does this). Default false: the CRC-32C already proves
+	// the bytes are the producer's, and the record walk costs several
+	// times the CRC on small records (see BenchmarkValidate in batch).
+	ValidateRecords bool
+	// PrefaultBytes is the window of the active segment kept populated
+	// ahead of the write position by a background goroutine, so appends
+	// copy into resident pages. Default 8 MiB; negative disables it.
+	PrefaultBytes int64
+	// MappingCache bounds the mappings of sealed segments across logs.
+	// Default: DefaultMappingCache(), shared by the process.
+	MappingCache *MappingCache
+	// Now is the clock (time-based rolling). Default time.Now.
+	Now func() time.Time
+}
+
+// Defaults of Options (Kafka's, recovery.md §3.6).
+const (
+	DefaultSegmentBytes       = 1 << 30
+	DefaultSegmentMs          = 7 * 24 * 60 * 60 * 1000
+	DefaultMaxIndexBytes      = 10 << 20
+	DefaultIndexIntervalBytes = 4096
+	DefaultMaxBatchBytes      = 1<<20 + 12
+	DefaultPrefaultBytes      = 8 << 20
+)
+
+// withDefaults returns a copy of o (nil allowed) with defaults filled in.
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.SegmentBytes == 0 {
+		r.SegmentBytes = DefaultSegmentBytes
+	}
+	if r.SegmentMs == 0 {
+		r.SegmentMs = DefaultSegmentMs
+	}
+	if r.MaxIndexBytes == 0 {
+		r.MaxIndexBytes = DefaultMaxIndexBytes
+	}
+	if r.IndexIntervalBytes == 0 {
+		r.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if r.MaxBatchBytes == 0 {
+		r.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if r.PrefaultBytes == 0 {
+		r.PrefaultBytes = DefaultPrefaultBytes
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return r
+}
+
+// validate rejects settings Kafka would reject.
+func (o *Options) validate() error {
+	switch {
+	case o.SegmentBytes < 14 || o.SegmentBytes > math.MaxInt32:
+		return fmt.Errorf("partlog: SegmentBytes %d outside [14, 2^31-1]", o.SegmentBytes)
+	case o.MaxIndexBytes < 12:
+		return fmt.Errorf("partlog: MaxIndexBytes %d below one time-index entry", o.MaxIndexBytes)
+	case o.IndexIntervalBytes < 0:
+		return fmt.Errorf("partlog: negative IndexIntervalBytes %d", o.IndexIntervalBytes)
+	case o.SegmentJitterMs < 0:
+		return fmt.Errorf("partlog: negative SegmentJitterMs %d", o.SegmentJitterMs)
+	case o.MaxBatchBytes < 0:
+		return fmt.Errorf("partlog: negative MaxBatchBytes %d", o.MaxBatchBytes)
+	}
+	return nil
+}

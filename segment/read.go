@@ -1,0 +1,119 @@
+package segment
+
+import (
+	"encoding/binary"
+
+	"github.com/partlog/partlog/batch"
+)
+
+// headerLastOffset reads the last offset and size of the batch at p of
+// data without validating it. ok is false when no whole batch header
+// lies at p (the published data always holds whole batches, so this only
+// happens at the end).
+func headerAt(data []byte, p int64) (last int64, size int64, ok bool) {
+	if p+batch.HeaderSize > int64(len(data)) {
+		return 0, 0, false
+	}
+	b := data[p:]
+	size = int64(int32(binary.BigEndian.Uint32(b[batch.OffBatchLength:]))) + batch.LogOverhead
+	if size < batch.HeaderSize || p+size > int64(len(data)) {
+		return 0, 0, false
+	}
+	base := int64(binary.BigEndian.Uint64(b))
+	delta := int64(int32(binary.BigEndian.Uint32(b[batch.OffLastOffsetDelta:])))
+	return base + delta, size, true
+}
+
+// find returns the position of the first batch whose last offset is ≥
+// target, scanning headers forward from the offset index's floor entry
+// (recovery.md §4.2), or len(data) when there is none.
+func (s *Segment) find(data []byte, target int64) (int64, error) {
+	var pos int64
+	if target > s.base {
+		x, err := s.index()
+		if err != nil {
+			return 0, err
+		}
+		_, p := x.Lookup(target)
+		pos = int64(p)
+		if pos > int64(len(data)) {
+			pos = 0 // an index entry past the data is not trusted
+		}
+	}
+	for {
+		last, size, ok := headerAt(data, pos)
+		if !ok {
+			return int64(len(data)), nil
+		}
+		if last >= target {
+			return pos, nil
+		}
+		pos += size
+	}
+}
+
+// Read returns whole batches starting with the one that holds offset
+// (or the first batch after it), taking batches while their last offset
+// is below upTo and the total stays within maxBytes; the first batch is
+// returned even when it alone exceeds maxBytes (as Kafka's "min one
+// message"). An empty Range (Bytes nil) means the segment holds nothing
+// at or after offset below upTo. The Range must be released.
+func (s *Segment) Read(offset int64, maxBytes int64, upTo int64) (Range, error) {
+	data, f, err := s.acquire()
+	if err != nil {
+		return Range{}, err
+	}
+	start, err := s.find(data, offset)
+	if err != nil {
+		f.Release()
+		s.readers.Add(-1)
+		return Range{}, err
+	}
+	end := start
+	for {
+		last, size, ok := headerAt(data, end)
+		if !ok || last >= upTo {
+			break
+		}
+		if end > start && end+size-start > maxBytes {
+			break
+		}
+		end += size
+	}
+	if end == start {
+		f.Release()
+		s.readers.Add(-1)
+		return Range{Position: start}, nil
+	}
+	return Range{Bytes: data[start:end:end], Position: start, seg: s, file: f}, nil
+}
+
+// PositionOf returns the position of the first batch whose last offset
+// is ≥ offset, and whether there is one.
+func (s *Segment) PositionOf(offset int64) (int64, bool, error) {
+	data, f, err := s.acquire()
+	if err != nil {
+		return 0, false, err
+	}
+	defer func() { f.Release(); s.readers.Add(-1) }()
+	p, err := s.find(data, offset)
+	return p, err == nil && p < int64(len(data)), err
+}
+
+// Scan calls fn for every batch of the segment's published data, with
+// its position, after validating it with batch.Check (CRC included). It
+// stops at the first invalid batch and returns that error, or fn's.
+func (s *Segment) Scan(fn func(pos int64, v batch.View) error) error {
+	data, f, err := s.acquire()
+	if err != nil {
+		return err
+	}
+	defer func() { f.Release(); s.readers.Add(-1) }()
+	it := batch.NewIterator(data, 0)
+	for v, ok := it.Next(); ok; v, ok = it.Next() {
+		if err := fn(it.Position()-int64(len(v)), v); err != nil {
+			return err
+		}
+	}
+	return it.Err()
+}

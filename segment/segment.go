@@ -1,0 +1,513 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/mmapfile"
+)
+
+// Config holds the segment settings a Log passes down. Every field must be
+// set (the root package's Options supplies Kafka's defaults).
+type Config struct {
+	// SegmentBytes is the roll size and the preallocated length of the
+	// active .log file.
+	SegmentBytes int64
+	// MaxIndexBytes is the preallocated length of the offset and time
+	// indexes of the active segment.
+	MaxIndexBytes int64
+	// IndexIntervalBytes is the number of bytes appended between two
+	// offset-index entries.
+	IndexIntervalBytes int64
+	// Prefault, if positive, is the window kept populated ahead of the
+	// write position of the active segment by a background goroutine.
+	Prefault int64
+}
+
+// Errors of this package.
+var (
+	// ErrFull is returned by Append when the bytes do not fit the
+	// preallocated segment, or an index is full; the log rolls first.
+	ErrFull = errors.New("partlog/segment: segment full")
+	// ErrSealed is returned when a sealed segment is asked to change.
+	ErrSealed = errors.New("partlog/segment: segment is sealed")
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("partlog/segment: segment is closed")
+	// ErrOffsetOverflow is returned when an offset does not fit the
+	// 32-bit relative form of the indexes (formats.md §4.7).
+	ErrOffsetOverflow = errors.New("partlog/segment: offset does not fit the segment's relative range")
+)
+
+// Segment is one .log file and its three indexes. The log (the owner)
+// serializes every mutating call; readers call Read, Lookup-style methods
+// and AcquireRange concurrently with the owner.
+//
+// The .log bytes:
+//
+//   - Active segment: a writable mapping of a file preallocated to
+//     SegmentBytes. The published size (an atomic) is advanced with a
+//     release store only after a whole append has been copied and its
+//     headers stamped, so a reader that loads it (acquire) never sees a
+//     partly written batch.
+//   - Sealed segment: the file trimmed to its data, mapped read-only on
+//     demand (and unmapped again by the owner's cache through Unmap).
+//
+// Who may hold slices into a mapping: only a holder of a reference on the
+// *mmapfile.File it came from (see AcquireRange). Unmapping (Unmap, Seal,
+// Close, Delete) drops the segment's own reference; the munmap itself
+// happens when the last reader releases. Truncation never shrinks or
+// rewrites bytes a reader may hold: when readers are active it writes a
+// new file and leaves the old inode to them (truncate.go).
+type Segment struct {
+	dir  string
+	base int64
+	cfg  Config
+
+	// size is the published logical size of the .log; nextOffset the
+	// offset after the last batch (base while empty). Both are written by
+	// the owner after the bytes are in place and read by anyone.
+	size       atomic.Int64
+	nextOffset atomic.Int64
+	// readers counts reader references taken through AcquireRange that
+	// are not yet released, on any mapping of this segment.
+	readers atomic.Int64
+
+	// mu guards the fields below: the current mapping and the lazily
+	// opened indexes of a sealed segment.
+	mu          sync.Mutex
+	log         *mmapfile.File // nil while a sealed segment is unmapped
+	offsetIndex *index.OffsetIndex
+	timeIndex   *index.TimeIndex
+	txnIndex    *index.TxnIndex
+	active      bool
+	closed      bool
+	onMap       func(*Segment, int64) // told when a sealed mapping is made
+
+	// Owner-only state (the log's append lock).
+	prefaulter           *mmapfile.Prefaulter
+	bytesSinceIndex      int64
+	maxTimestamp         int64 // largest timestamp appended, -1 if none
+	offsetOfMaxTimestamp int64
+	rollingTimestamp     int64 // max timestamp of the first batch, -1 if unknown
+	created              time.Time
+}
+
+// BaseOffset is the segment's base offset.
+func (s *Segment) BaseOffset() int64 { return s.base }
+
+// Size is the published size of the .log data.
+func (s *Segment) Size() int64 { return s.size.Load() }
+
+// NextOffset is the offset after the last batch of the segment (its base
+// offset while it is empty). For a sealed segment loaded lazily it is
+// known only once SetNextOffset or a scan has set it.
+func (s *Segment) NextOffset() int64 { return s.nextOffset.Load() }
+
+// SetNextOffset records the next offset of a sealed segment known from
+// the following segment's base offset.
+func (s *Segment) SetNextOffset(o int64) { s.nextOffset.Store(o) }
+
+// IsEmpty reports whether the segment holds no bytes.
+func (s *Segment) IsEmpty() bool { return s.size.Load() == 0 }
+
+// Active reports whether the segment is the writable one.
+func (s *Segment) Active() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active
+}
+
+// Readers is the number of unreleased reader references.
+func (s *Segment) Readers() int64 { return s.readers.Load() }
+
+// SetOnMap installs a callback told (segment, mapped bytes) whenever a
+// sealed segment is mapped, so the owner can account for and later evict
+// the mapping with Unmap.
+func (s *Segment) SetOnMap(fn func(*Segment, int64)) {
+	s.mu.Lock()
+	s.onMap = fn
+	s.mu.Unlock()
+}
+
+// Path returns the path of the segment's kind file.
+func (s *Segment) Path(kind string) string { return Path(s.dir, s.base, kind) }
+
+// Create makes a new, empty active segment at base in dir: the .log
+// preallocated to cfg.SegmentBytes (fallocate: a full disk fails here, not
+// with SIGBUS later), both indexes preallocated to cfg.MaxIndexBytes. Files
+// left under the same names are replaced.
+func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error) {
+	s := newSegment(dir, base, cfg, now)
+	for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
+		if err := os.Remove(s.Path(kind)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	f, err := mmapfile.Create(s.Path(LogSuffix), cfg.SegmentBytes)
+	if err != nil {
+		return nil, err
+	}
+	s.log = f
+	if err := s.openWritableIndexes(true); err != nil {
+		_ = s.closeFiles()
+		_ = os.Remove(s.Path(LogSuffix))
+		return nil, err
+	}
+	s.active = true
+	s.startPrefault()
+	return s, nil
+}
+
+func newSegment(dir string, base int64, cfg Config, now time.Time) *Segment {
+	s := &Segment{dir: dir, base: base, cfg: cfg, maxTimestamp: batch.NoTimestamp,
+		offsetOfMaxTimestamp: base, rollingTimestamp: batch.NoTimestamp, created: now}
+	s.nextOffset.Store(base)
+	return s
+}
+
+// OpenSealed returns a sealed segment for files already on disk without
+// reading or mapping anything: size comes from the file length, and the
+// mapping and indexes are opened on first use.
+func OpenSealed(dir string, base int64, cfg Config, now time.Time) (*Segment, error) {
+	s := newSegment(dir, base, cfg, now)
+	st, err := os.Stat(s.Path(LogSuffix))
+	if err != nil {
+		return nil, err
+	}
+	s.size.Store(st.Size())
+	return s, nil
+}
+
+// openWritableIndexes opens (or, with create, makes) the offset and time
+// indexes at full capacity, and the transaction index. Caller holds mu or
+// owns s exclusively.
+func (s *Segment) openWritableIndexes(create bool) error {
+	var err error
+	if create {
+		if s.offsetIndex, err = index.CreateOffsetIndex(s.Path(IndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
+			return err
+		}
+		if s.timeIndex, err = index.CreateTimeIndex(s.Path(TimeIndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
+			return err
+		}
+	} else {
+		if s.offsetIndex, err = index.OpenOffsetIndex(s.Path(IndexSuffix), s.base, false); err != nil {
+			return err
+		}
+		if err = s.offsetIndex.Resize(s.cfg.MaxIndexBytes); err != nil {
+			return err
+		}
+		if s.timeIndex, err = index.OpenTimeIndex(s.Path(TimeIndexSuffix), s.base, false); err != nil {
+			return err
+		}
+		if err = s.timeIndex.Resize(s.cfg.MaxIndexBytes); err != nil {
+			return err
+		}
+	}
+	s.txnIndex, err = index.OpenTxnIndex(s.Path(TxnIndexSuffix), s.base, false)
+	return err
+}
+
+func (s *Segment) startPrefault() {
+	if s.cfg.Prefault > 0 && s.log != nil {
+		s.prefaulter = mmapfile.NewPrefaulter(s.log, s.cfg.Prefault)
+		s.prefaulter.Advance(s.size.Load())
+	}
+}
+
+func (s *Segment) stopPrefault() error {
+	if s.prefaulter == nil {
+		return nil
+	}
+	err := s.prefaulter.Stop()
+	s.prefaulter = nil
+	if errors.Is(err, mmapfile.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// mapping returns the current mapping with a reference taken, mapping a
+// sealed segment read-only if needed. The caller must Release it.
+func (s *Segment) mapping() (*mmapfile.File, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if s.log != nil && s.log.Acquire() {
+		s.mu.Unlock()
+		return s.log, nil
+	}
+	f, err := mmapfile.Open(s.Path(LogSuffix), 0, false)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	if f.Size() < s.size.Load() {
+		_ = f.Close()
+		s.mu.Unlock()
+		return nil, fmt.Errorf("partlog/segment: %s is %d bytes, %d expected", s.Path(LogSuffix), f.Size(), s.size.Load())
+	}
+	s.log = f
+	f.Acquire()
+	onMap := s.onMap
+	s.mu.Unlock()
+	// Told outside mu: the callback may evict, which calls Unmap.
+	if onMap != nil {
+		onMap(s, f.Size())
+	}
+	return f, nil
+}
+
+// Unmap drops the segment's reference on the mapping of a sealed segment
+// (readers keep theirs); the next read maps it again. It does nothing
+// for the active segment.
+func (s *Segment) Unmap() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active || s.log == nil {
+		return
+	}
+	_ = s.log.Close()
+	s.log = nil
+}
+
+// Range is a reader's view of whole batches of a segment: Bytes aliases
+// the mapping and stays valid until Release.
+type Range struct {
+	Bytes    []byte
+	Position int64
+	seg      *Segment
+	file     *mmapfile.File
+}
+
+// Release drops the reader's reference. It is safe to call on the zero
+// Range and more than once.
+func (r *Range) Release() {
+	if r.file != nil {
+		r.file.Release()
+		r.seg.readers.Add(-1)
+		r.file = nil
+		r.Bytes = nil
+	}
+}
+
+// errNoReference is returned when a reference cannot be taken.
+var errNoReference = errors.New("partlog/segment: mapping went away")
+
+// acquire returns the current mapping's data (up to the published size)
+// with a reader reference held.
+func (s *Segment) acquire() ([]byte, *mmapfile.File, error) {
+	f, err := s.mapping()
+	if err != nil {
+		return nil, nil, err
+	}
+	s.readers.Add(1)
+	size := s.size.Load()
+	data := f.Bytes()
+	if int64(len(data)) < size {
+		f.Release()
+		s.readers.Add(-1)
+		return nil, nil, errNoReference
+	}
+	return data[:size:size], f, nil
+}
+
+// indexes returns the offset index, opening a sealed segment's read-only
+// (or rebuilding it when it fails its sanity checks).
+func (s *Segment) index() (*index.OffsetIndex, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.offsetIndex != nil {
+		return s.offsetIndex, nil
+	}
+	if s.closed {
+		return nil, ErrClosed
+	}
+	x, err := index.OpenOffsetIndex(s.Path(IndexSuffix), s.base, true)
+	if err == nil {
+		if err = x.Sanity(); err != nil {
+			_ = x.Close()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("partlog/segment: offset index of segment %d: %w", s.base, err)
+	}
+	s.offsetIndex = x
+	return x, nil
+}
+
+// Seal finishes the active segment (a roll or a close): final time-index
+// entry, both indexes trimmed to their entries, the .log cut to its data
+// and synced, the writable mapping released. Readers keep their views.
+func (s *Segment) Seal() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.active {
+		return nil
+	}
+	errs := []error{s.stopPrefault()}
+	if s.maxTimestamp != batch.NoTimestamp {
+		if _, err := s.timeIndex.MaybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp, true); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, s.offsetIndex.Trim(), s.timeIndex.Trim())
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	// The trim is made durable by the next Flush (which fdatasyncs the
+	// file, persisting its length) before the recovery point passes this
+	// segment; syncing a whole segment here would stall the append that
+	// triggered the roll.
+	if err := s.log.Truncate(s.size.Load()); err != nil {
+		return err
+	}
+	errs = errs[:0]
+	errs = append(errs, s.log.Close(), s.timeIndex.Close(), s.txnIndex.Close())
+	s.log, s.timeIndex, s.txnIndex = nil, nil, nil
+	s.active = false
+	// The offset index stays open (trimmed, writable mapping) for lookups;
+	// reopen it read-only so a stray store cannot reach it.
+	errs = append(errs, s.offsetIndex.Close())
+	s.offsetIndex = nil
+	return errors.Join(errs...)
+}
+
+// Close seals an active segment and releases every file. Readers keep
+// their views until they release them.
+func (s *Segment) Close() error {
+	wasActive := s.Active()
+	err := s.Seal()
+	if wasActive && err == nil {
+		// Persist the trimmed length before the files are let go.
+		err = syncFile(s.Path(LogSuffix), false)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return err
+	}
+	s.closed = true
+	return errors.Join(err, s.closeFiles())
+}
+
+// closeFiles closes whatever is open. Caller holds mu.
+func (s *Segment) closeFiles() error {
+	var errs []error
+	errs = append(errs, s.stopPrefault())
+	if s.log != nil {
+		errs = append(errs, s.log.Close())
+		s.log = nil
+	}
+	if s.offsetIndex != nil {
+		errs = append(errs, s.offsetIndex.Close())
+		s.offsetIndex = nil
+	}
+	if s.timeIndex != nil {
+		errs = append(errs, s.timeIndex.Close())
+		s.timeIndex = nil
+	}
+	if s.txnIndex != nil {
+		errs = append(errs, s.txnIndex.Close())
+		s.txnIndex = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Flush makes the segment's .log bytes (and length) and index entries
+// durable, in that order: fdatasync of the .log, then the indexes, then
+// the transaction index (recovery.md §3.5). A sealed segment's indexes
+// were synced by their trim; its .log is synced through a fresh
+// descriptor.
+func (s *Segment) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if !s.active {
+		return syncFile(s.Path(LogSuffix), false)
+	}
+	if err := s.log.Sync(0, s.size.Load()); err != nil {
+		return err
+	}
+	return errors.Join(s.offsetIndex.Sync(), s.timeIndex.Sync(), s.txnIndex.Sync())
+}
+
+// syncFile fdatasyncs (or fsyncs) the file at path.
+func syncFile(path string, missingOK bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		if missingOK && errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	err = f.Sync()
+	return errors.Join(err, f.Close())
+}
+
+// Delete renames the segment's files to .deleted, closes them and removes
+// them. Readers keep their views: an unlinked file stays readable through
+// its mapping until the last reference goes. The caller fsyncs the
+// directory.
+func (s *Segment) Delete() error {
+	s.mu.Lock()
+	s.closed = true
+	err := s.closeFiles()
+	s.active = false
+	s.mu.Unlock()
+	for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
+		from := s.Path(kind)
+		to := from + DeletedSuffix
+		if e := os.Rename(from, to); e != nil {
+			if !errors.Is(e, fs.ErrNotExist) {
+				err = errors.Join(err, e)
+			}
+			continue
+		}
+		err = errors.Join(err, os.Remove(to))
+	}
+	return err
+}
+
+// ShouldRoll reports whether an append of size bytes covering offsets
+// [firstOffset, lastOffset] with largest timestamp maxTimestamp must go to
+// a new segment (recovery.md §3.3). segmentMs ≤ 0 disables the time rule.
+func (s *Segment) ShouldRoll(size int64, lastOffset, maxTimestamp int64, segmentMs, jitterMs int64, now time.Time) bool {
+	cur := s.size.Load()
+	if cur > s.cfg.SegmentBytes-size {
+		return true
+	}
+	if lastOffset-s.base > math.MaxInt32 || lastOffset < s.base {
+		return true
+	}
+	s.mu.Lock()
+	full := s.offsetIndex != nil && s.offsetIndex.IsFull() || s.timeIndex != nil && s.timeIndex.IsFull()
+	s.mu.Unlock()
+	if full {
+		return true
+	}
+	if segmentMs > 0 && cur > 0 {
+		var age int64
+		if s.rollingTimestamp != batch.NoTimestamp && maxTimestamp != batch.NoTimestamp {
+			age = maxTimestamp - s.rollingTimestamp
+		} else {
+			age = now.Sub(s.created).Milliseconds()
+		}
+		if age > segmentMs-jitterMs {
+			return true
+		}
+	}
+	return false
+}

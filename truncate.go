@@ -1,0 +1,154 @@
+package partlog
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/segment"
+)
+
+// TruncateTo removes every offset ≥ offset (a follower after a leader
+// change; recovery.md §5.1). offset must be at a batch boundary (or in a
+// gap between batches), else ErrNotBatchBoundary. Segments above it are
+// deleted, the one holding it is cut and becomes active again, and the log
+// end offset, recovery point, high watermark and leader-epoch cache
+// follow. Offsets at or past the log end change nothing. Readers holding
+// views keep their bytes.
+func (l *Log) TruncateTo(offset int64) error {
+	if offset < 0 {
+		return &OffsetError{Err: ErrOffsetOutOfRange, Offset: offset}
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	leo := l.logEndOffset.Load()
+	if offset >= leo {
+		return l.epochs.truncateFromEnd(leo)
+	}
+	if offset < l.segments[0].BaseOffset() {
+		return l.truncateFullyLocked(offset)
+	}
+	// Find the segment holding offset and check the boundary first.
+	i := len(l.segments) - 1
+	for l.segments[i].BaseOffset() > offset {
+		i--
+	}
+	target := l.segments[i]
+	if err := l.checkBoundary(target, offset); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	err := l.removeSegmentsLocked(l.segments[i+1:])
+	if err == nil {
+		if k, ok := l.keys[target]; ok {
+			l.cache.forget(k)
+			delete(l.keys, target)
+		}
+		_, err = target.TruncateTo(offset)
+	}
+	l.mu.Unlock()
+	if err != nil {
+		l.failed = err
+		return err
+	}
+	l.logEndOffset.Store(offset)
+	l.recoveryPoint.Store(min(l.recoveryPoint.Load(), offset))
+	l.highWatermark.Store(min(l.highWatermark.Load(), offset))
+	l.logStartOffset.Store(min(l.logStartOffset.Load(), offset))
+	l.dirDirty = true
+	l.newJitter()
+	return l.epochs.truncateFromEnd(offset)
+}
+
+// checkBoundary fails unless offset is not strictly inside a batch of s.
+func (l *Log) checkBoundary(s *segment.Segment, offset int64) error {
+	r, err := s.Read(offset, 1, offset+1<<62)
+	if err != nil {
+		return err
+	}
+	defer r.Release()
+	if r.Bytes != nil {
+		if base := batch.View(r.Bytes).BaseOffset(); base < offset {
+			return fmt.Errorf("%w: %d is inside the batch starting at %d", ErrNotBatchBoundary, offset, base)
+		}
+	}
+	return nil
+}
+
+// TruncateFullyAndStartAt deletes every segment and restarts the log,
+// empty, at offset (a follower far behind the leader's log start;
+// recovery.md §5.2): log start, log end, recovery point and high
+// watermark all become offset, and the leader-epoch cache is cleared.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	if offset < 0 {
+		return &OffsetError{Err: ErrOffsetOutOfRange, Offset: offset}
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	return l.truncateFullyLocked(offset)
+}
+
+func (l *Log) truncateFullyLocked(offset int64) error {
+	l.mu.Lock()
+	err := l.removeSegmentsLocked(append([]*segment.Segment(nil), l.segments...))
+	var s *segment.Segment
+	if err == nil {
+		s, err = segment.Create(l.dir, offset, l.segConfig(), l.opts.Now())
+	}
+	if err == nil {
+		l.segments = []*segment.Segment{s}
+		err = segment.SyncDir(l.dir)
+	}
+	l.mu.Unlock()
+	if err != nil {
+		l.failed = err
+		return err
+	}
+	for _, o := range []interface{ Store(int64) }{&l.logStartOffset, &l.logEndOffset, &l.recoveryPoint, &l.highWatermark} {
+		o.Store(offset)
+	}
+	l.newJitter()
+	return l.epochs.clear()
+}
+
+// SetLogStartOffset raises the log start offset (never lowers it; never
+// past the log end) and deletes every segment wholly below it: the
+// segment's files are renamed .deleted, removed, and the directory is
+// fsynced. The active segment is never deleted. Readers holding views of
+// a deleted segment keep their bytes.
+func (l *Log) SetLogStartOffset(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	leo := l.logEndOffset.Load()
+	if offset > leo {
+		return &OffsetError{Err: ErrOffsetOutOfRange, Offset: offset, LogStartOffset: l.logStartOffset.Load(), LogEndOffset: leo}
+	}
+	if offset <= l.logStartOffset.Load() {
+		return nil
+	}
+	l.logStartOffset.Store(offset)
+	l.recoveryPoint.Store(max(l.recoveryPoint.Load(), offset))
+	l.highWatermark.Store(max(l.highWatermark.Load(), offset))
+	var doomed []*segment.Segment
+	for i := 0; i+1 < len(l.segments); i++ {
+		if l.segments[i+1].BaseOffset() <= offset {
+			doomed = append(doomed, l.segments[i])
+		}
+	}
+	var err error
+	if len(doomed) > 0 {
+		l.mu.Lock()
+		err = l.removeSegmentsLocked(doomed)
+		l.mu.Unlock()
+	}
+	return errors.Join(err, l.epochs.truncateFromStart(offset))
+}
