@@ -197,9 +197,17 @@ func DecodeControlValue(t ControlType, value []byte) (any, error) {
 	var out any
 	switch t {
 	case ControlAbort, ControlCommit:
-		return ParseEndTxnMarker(value)
+		m, err := ParseEndTxnMarker(value)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
 	case ControlMirrorPidReset:
-		return ParseMirrorPidReset(value)
+		m, err := ParseMirrorPidReset(value)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
 	case ControlLeaderChange:
 		m := LeaderChange{Version: r.int16(), LeaderID: r.int32()}
 		m.Voters = r.voterArray()

@@ -8,6 +8,11 @@ func (v View) RecordData(scratch []byte, limit int) ([]byte, error) {
 	if v.Compression() == CompressionNone {
 		return v.RecordsSection(), nil
 	}
+	if v.RecordsCount() == 0 {
+		// A batch without records is never decompressed: Kafka does not
+		// look at its records section.
+		return scratch[:0], nil
+	}
 	out, err := AppendDecompressed(scratch[:0], v.Compression(), v.RecordsSection(), limit)
 	if err != nil {
 		if ce, ok := err.(*CorruptionError); ok {

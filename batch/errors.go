@@ -25,7 +25,8 @@ type CorruptionError struct {
 	// or field) relative to the start of the region given to the decoder.
 	Position int64
 	// Reason is a short human-readable description, e.g.
-	// "crc mismatch (stored 0x1a76e004, computed 0x00000000)".
+	// "crc mismatch (stored 443998212, computed 0)" (CRCs in unsigned
+	// decimal, as Kafka prints them).
 	Reason string
 	// Err, if not nil, is an underlying cause (for example a
 	// decompressor's error).

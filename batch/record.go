@@ -99,6 +99,7 @@ type RecordIterator struct {
 	maxTimestamp  int64
 	baseSequence  int32
 	logAppendTime bool
+	empty         bool // the batch declares zero records
 	err           error
 }
 
@@ -113,6 +114,7 @@ func NewRecordIterator(v View, data []byte) RecordIterator {
 		maxTimestamp:  v.MaxTimestamp(),
 		baseSequence:  v.BaseSequence(),
 		logAppendTime: v.TimestampType() == LogAppendTime,
+		empty:         v.RecordsCount() == 0,
 	}
 }
 
@@ -123,7 +125,9 @@ func (it *RecordIterator) Next(r *Record) bool {
 		return false
 	}
 	if it.left <= 0 {
-		if it.pos != len(it.data) {
+		// A batch that declares no records is not looked into (Kafka
+		// returns an empty iterator for count 0, formats.md §1.4).
+		if it.pos != len(it.data) && !it.empty {
 			it.err = corruptf(int64(it.pos), "incorrect declared batch size, %d bytes remain after the last record", len(it.data)-it.pos)
 			it.pos = len(it.data)
 		}

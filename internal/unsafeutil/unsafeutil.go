@@ -25,3 +25,19 @@ func Bytes(s string) []byte {
 	}
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
+
+// Within reports whether the memory of sub lies inside the memory of
+// outer (an empty sub always does). Tests use it to prove that decoders
+// return views of their input instead of copies. It only compares
+// addresses and keeps no reference.
+func Within(sub, outer []byte) bool {
+	if len(sub) == 0 {
+		return true
+	}
+	if len(outer) == 0 {
+		return false
+	}
+	s := uintptr(unsafe.Pointer(unsafe.SliceData(sub)))
+	o := uintptr(unsafe.Pointer(unsafe.SliceData(outer)))
+	return s >= o && s+uintptr(len(sub)) <= o+uintptr(len(outer))
+}

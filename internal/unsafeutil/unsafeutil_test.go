@@ -33,3 +33,26 @@ func TestBytes(t *testing.T) {
 		t.Fatalf("Bytes allocates %v times", n)
 	}
 }
+
+func TestWithin(t *testing.T) {
+	buf := make([]byte, 100)
+	other := make([]byte, 10)
+	cases := []struct {
+		name       string
+		sub, outer []byte
+		want       bool
+	}{
+		{"whole", buf, buf, true},
+		{"middle", buf[10:20], buf, true},
+		{"tail", buf[90:], buf, true},
+		{"empty sub", nil, buf, true},
+		{"other buffer", other, buf, false},
+		{"past the end", buf[50:100], buf[:60], false},
+		{"empty outer", buf[:1], nil, false},
+	}
+	for _, c := range cases {
+		if got := Within(c.sub, c.outer); got != c.want {
+			t.Errorf("%s: Within = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
