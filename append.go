@@ -155,7 +155,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 // log end offset. Caller holds appendMu and has validated records.
 func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, last int64) (AppendInfo, error) {
 	active := l.active()
-	if active.ShouldRoll(int64(len(records)), last, s.maxTimestamp, l.opts.SegmentMs, l.jitterMs, l.opts.Now()) {
+	if active.ShouldRoll(int64(len(records)), last, s.maxTimestamp, l.opts.SegmentMs, l.jitterMs, l.opts.Now) {
 		if err := l.rollLocked(first); err != nil {
 			return AppendInfo{}, err
 		}

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/partlog/partlog/internal/checkpoint"
 )
@@ -19,6 +20,9 @@ type epochCache struct {
 	path    string
 	mu      sync.RWMutex // guards entries
 	entries []EpochEntry
+	// latestEpoch mirrors the last entry's epoch (-1 when empty) so the
+	// append path reads it without a lock; written under mu.
+	latestEpoch atomic.Int32
 }
 
 func loadEpochCache(dir string) (*epochCache, error) {
@@ -28,17 +32,20 @@ func loadEpochCache(dir string) (*epochCache, error) {
 		return nil, err
 	}
 	c.entries = entries
+	c.publishLatest()
 	return c, nil
 }
 
 // latest returns the latest epoch, or -1.
-func (c *epochCache) latest() int32 {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+func (c *epochCache) latest() int32 { return c.latestEpoch.Load() }
+
+// publishLatest refreshes latestEpoch. Caller holds mu (or owns c).
+func (c *epochCache) publishLatest() {
 	if len(c.entries) == 0 {
-		return -1
+		c.latestEpoch.Store(-1)
+		return
 	}
-	return c.entries[len(c.entries)-1].Epoch
+	c.latestEpoch.Store(c.entries[len(c.entries)-1].Epoch)
 }
 
 // assign records that epoch starts at startOffset if it is newer than
@@ -59,6 +66,7 @@ func (c *epochCache) assign(epoch int32, startOffset int64) error {
 	}
 	c.entries = append(c.entries, EpochEntry{Epoch: epoch, StartOffset: startOffset})
 	snapshot := slices.Clone(c.entries)
+	c.publishLatest()
 	c.mu.Unlock()
 	return checkpoint.WriteLeaderEpochs(c.path, snapshot)
 }
@@ -72,6 +80,7 @@ func (c *epochCache) truncateFromEnd(offset int64) error {
 	}
 	changed := len(c.entries) != n
 	snapshot := slices.Clone(c.entries)
+	c.publishLatest()
 	c.mu.Unlock()
 	if !changed {
 		return nil
@@ -96,6 +105,7 @@ func (c *epochCache) truncateFromStart(offset int64) error {
 		changed = true
 	}
 	snapshot := slices.Clone(c.entries)
+	c.publishLatest()
 	c.mu.Unlock()
 	if !changed {
 		return nil
@@ -107,6 +117,7 @@ func (c *epochCache) truncateFromStart(offset int64) error {
 func (c *epochCache) clear() error {
 	c.mu.Lock()
 	c.entries = nil
+	c.publishLatest()
 	c.mu.Unlock()
 	return checkpoint.WriteLeaderEpochs(c.path, nil)
 }

@@ -40,10 +40,7 @@ func openTestLog(t testing.TB, opts *Options) (*Log, string) {
 // verifyLog reads the whole log and checks that batches are valid and
 // offsets increase and stay within [start, end).
 func verifyLog(l *Log) error {
-	l.mu.RLock()
-	closed := l.closed
-	l.mu.RUnlock()
-	if closed {
+	if l.closed.Load() {
 		return nil
 	}
 	next := l.LogStartOffset()

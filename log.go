@@ -43,10 +43,10 @@ type Log struct {
 	scratch  []byte
 	dirDirty bool // a segment was created since the last Flush
 
-	mu        sync.RWMutex // guards segments, keys, closed
+	mu        sync.RWMutex // guards segments, keys
 	segments  []*segment.Segment
 	keys      map[*segment.Segment]uint64 // mapping-cache registrations
-	closed    bool
+	closed    atomic.Bool                 // set once, under appendMu and mu
 	closeOnce sync.Once
 	closeErr  error
 
@@ -266,10 +266,7 @@ func (l *Log) checkWritable() error {
 	if l.failed != nil {
 		return fmt.Errorf("%w: %w", ErrFailed, l.failed)
 	}
-	l.mu.RLock()
-	closed := l.closed
-	l.mu.RUnlock()
-	if closed {
+	if l.closed.Load() {
 		return ErrClosed
 	}
 	return nil
@@ -372,7 +369,7 @@ func (l *Log) Close() error {
 			errs = append(errs, l.flushLocked())
 		}
 		l.mu.Lock()
-		l.closed = true
+		l.closed.Store(true)
 		segs := l.segments
 		for _, s := range segs {
 			if k, ok := l.keys[s]; ok {

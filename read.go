@@ -46,7 +46,7 @@ func (v *ReadView) Release() {
 func (l *Log) Read(offset int64, maxBytes int, upTo int64) (*ReadView, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed {
+	if l.closed.Load() {
 		return nil, ErrClosed
 	}
 	start, end := l.logStartOffset.Load(), l.logEndOffset.Load()

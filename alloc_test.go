@@ -1,0 +1,60 @@
+package partlog
+
+import (
+	"testing"
+
+	"github.com/partlog/partlog/batch"
+)
+
+// TestAppendDoesNotAllocate guards the 0 allocs/op of the append path
+// (leader and follower) once the leader epoch is known.
+func TestAppendDoesNotAllocate(t *testing.T) {
+	opts := smallOpts(t)
+	opts.SegmentBytes = 64 << 20
+	opts.MaxIndexBytes = 1 << 20
+	l, _ := openTestLog(t, opts)
+	src := makeBatch(t, 3, 100, 1700000000000)
+	if _, err := l.AppendAsLeader(src, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(1000, func() {
+		if _, err := l.AppendAsLeader(src, 1); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("AppendAsLeader allocates %v times per call", n)
+	}
+	follower := makeFollowerBatch(t, 0, 1, 3, 100, 1700000000000)
+	v := batch.View(follower)
+	if n := testing.AllocsPerRun(1000, func() {
+		v.SetBaseOffset(l.LogEndOffset())
+		if _, err := l.AppendAsFollower(follower); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("AppendAsFollower allocates %v times per call", n)
+	}
+}
+
+// TestReadDoesNotAllocate guards Read + Release on a warm pool.
+func TestReadDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under -race")
+	}
+	l, _ := openTestLog(t, smallOpts(t))
+	for i := 0; i < 50; i++ {
+		if _, err := l.AppendAsLeader(makeBatch(t, 2, 100, 1), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end := l.LogEndOffset()
+	if n := testing.AllocsPerRun(1000, func() {
+		v, err := l.Read(37, 4096, end)
+		if err != nil || len(v.Records) == 0 {
+			t.Fatal(err)
+		}
+		v.Release()
+	}); n != 0 {
+		t.Errorf("Read allocates %v times per call", n)
+	}
+}
