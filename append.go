@@ -17,7 +17,7 @@ type AppendInfo struct {
 	MaxTimestamp, OffsetOfMaxTimestamp int64
 	// Batches and Records count what was appended; Bytes is the size.
 	Batches, Records int
-	Bytes           int
+	Bytes            int
 	// Position is the byte position of the append in its segment, and
 	// SegmentBaseOffset that segment.
 	Position, SegmentBaseOffset int64
