@@ -31,13 +31,22 @@ func NewMappingCache(maxBytes int64) (*MappingCache, error) {
 		NumCounters: 100_000,
 		MaxCost:     maxBytes,
 		BufferItems: 64,
-		OnEvict:     func(it *ristretto.Item[*segment.Segment]) { it.Value.Unmap() },
-		OnReject:    func(it *ristretto.Item[*segment.Segment]) { it.Value.Unmap() },
+		OnEvict:     unmapItem,
+		OnReject:    unmapItem,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &MappingCache{c: c}, nil
+}
+
+// unmapItem drops the mapping of an evicted or rejected segment. The
+// value is nil when ristretto evicts a key that Del already removed from
+// its store but not yet from its policy.
+func unmapItem(it *ristretto.Item[*segment.Segment]) {
+	if it != nil && it.Value != nil {
+		it.Value.Unmap()
+	}
 }
 
 var (

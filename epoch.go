@@ -88,12 +88,13 @@ func (c *epochCache) truncateFromEnd(offset int64) error {
 	return checkpoint.WriteLeaderEpochs(c.path, snapshot)
 }
 
-// truncateFromStart drops entries wholly below offset; the last of them
-// is kept with its start raised to offset (Kafka's truncateFromStart).
+// truncateFromStart drops the entries starting at or below offset; the
+// last of them comes back with its start moved to offset (Kafka's
+// truncateFromStart), so the epoch in force at offset is kept.
 func (c *epochCache) truncateFromStart(offset int64) error {
 	c.mu.Lock()
 	i := 0
-	for i < len(c.entries) && c.entries[i].StartOffset < offset {
+	for i < len(c.entries) && c.entries[i].StartOffset <= offset {
 		i++
 	}
 	changed := false

@@ -203,11 +203,15 @@ func (l *Log) load() error {
 	if len(l.segments) > 1 && active.NextOffset() < active.BaseOffset() {
 		return fmt.Errorf("%w: active segment below its predecessor", ErrNeedsRecovery)
 	}
-	l.logStartOffset.Store(l.segments[0].BaseOffset())
 	leo := active.NextOffset()
+	start := max(l.opts.LogStartOffset, l.segments[0].BaseOffset())
+	if start > leo {
+		return fmt.Errorf("%w: log start offset %d is past the log end %d", ErrNeedsRecovery, start, leo)
+	}
+	l.logStartOffset.Store(start)
 	l.logEndOffset.Store(leo)
 	l.recoveryPoint.Store(leo)
-	l.highWatermark.Store(l.segments[0].BaseOffset())
+	l.highWatermark.Store(start)
 	l.newJitter()
 	return l.epochs.truncateFromEnd(leo)
 }

@@ -26,7 +26,13 @@ type Options struct {
 	// IndexIntervalBytes is the number of bytes appended between offset
 	// index entries (index.interval.bytes). Default 4096. Smaller values
 	// make reads seek faster and indexes fill (and segments roll) sooner.
+	// IndexEveryAppend (any negative value) is Kafka's 0: every append
+	// but the first of a segment gets an entry.
 	IndexIntervalBytes int64
+	// LogStartOffset is the log start offset a caller persisted (Kafka
+	// keeps it in the log directory's log-start-offset-checkpoint); Open
+	// uses max(LogStartOffset, first segment's base offset). Default 0.
+	LogStartOffset int64
 	// MaxBatchBytes is the largest batch a leader accepts
 	// (max.message.bytes). Default 1 MiB + 12.
 	MaxBatchBytes int64
@@ -55,6 +61,9 @@ const (
 	DefaultIndexIntervalBytes = 4096
 	DefaultMaxBatchBytes      = 1<<20 + 12
 	DefaultPrefaultBytes      = 8 << 20
+	// IndexEveryAppend is the IndexIntervalBytes that indexes every append
+	// (Kafka's index.interval.bytes = 0).
+	IndexEveryAppend = -1
 )
 
 // withDefaults returns a copy of o (nil allowed) with defaults filled in.
@@ -72,8 +81,11 @@ func (o *Options) withDefaults() Options {
 	if r.MaxIndexBytes == 0 {
 		r.MaxIndexBytes = DefaultMaxIndexBytes
 	}
-	if r.IndexIntervalBytes == 0 {
+	switch {
+	case r.IndexIntervalBytes == 0:
 		r.IndexIntervalBytes = DefaultIndexIntervalBytes
+	case r.IndexIntervalBytes < 0:
+		r.IndexIntervalBytes = 0
 	}
 	if r.MaxBatchBytes == 0 {
 		r.MaxBatchBytes = DefaultMaxBatchBytes
@@ -94,8 +106,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("partlog: SegmentBytes %d outside [14, 2^31-1]", o.SegmentBytes)
 	case o.MaxIndexBytes < 12:
 		return fmt.Errorf("partlog: MaxIndexBytes %d below one time-index entry", o.MaxIndexBytes)
-	case o.IndexIntervalBytes < 0:
-		return fmt.Errorf("partlog: negative IndexIntervalBytes %d", o.IndexIntervalBytes)
+	case o.LogStartOffset < 0:
+		return fmt.Errorf("partlog: negative LogStartOffset %d", o.LogStartOffset)
 	case o.SegmentJitterMs < 0:
 		return fmt.Errorf("partlog: negative SegmentJitterMs %d", o.SegmentJitterMs)
 	case o.MaxBatchBytes < 0:

@@ -47,7 +47,7 @@ func (l *Log) TruncateTo(offset int64) error {
 			l.cache.forget(k)
 			delete(l.keys, target)
 		}
-		_, err = target.TruncateTo(offset)
+		_, err = target.TruncateTo(offset, l.opts.Now())
 	}
 	l.mu.Unlock()
 	if err != nil {

@@ -158,7 +158,9 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 	s.log = f
 	if err := s.openWritableIndexes(true); err != nil {
 		_ = s.closeFiles()
-		_ = os.Remove(s.Path(LogSuffix))
+		for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
+			_ = os.Remove(s.Path(kind))
+		}
 		return nil, err
 	}
 	s.active = true
@@ -243,9 +245,9 @@ func (s *Segment) mapping() (*mmapfile.File, error) {
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if s.log != nil && s.log.Acquire() {
+	if f := s.log; f != nil && f.Acquire() {
 		s.mu.Unlock()
-		return s.log, nil
+		return f, nil
 	}
 	f, err := mmapfile.Open(s.Path(LogSuffix), 0, false)
 	if err != nil {

@@ -26,9 +26,10 @@ import (
 // never finds stale batches behind the published end.
 //
 // The caller must keep new readers out (the log holds its segment lock
-// exclusively) while TruncateTo runs. Owner only. It returns the number
-// of bytes removed.
-func (s *Segment) TruncateTo(offset int64) (int64, error) {
+// exclusively) while TruncateTo runs. Owner only. now (the log's clock)
+// restarts the age of a segment cut to empty. It returns the number of
+// bytes removed.
+func (s *Segment) TruncateTo(offset int64, now time.Time) (int64, error) {
 	p, _, err := s.PositionOf(offset)
 	if err != nil {
 		return 0, err
@@ -49,7 +50,7 @@ func (s *Segment) TruncateTo(offset int64) (int64, error) {
 	if p == 0 {
 		s.nextOffset.Store(s.base)
 		s.rollingTimestamp = batch.NoTimestamp
-		s.created = time.Now()
+		s.created = now
 	}
 	s.bytesSinceIndex = 0
 	s.maxTimestamp, s.offsetOfMaxTimestamp = batch.NoTimestamp, s.base

@@ -1,0 +1,93 @@
+package partlog
+
+import (
+	"errors"
+	"os/exec"
+	"syscall"
+	"testing"
+)
+
+// fullMountTmpfs mounts a tmpfs of size bytes on a fresh directory and
+// unmounts it at cleanup; it skips the test when mounting is not allowed.
+func fullMountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root / CAP_SYS_ADMIN): %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// TestFullDisk fills a 2 MiB file system with a log of 512 KiB segments:
+// the roll that cannot preallocate its segment fails with ENOSPC (an
+// error, not a SIGBUS), the data appended before reads back, and the log
+// is poisoned (ErrFailed) until reopened; Close still works.
+func TestFullDisk(t *testing.T) {
+	mnt := fullMountTmpfs(t, "2m")
+	opts := smallOpts(t)
+	opts.SegmentBytes = 512 << 10
+	opts.MaxIndexBytes = 4096
+	opts.IndexIntervalBytes = 4096
+	l, err := Open(mnt, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	big := makeBatch(t, 4, 16<<10, 1000) // ~64 KiB
+	var appendErr error
+	for i := 0; i < 100; i++ {
+		before := ltCapture(t, l)
+		_, err := l.AppendAsLeader(big, 1)
+		if err == nil {
+			continue
+		}
+		appendErr = err
+		// Nothing of the failed append is visible; the rest reads back.
+		after := ltCapture(t, l)
+		ltSameState(t, "after the failed append", after, before)
+		ltCheckReads(t, l, after.Batches)
+		if len(after.Batches) < 8 {
+			t.Fatalf("only %d batches before the disk filled", len(after.Batches))
+		}
+		break
+	}
+	if appendErr == nil {
+		t.Fatal("2 MiB never filled up")
+	}
+	if !errors.Is(appendErr, syscall.ENOSPC) {
+		t.Fatalf("failed append: %v, want ENOSPC", appendErr)
+	}
+	if errors.Is(appendErr, ErrFailed) {
+		t.Fatalf("the failing append itself should report the cause, got %v", appendErr)
+	}
+	t.Logf("disk full after %d segments: %v", len(l.Segments()), appendErr)
+
+	// Poisoned: writes refuse with ErrFailed; reads go on.
+	small := makeBatch(t, 1, 10, 1)
+	if _, err := l.AppendAsLeader(small, 1); !errors.Is(err, ErrFailed) {
+		t.Fatalf("append after the failure: %v, want ErrFailed", err)
+	}
+	if _, err := l.AppendAsFollower(makeFollowerBatch(t, l.LogEndOffset(), 1, 1, 10, 1)); !errors.Is(err, ErrFailed) {
+		t.Fatalf("follower append after the failure: %v, want ErrFailed", err)
+	}
+	for name, call := range map[string]func() error{"Roll": l.Roll, "Flush": l.Flush,
+		"TruncateTo": func() error { return l.TruncateTo(0) }} {
+		if err := call(); !errors.Is(err, ErrFailed) {
+			t.Fatalf("%s after the failure: %v, want ErrFailed", name, err)
+		}
+	}
+	state := ltCapture(t, l)
+	ltCheckReads(t, l, state.Batches)
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close of a failed log: %v", err)
+	}
+	// The failed roll left no file behind, and every segment's data is
+	// in place on the full disk.
+	ltCheckFiles(t, mnt, state.Segs)
+}

@@ -1,0 +1,572 @@
+package segment
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/index"
+)
+
+var segTestCfg = Config{SegmentBytes: 64 << 10, MaxIndexBytes: 4096, IndexIntervalBytes: 256}
+
+// segMakeBatch builds an uncompressed batch of n records at base offset
+// 0, record i stamped ts+i.
+func segMakeBatch(t testing.TB, n, valueSize int, ts int64) []byte {
+	t.Helper()
+	var b batch.Builder
+	spec := batch.NewBatchSpec(0)
+	val := bytes.Repeat([]byte{'v'}, valueSize)
+	recs := make([]batch.RecordSpec, n)
+	for i := range recs {
+		recs[i] = batch.RecordSpec{Timestamp: ts + int64(i), Key: []byte(fmt.Sprint(i)), Value: val}
+	}
+	out, err := b.AppendBatch(nil, &spec, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// segWritten is a batch as the segment holds it.
+type segWritten struct {
+	base, last int64
+	bytes      []byte
+}
+
+// segFill appends count batches of 2 records with leader stamping and
+// returns them as written.
+func segFill(t testing.TB, s *Segment, count int) []segWritten {
+	t.Helper()
+	var out []segWritten
+	for i := 0; i < count; i++ {
+		src := segMakeBatch(t, 2, 100+i*7, 1000+int64(i)*10)
+		var a Appended
+		next := s.NextOffset()
+		if err := s.Append(src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 4}, &a); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		if a.FirstOffset != next || a.LastOffset != next+1 || s.NextOffset() != next+2 {
+			t.Fatalf("append %d: %+v, next %d", i, a, s.NextOffset())
+		}
+		w := bytes.Clone(src)
+		batch.View(w).SetBaseOffset(next)
+		batch.View(w).SetPartitionLeaderEpoch(4)
+		out = append(out, segWritten{next, next + 1, w})
+	}
+	return out
+}
+
+// segCheckReads reads every offset and checks the first batch returned.
+func segCheckReads(t testing.TB, s *Segment, written []segWritten) {
+	t.Helper()
+	for _, w := range written {
+		for o := w.base; o <= w.last; o++ {
+			r, err := s.Read(o, 1, math.MaxInt64)
+			if err != nil {
+				t.Fatalf("read %d: %v", o, err)
+			}
+			v, err := batch.Check(r.Bytes)
+			if err != nil || !bytes.Equal(v, w.bytes) {
+				r.Release()
+				t.Fatalf("read %d: %v (got %d bytes)", o, err, len(r.Bytes))
+			}
+			r.Release()
+		}
+	}
+}
+
+func segConcat(ws []segWritten) []byte {
+	var out []byte
+	for _, w := range ws {
+		out = append(out, w.bytes...)
+	}
+	return out
+}
+
+func TestSegmentRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	const base = 1000
+	s, err := Create(dir, base, segTestCfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Active() || !s.IsEmpty() || s.NextOffset() != base {
+		t.Fatalf("new segment: active %v empty %v next %d", s.Active(), s.IsEmpty(), s.NextOffset())
+	}
+	if st, err := os.Stat(s.Path(LogSuffix)); err != nil || st.Size() != segTestCfg.SegmentBytes {
+		t.Fatalf("new .log not preallocated: %v", err)
+	}
+	written := segFill(t, s, 20)
+	segCheckReads(t, s, written)
+	// Reading a range: whole batches, bounded by maxBytes and upTo.
+	r, err := s.Read(base, 1<<20, written[5].base)
+	if err != nil || !bytes.Equal(r.Bytes, segConcat(written[:5])) {
+		t.Fatalf("read up to batch 5: %v", err)
+	}
+	r.Release()
+	r, err = s.Read(base+1, int64(len(written[0].bytes)+len(written[1].bytes)), math.MaxInt64)
+	if err != nil || !bytes.Equal(r.Bytes, segConcat(written[:2])) {
+		t.Fatalf("read with a budget of two batches: %v", err)
+	}
+	r.Release()
+	if r, err := s.Read(s.NextOffset(), 100, math.MaxInt64); err != nil || r.Bytes != nil {
+		t.Fatalf("read at the end: %v, %d bytes", err, len(r.Bytes))
+	}
+
+	if err := s.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Active() {
+		t.Fatal("sealed segment still active")
+	}
+	var a Appended
+	if err := s.Append(written[0].bytes, Stamp{}, &a); !errors.Is(err, ErrSealed) {
+		t.Fatalf("append to a sealed segment: %v", err)
+	}
+	data, err := os.ReadFile(s.Path(LogSuffix))
+	if err != nil || !bytes.Equal(data, segConcat(written)) {
+		t.Fatalf("sealed .log is not exactly its data (%d bytes): %v", len(data), err)
+	}
+	segCheckReads(t, s, written)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// OpenSealed: lazily, reads the same.
+	s2, err := OpenSealed(dir, base, segTestCfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.Size() != int64(len(data)) {
+		t.Fatalf("OpenSealed size %d, want %d", s2.Size(), len(data))
+	}
+	segCheckReads(t, s2, written)
+	if err := s2.CheckIndexes(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.Read(base, 100, math.MaxInt64); !errors.Is(err, ErrClosed) {
+		t.Fatalf("read after Close: %v", err)
+	}
+
+	// OpenActive: appendable again, next offset from the data.
+	s3, err := OpenActive(dir, base, segTestCfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s3.Active() || s3.NextOffset() != written[len(written)-1].last+1 {
+		t.Fatalf("OpenActive: active %v next %d", s3.Active(), s3.NextOffset())
+	}
+	written = append(written, segFill(t, s3, 5)...)
+	segCheckReads(t, s3, written)
+	if err := s3.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err = os.ReadFile(s3.Path(LogSuffix))
+	if err != nil || !bytes.Equal(data, segConcat(written)) {
+		t.Fatalf("closed .log is not exactly its data: %v", err)
+	}
+	// The indexes reopen sane, every entry at a batch start.
+	s4, err := OpenActive(dir, base, segTestCfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s4.Close()
+	b, _ := os.ReadFile(s4.Path(IndexSuffix))
+	entries, err := index.DecodeOffsetIndex(b[:s4.offsetIndex.Entries()*8], base)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("offset index: %v, %d entries", err, len(entries))
+	}
+	for _, e := range entries {
+		i := slices.IndexFunc(written, func(w segWritten) bool { return w.last == e.Offset })
+		if i < 0 || int(e.Position) != len(segConcat(written[:i])) {
+			t.Fatalf("index entry %+v is not at the start of the batch ending at its offset", e)
+		}
+	}
+}
+
+func TestSegmentSealedLazyMapAndUnmap(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Create(dir, 0, segTestCfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := segFill(t, s, 10)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenSealed(dir, 0, segTestCfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var maps []int64
+	s.SetOnMap(func(seg *Segment, cost int64) {
+		if seg != s {
+			t.Errorf("onMap told about another segment")
+		}
+		maps = append(maps, cost)
+	})
+	if len(maps) != 0 {
+		t.Fatal("mapped before the first read")
+	}
+	r1, err := s.Read(0, 1<<20, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := segConcat(written)
+	if !bytes.Equal(r1.Bytes, want) || !slices.Equal(maps, []int64{int64(len(want))}) {
+		t.Fatalf("first read: %d bytes, maps %v", len(r1.Bytes), maps)
+	}
+	r2, err := s.Read(6, 1, math.MaxInt64)
+	if err != nil || len(maps) != 1 {
+		t.Fatalf("second read mapped again (%v): %v", maps, err)
+	}
+	held1, held2 := bytes.Clone(r1.Bytes), bytes.Clone(r2.Bytes)
+	if s.Readers() != 2 {
+		t.Fatalf("readers %d", s.Readers())
+	}
+	// Unmap drops the segment's mapping; the readers keep theirs.
+	s.Unmap()
+	s.Unmap()
+	if !bytes.Equal(r1.Bytes, held1) || !bytes.Equal(r2.Bytes, held2) {
+		t.Fatal("held range changed after Unmap")
+	}
+	// The next read maps again.
+	r3, err := s.Read(0, 1<<20, math.MaxInt64)
+	if err != nil || !bytes.Equal(r3.Bytes, want) || len(maps) != 2 {
+		t.Fatalf("read after Unmap: %v, maps %v", err, maps)
+	}
+	r1.Release()
+	r1.Release() // idempotent
+	if !bytes.Equal(r2.Bytes, held2) {
+		t.Fatal("held range changed after another reader's Release")
+	}
+	s.Unmap()
+	r2.Release()
+	r3.Release()
+	if s.Readers() != 0 {
+		t.Fatalf("readers %d after releasing all", s.Readers())
+	}
+	// Unmap of the active segment does nothing.
+	a, err := Create(dir, 100, segTestCfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	aw := segFill(t, a, 3)
+	a.Unmap()
+	segCheckReads(t, a, aw)
+}
+
+func TestSegmentTruncate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		hold   bool // a reader holds a range over the whole segment
+		sealed bool
+		cut    int // index of the first batch removed
+	}{
+		{"active, in place", false, false, 4},
+		{"active, reader holds a range", true, false, 4},
+		{"active to empty, reader holds a range", true, false, 0},
+		{"sealed", false, true, 7},
+		{"sealed, reader holds a range", true, true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Create(dir, 0, segTestCfg, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			written := segFill(t, s, 12)
+			if tc.sealed {
+				if err := s.Seal(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var held Range
+			var heldCopy []byte
+			if tc.hold {
+				if held, err = s.Read(0, 1<<20, math.MaxInt64); err != nil {
+					t.Fatal(err)
+				}
+				heldCopy = bytes.Clone(held.Bytes)
+			}
+			target := written[tc.cut].base
+			removed, err := s.TruncateTo(target, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			keep := written[:tc.cut]
+			if want := int64(len(segConcat(written[tc.cut:]))); removed != want {
+				t.Fatalf("removed %d bytes, want %d", removed, want)
+			}
+			if !s.Active() || s.NextOffset() != target || s.Size() != int64(len(segConcat(keep))) {
+				t.Fatalf("after truncation: active %v next %d size %d", s.Active(), s.NextOffset(), s.Size())
+			}
+			if tc.hold && !bytes.Equal(held.Bytes, heldCopy) {
+				t.Fatal("held range changed by the truncation")
+			}
+			// On disk: the kept prefix, then zeros to the preallocated end.
+			data, err := os.ReadFile(s.Path(LogSuffix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			prefix := segConcat(keep)
+			if int64(len(data)) != segTestCfg.SegmentBytes || !bytes.Equal(data[:len(prefix)], prefix) {
+				t.Fatalf(".log after truncation: %d bytes", len(data))
+			}
+			if i := slices.IndexFunc(data[len(prefix):], func(c byte) bool { return c != 0 }); i >= 0 {
+				t.Fatalf("non-zero byte at %d after the kept %d bytes", len(prefix)+i, len(prefix))
+			}
+			segCheckReads(t, s, keep)
+			if tc.hold && s.Readers() != 1 {
+				t.Fatalf("readers %d, want the one holding a range", s.Readers())
+			}
+			if r, err := s.Read(target, 100, math.MaxInt64); err != nil || r.Bytes != nil {
+				t.Fatalf("read at the truncation point: %v", err)
+			}
+			// Appends continue at the truncation point, and still do not
+			// reach the held range.
+			more := segFill(t, s, 3)
+			if more[0].base != target {
+				t.Fatalf("append after truncation at %d, want %d", more[0].base, target)
+			}
+			segCheckReads(t, s, append(slices.Clone(keep), more...))
+			if tc.hold {
+				if !bytes.Equal(held.Bytes, heldCopy) {
+					t.Fatal("held range changed by an append after the truncation")
+				}
+				held.Release()
+			}
+			if s.Readers() != 0 {
+				t.Fatalf("readers %d", s.Readers())
+			}
+			if _, err := os.Stat(s.Path(LogSuffix) + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("leftover .tmp: %v", err)
+			}
+			// Sealed again, the files are exactly the data and sane indexes.
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			data, _ = os.ReadFile(s.Path(LogSuffix))
+			if !bytes.Equal(data, append(slices.Clone(prefix), segConcat(more)...)) {
+				t.Fatal("closed .log is not the kept data and the new appends")
+			}
+			s2, err := OpenActive(dir, 0, segTestCfg, time.Now())
+			if err != nil {
+				t.Fatalf("reopen after truncation: %v", err)
+			}
+			defer s2.Close()
+			segCheckReads(t, s2, append(slices.Clone(keep), more...))
+		})
+	}
+}
+
+func TestSegmentShouldRoll(t *testing.T) {
+	const day = 24 * 60 * 60 * 1000
+	created := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	cfg := Config{SegmentBytes: 4096, MaxIndexBytes: 4096, IndexIntervalBytes: 4096}
+	dir := t.TempDir()
+	// Segment at 100 with one batch of max timestamp 10_000.
+	withTs, err := Create(dir, 100, cfg, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer withTs.Close()
+	b := segMakeBatch(t, 1, 10, 10_000)
+	var a Appended
+	if err := withTs.Append(b, Stamp{Assign: true, NextOffset: 100}, &a); err != nil {
+		t.Fatal(err)
+	}
+	size := withTs.Size()
+	// Segment at 500 with one batch without timestamps.
+	noTs, err := Create(dir, 500, cfg, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noTs.Close()
+	if err := noTs.Append(segMakeBatch(t, 1, 10, batch.NoTimestamp), Stamp{Assign: true, NextOffset: 500}, &a); err != nil {
+		t.Fatal(err)
+	}
+	empty, err := Create(dir, 900, cfg, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+
+	at := func(ms int64) time.Time { return created.Add(time.Duration(ms) * time.Millisecond) }
+	cases := []struct {
+		name                string
+		s                   *Segment
+		size, last, maxTs   int64
+		segmentMs, jitterMs int64
+		now                 time.Time
+		want                bool
+	}{
+		{"fits exactly", withTs, 4096 - size, 101, 10_000, day, 0, at(0), false},
+		{"one byte too many", withTs, 4096 - size + 1, 101, 10_000, day, 0, at(0), true},
+		{"empty segment, whole size", empty, 4096, 900, 5, day, 0, at(0), false},
+		{"relative offset 2^31-1", withTs, 10, 100 + math.MaxInt32, 10_000, day, 0, at(0), false},
+		{"relative offset 2^31", withTs, 10, 100 + math.MaxInt32 + 1, 10_000, day, 0, at(0), true},
+		{"offset below the base", withTs, 10, 99, 10_000, day, 0, at(0), true},
+		{"empty segment, overflow", empty, 10, 900 + math.MaxInt32 + 1, 5, day, 0, at(0), true},
+		{"age = segment.ms", withTs, 10, 101, 11_000, 1000, 0, at(0), false},
+		{"age > segment.ms", withTs, 10, 101, 11_001, 1000, 0, at(0), true},
+		{"timestamps win over the clock", withTs, 10, 101, 10_500, 1000, 0, at(10 * day), false},
+		{"older timestamp", withTs, 10, 101, 5, 1000, 0, at(10 * day), false},
+		{"jitter subtracts", withTs, 10, 101, 10_801, 1000, 200, at(0), true},
+		{"jitter, not yet", withTs, 10, 101, 10_800, 1000, 200, at(0), false},
+		{"time rule off", withTs, 10, 101, 1 << 50, -1, 0, at(10 * day), false},
+		{"incoming without timestamp: clock", withTs, 10, 101, batch.NoTimestamp, 1000, 0, at(1001), true},
+		{"incoming without timestamp: clock, not yet", withTs, 10, 101, batch.NoTimestamp, 1000, 0, at(1000), false},
+		{"segment without timestamps: clock", noTs, 10, 501, 50_000, 1000, 0, at(1001), true},
+		{"segment without timestamps: not yet", noTs, 10, 501, 50_000, 1000, 0, at(999), false},
+		{"empty segment never ages", empty, 10, 900, 1 << 50, 1000, 0, at(10 * day), false},
+	}
+	for _, tc := range cases {
+		if got := tc.s.ShouldRoll(tc.size, tc.last, tc.maxTs, tc.segmentMs, tc.jitterMs, func() time.Time { return tc.now }); got != tc.want {
+			t.Errorf("%s: ShouldRoll = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// Full indexes roll (interval 0: every append but the first is
+	// indexed). 36 bytes: 4 offset entries; 3 time slots, 2 usable.
+	for _, ic := range []struct {
+		name      string
+		tsStep    int64
+		wantAfter int
+	}{
+		{"offset index full (constant timestamps: one time entry)", 0, 5},
+		{"time index full (growing timestamps)", 1, 3},
+	} {
+		small := Config{SegmentBytes: 1 << 20, MaxIndexBytes: 36, IndexIntervalBytes: 0}
+		base := int64(2000 + 1000*ic.tsStep)
+		full, err := Create(dir, base, small, created)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for ; n < 10; n++ {
+			if full.ShouldRoll(100, full.NextOffset(), 1, -1, 0, func() time.Time { return created }) {
+				break
+			}
+			src := segMakeBatch(t, 1, 1, 100+int64(n)*ic.tsStep)
+			if err := full.Append(src, Stamp{Assign: true, NextOffset: full.NextOffset()}, &a); err != nil {
+				t.Fatalf("%s: append %d: %v", ic.name, n, err)
+			}
+		}
+		if n != ic.wantAfter {
+			t.Errorf("%s: rolls after %d appends, want %d", ic.name, n, ic.wantAfter)
+		}
+		_ = full.Close()
+	}
+}
+
+func TestSegmentAppendAllocs(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{SegmentBytes: 1 << 20, MaxIndexBytes: 64 << 10, IndexIntervalBytes: 300}
+	s, err := Create(dir, 0, cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	src := segMakeBatch(t, 3, 50, 1000)
+	var out Appended
+	next := int64(0)
+	allocs := testing.AllocsPerRun(500, func() {
+		if err := s.Append(src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 2}, &out); err != nil {
+			panic(err)
+		}
+		next = out.LastOffset + 1
+	})
+	if allocs != 0 {
+		t.Fatalf("Append allocates %.1f times per call", allocs)
+	}
+	if s.offsetIndex.Entries() == 0 {
+		t.Fatal("no index entry was written: the guard missed the index path")
+	}
+	r, err := s.Read(next-3, 1, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	if v, err := batch.Check(r.Bytes); err != nil || v.BaseOffset() != next-3 || v.PartitionLeaderEpoch() != 2 {
+		t.Fatalf("last batch: %v", err)
+	}
+}
+
+// TestRegression_SegmentMappingReadsLogAfterUnlock: Segment.mapping takes a
+// reference on s.log under s.mu, unlocks, and then reads s.log again to
+// return it. Unmap (a cache eviction), Seal (a roll) and a truncation's
+// reactivate write s.log under s.mu meanwhile, so a reader can get nil
+// (nil dereference in acquire) or another *mmapfile.File than the one it
+// acquired (its Release then drops a reference it never took, and the
+// mapping it read can be unmapped under it). Here readers race with
+// Unmap, as they do with a MappingCache that evicts; the race detector
+// reports it, and without it a reader may panic.
+func TestRegression_SegmentMappingReadsLogAfterUnlock(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Create(dir, 0, segTestCfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	segFill(t, s, 5)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenSealed(dir, 0, segTestCfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const readers = 2
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, readers)
+	for r := 0; r < readers; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					errs <- fmt.Errorf("reader panicked: %v", p)
+				}
+			}()
+			for !stop.Load() {
+				r, err := s.Read(0, 1<<20, math.MaxInt64)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, err := batch.Check(r.Bytes); err != nil {
+					errs <- err
+					return
+				}
+				r.Release()
+			}
+		}()
+	}
+	for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline); {
+		s.Unmap()
+		runtime.Gosched()
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
