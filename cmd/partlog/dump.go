@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +20,12 @@ type dumpOptions struct {
 	maxBytes           int64
 	maxMessageSize     int
 	referenceTool      bool
+	verifyIndexOnly    bool
+	indexSanityCheck   bool
+	offsets            offsetRange
+	json               bool
+
+	trailer dumpTrailer // reports printed on stderr after all files
 }
 
 func (o *dumpOptions) addFlags(cmd *cobra.Command) {
@@ -31,6 +36,10 @@ func (o *dumpOptions) addFlags(cmd *cobra.Command) {
 	f.Int64Var(&o.maxBytes, "max-bytes", -1, "read at most this many bytes of each .log file")
 	f.IntVar(&o.maxMessageSize, "max-message-size", 5242880, "largest decompressed batch to decode")
 	f.BoolVar(&o.referenceTool, "reference-format", false, "print type-7 control records as Apache Kafka (October 2024) does: controlType: UNKNOWN(7)")
+	f.BoolVar(&o.verifyIndexOnly, "verify-index-only", false, "check .index and .timeindex entries against the .log without printing them")
+	f.BoolVar(&o.indexSanityCheck, "index-sanity-check", false, "only run the sanity check of .index and .timeindex files")
+	f.Var(&o.offsets, "offsets", "only print batches and index entries overlapping this inclusive offset range (either bound may be empty); .snapshot files are not filtered")
+	f.BoolVar(&o.json, "json", false, "print one JSON object per file instead of kafka-dump-log's text (schemaVersion 1)")
 }
 
 func newDumpCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -48,26 +57,42 @@ func newDumpCommand(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func (o *dumpOptions) run(files []string, stdout, stderr io.Writer) error {
+	if o.json {
+		return o.runJSON(files, stdout, stderr)
+	}
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
+	o.trailer = dumpTrailer{}
 	code := exitOK
 	for _, path := range files {
 		fmt.Fprintf(w, "Dumping %s\n", path)
+		var problems bool
+		var err error
 		switch filepath.Ext(path) {
 		case ".log":
-			problems, err := o.dumpLog(w, stderr, path)
-			if err != nil {
-				w.Flush()
-				fmt.Fprintf(stderr, "partlog: %s: %v\n", path, err)
-				code |= exitOperational
-			} else if problems {
-				code |= exitProblems
-			}
+			problems, err = o.dumpLog(w, stderr, path)
+		case ".index":
+			problems, err = o.dumpOffsetIndex(w, stderr, path)
+		case ".timeindex":
+			problems, err = o.dumpTimeIndex(w, stderr, path)
+		case ".txnindex":
+			problems, err = o.dumpTxnIndex(w, stderr, path)
+		case ".snapshot":
+			problems, err = o.dumpSnapshot(w, stderr, path)
 		default:
 			w.Flush()
 			fmt.Fprintf(stderr, "Ignoring unknown file %s\n", path)
 		}
+		if err != nil {
+			w.Flush()
+			fmt.Fprintf(stderr, "partlog: %s: %v\n", path, err)
+			code |= exitOperational
+		} else if problems {
+			code |= exitProblems
+		}
 	}
+	w.Flush()
+	o.trailer.print(stderr)
 	if code != exitOK {
 		return &exitError{code: code}
 	}
@@ -77,12 +102,9 @@ func (o *dumpOptions) run(files []string, stdout, stderr io.Writer) error {
 // dumpLog prints one .log file in kafka-dump-log's format (formats.md
 // §7.2) and reports whether it found invalid bytes.
 func (o *dumpOptions) dumpLog(w *bufio.Writer, stderr io.Writer, path string) (bool, error) {
-	data, err := os.ReadFile(path)
+	data, err := readLogPrefix(path, o.maxBytes)
 	if err != nil {
 		return false, err
-	}
-	if o.maxBytes >= 0 && int64(len(data)) > o.maxBytes {
-		data = data[:o.maxBytes]
 	}
 	base, _ := strconv.ParseInt(strings.TrimSuffix(filepath.Base(path), ".log"), 10, 64)
 	fmt.Fprintf(w, "Log starting offset: %d\n", base)
@@ -105,6 +127,10 @@ func (o *dumpOptions) dumpLog(w *bufio.Writer, stderr io.Writer, path string) (b
 				problems = true
 				break
 			}
+			if !o.legacyOverlaps(m) {
+				pos += size
+				continue
+			}
 			o.printLegacy(w, m, pos, deep, &lastOffset, &nonConsecutive)
 			pos += size
 			continue
@@ -114,6 +140,10 @@ func (o *dumpOptions) dumpLog(w *bufio.Writer, stderr io.Writer, path string) (b
 			fmt.Fprintf(stderr, "partlog: %s: position %d: not a valid batch\n", path, pos)
 			problems = true
 			break
+		}
+		if !o.offsets.overlaps(v.BaseOffset(), v.LastOffset()) {
+			pos += size
+			continue
 		}
 		valid := v.CRC() == v.ComputeCRC()
 		printBatchLine(w, v, pos, valid)
@@ -130,12 +160,12 @@ func (o *dumpOptions) dumpLog(w *bufio.Writer, stderr io.Writer, path string) (b
 		problems = true
 	}
 	if len(nonConsecutive) > 0 {
-		w.Flush()
-		abs, _ := filepath.Abs(path)
-		fmt.Fprintf(stderr, "Non-consecutive offsets in %s\n", abs)
-		for i := len(nonConsecutive) - 1; i >= 0; i-- {
-			fmt.Fprintf(stderr, "  %d is followed by %d\n", nonConsecutive[i][0], nonConsecutive[i][1])
+		// Kafka prepends to a list: most recent pair first.
+		pairs := make([][2]int64, len(nonConsecutive))
+		for i, p := range nonConsecutive {
+			pairs[len(pairs)-1-i] = p
 		}
+		o.trailer.nonConsecutive = append(o.trailer.nonConsecutive, fileOffsetPairs{absPath(path), pairs})
 	}
 	return problems, nil
 }

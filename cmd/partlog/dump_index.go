@@ -1,0 +1,625 @@
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/index"
+)
+
+// This file dumps the three index files of a segment as kafka-dump-log
+// does (formats.md §7.3, §7.4, §7.6), checks offset and time index entries
+// against the segment's .log file, and holds the --offsets filter shared by
+// every file kind.
+//
+// Output policy: stdout carries exactly kafka-dump-log's lines; anything
+// partlog finds beyond them goes to stderr as "partlog: <path>: …" lines, and
+// the exit code says whether problems (4) or operational errors (8) occurred.
+
+// offsetRange is the value of --offsets FROM:TO: an inclusive range of
+// offsets. Either bound may be left out ("100:", ":200"); an unset range
+// matches everything.
+type offsetRange struct {
+	from, to int64
+	set      bool
+}
+
+// Set parses FROM:TO. It implements pflag.Value.
+func (r *offsetRange) Set(s string) error {
+	lo, hi, ok := strings.Cut(s, ":")
+	if !ok {
+		return fmt.Errorf("offset range %q is not FROM:TO", s)
+	}
+	from, to := int64(0), int64(1<<63-1)
+	var err error
+	if lo != "" {
+		if from, err = strconv.ParseInt(lo, 10, 64); err != nil {
+			return fmt.Errorf("offset range %q: bad FROM: %w", s, err)
+		}
+	}
+	if hi != "" {
+		if to, err = strconv.ParseInt(hi, 10, 64); err != nil {
+			return fmt.Errorf("offset range %q: bad TO: %w", s, err)
+		}
+	}
+	if from < 0 || to < from {
+		return fmt.Errorf("offset range %q: need 0 <= FROM <= TO", s)
+	}
+	r.from, r.to, r.set = from, to, true
+	return nil
+}
+
+// String implements pflag.Value.
+func (r *offsetRange) String() string {
+	if !r.set {
+		return ""
+	}
+	return strconv.FormatInt(r.from, 10) + ":" + strconv.FormatInt(r.to, 10)
+}
+
+// Type implements pflag.Value.
+func (r *offsetRange) Type() string { return "FROM:TO" }
+
+// overlaps reports whether [first, last] shares an offset with the range.
+func (r *offsetRange) overlaps(first, last int64) bool {
+	return !r.set || (last >= r.from && first <= r.to)
+}
+
+// contains reports whether offset is in the range.
+func (r *offsetRange) contains(offset int64) bool { return r.overlaps(offset, offset) }
+
+// dumpProblem is one finding about a dumped file that kafka-dump-log does
+// not print on stdout. Kind is a short camel-case word (see ProblemJSON).
+// It is also the element of the "problems" array of --json (ProblemJSON).
+type dumpProblem struct {
+	// Position is the byte position in the dumped file of the batch or
+	// entry concerned, or -1 for the file as a whole.
+	Position int64 `json:"position"`
+	// Kind classifies the problem; the kinds are listed in dump_json.go.
+	Kind string `json:"kind"`
+	// Detail describes it in words.
+	Detail string `json:"detail"`
+}
+
+// trailerKinds are the problem kinds that the text output reports in
+// kafka-dump-log's end-of-run trailer rather than as "partlog:" lines.
+var trailerKinds = map[string]bool{
+	"indexMismatch":     true,
+	"timestampMismatch": true,
+	"timestampOrder":    true,
+	"offsetNotFound":    true,
+}
+
+// dumpTrailer collects the reports kafka-dump-log prints on stderr after
+// all files, in its order: offset index mismatches, time index errors,
+// non-consecutive offsets of .log files. Files appear in command-line order.
+type dumpTrailer struct {
+	indexMismatches []fileOffsetPairs // "Mismatches in :<abs path>"
+	timeMismatches  []fileOffsetPairs // "Found timestamp mismatch in :<abs path>"
+	timeOutOfOrder  []fileOffsetPairs // "Found out of order timestamp in :<abs path>"
+	timeNotFound    []fileOffsetPairs // "The following indexed offsets are not found in the log."
+	nonConsecutive  []fileOffsetPairs // "Non-consecutive offsets in <abs path>"
+}
+
+// fileOffsetPairs is a list of (a, b) pairs reported for one file, in the
+// order they are to be printed.
+type fileOffsetPairs struct {
+	abs   string
+	pairs [][2]int64
+}
+
+// print writes the trailer to w in kafka-dump-log's format.
+func (t *dumpTrailer) print(w io.Writer) {
+	for _, f := range t.indexMismatches {
+		fmt.Fprintf(w, "Mismatches in :%s\n", f.abs)
+		for _, p := range f.pairs {
+			fmt.Fprintf(w, "  Index offset: %d, log offset: %d\n", p[0], p[1])
+		}
+	}
+	for _, f := range t.timeMismatches {
+		fmt.Fprintf(w, "Found timestamp mismatch in :%s\n", f.abs)
+		for _, p := range f.pairs {
+			fmt.Fprintf(w, "  Index timestamp: %d, log timestamp: %d\n", p[0], p[1])
+		}
+	}
+	for _, f := range t.timeOutOfOrder {
+		fmt.Fprintf(w, "Found out of order timestamp in :%s\n", f.abs)
+		for _, p := range f.pairs {
+			fmt.Fprintf(w, "  Index timestamp: %d, Previously indexed timestamp: %d\n", p[0], p[1])
+		}
+	}
+	for _, f := range t.timeNotFound {
+		fmt.Fprintln(w, "The following indexed offsets are not found in the log.")
+		for _, p := range f.pairs {
+			fmt.Fprintf(w, "Indexed offset: %d, found log offset: %d\n", p[0], p[1])
+		}
+	}
+	for _, f := range t.nonConsecutive {
+		fmt.Fprintf(w, "Non-consecutive offsets in %s\n", f.abs)
+		for _, p := range f.pairs {
+			fmt.Fprintf(w, "  %d is followed by %d\n", p[0], p[1])
+		}
+	}
+}
+
+// segmentFiles names the files a dumped index belongs with. As in
+// kafka-dump-log, the base offset is the text before the first '.' of the
+// file name and the siblings live in the same directory.
+type segmentFiles struct {
+	base  int64
+	log   string // sibling .log
+	index string // sibling .index
+}
+
+func siblingsOf(path string) (segmentFiles, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return segmentFiles{}, err
+	}
+	stem, _, _ := strings.Cut(filepath.Base(abs), ".")
+	base, err := strconv.ParseInt(stem, 10, 64)
+	if err != nil {
+		return segmentFiles{}, fmt.Errorf("cannot take a base offset from the file name: %w", err)
+	}
+	dir := filepath.Dir(abs)
+	return segmentFiles{
+		base:  base,
+		log:   filepath.Join(dir, stem+".log"),
+		index: filepath.Join(dir, stem+".index"),
+	}, nil
+}
+
+// segmentLog reads entries of a segment's .log file on demand, to check
+// index entries against it. It never writes.
+type segmentLog struct {
+	f    *os.File
+	size int64
+	hdr  [batch.HeaderSize]byte
+}
+
+// errNoEntry says that no complete entry starts at a position: Kafka's file
+// reader stops there (formats.md §1.4 steps 1 and 4).
+var errNoEntry = errors.New("no complete batch at this position")
+
+func openSegmentLog(path string) (*segmentLog, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &segmentLog{f: f, size: st.Size()}, nil
+}
+
+func (l *segmentLog) Close() error { return l.f.Close() }
+
+// header reads the start of the entry at pos (its whole header, or less
+// if the entry is shorter) and returns it with the entry's size, applying
+// the framing rules of formats.md §1.4.
+func (l *segmentLog) header(pos int64) (hdr []byte, size int64, err error) {
+	if pos < 0 || pos+batch.OffMagic >= l.size {
+		return nil, 0, errNoEntry
+	}
+	n := min(int64(batch.HeaderSize), l.size-pos)
+	hdr = l.hdr[:n]
+	if _, err := l.f.ReadAt(hdr, pos); err != nil {
+		return nil, 0, err
+	}
+	length := int32(binary.BigEndian.Uint32(hdr[batch.OffBatchLength:]))
+	if length < 14 {
+		return nil, 0, fmt.Errorf("entry length %d is smaller than 14", length)
+	}
+	size = batch.LogOverhead + int64(length)
+	if pos+size > l.size {
+		return nil, 0, errNoEntry
+	}
+	if magic := int8(hdr[batch.OffMagic]); magic >= batch.MagicV2 && size < batch.HeaderSize {
+		return nil, 0, fmt.Errorf("v2 batch of %d bytes is shorter than its header", size)
+	}
+	return hdr[:min(n, size)], size, nil
+}
+
+// entry reads the whole entry of size bytes at pos.
+func (l *segmentLog) entry(pos, size int64) ([]byte, error) {
+	b := make([]byte, size)
+	if _, err := l.f.ReadAt(b, pos); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// entryLastOffset returns the last offset of the entry whose header is hdr:
+// the offset field for magic 0/1, baseOffset+lastOffsetDelta for v2.
+func entryLastOffset(hdr []byte) int64 {
+	if int8(hdr[batch.OffMagic]) < batch.MagicV2 {
+		return int64(binary.BigEndian.Uint64(hdr))
+	}
+	return batch.View(hdr).LastOffset()
+}
+
+// maxRecordTimestamp returns the largest record timestamp of a whole
+// entry, -1 if it has no records (what Kafka compares time index entries
+// with).
+func maxRecordTimestamp(entry []byte, limit int) (int64, error) {
+	maxTS := int64(-1)
+	if int8(entry[batch.OffMagic]) < batch.MagicV2 {
+		m, err := batch.ParseLegacy(entry)
+		if err != nil {
+			return 0, err
+		}
+		if m.Compression() == batch.CompressionNone {
+			return max(maxTS, m.Timestamp()), nil
+		}
+		inner, err := m.AppendInner(nil, limit)
+		if err != nil {
+			return 0, err
+		}
+		for _, in := range inner {
+			maxTS = max(maxTS, in.Timestamp)
+		}
+		return maxTS, nil
+	}
+	v := batch.View(entry)
+	if v.RecordsCount() == 0 {
+		return maxTS, nil
+	}
+	data, err := v.RecordData(nil, limit)
+	if err != nil {
+		return 0, err
+	}
+	it := batch.NewRecordIterator(v, data)
+	var r batch.Record
+	for it.Next(&r) {
+		maxTS = max(maxTS, r.Timestamp)
+	}
+	return maxTS, it.Err()
+}
+
+// indexDump is what reading one .index or .timeindex file against its
+// segment found. The text and JSON outputs are both rendered from it.
+type indexDump struct {
+	empty      bool  // offset index with no entry: "<path> is empty."
+	sanityRan  bool  // --index-sanity-check: only the check ran
+	sanityErr  error // its result
+	offsets    []index.OffsetEntry
+	times      []index.TimeEntry
+	mismatches [][2]int64    // offset index: (index offset, log offset), in file order
+	tsMismatch [][2]int64    // time index: (index timestamp, log timestamp)
+	tsOrder    [][2]int64    // time index: (index timestamp, previous timestamp)
+	tsNotFound [][2]int64    // time index: (indexed offset, found log offset or -1)
+	problems   []dumpProblem // everything found, in index order, including the pairs above
+}
+
+// failed reports whether the dump found anything that makes the exit code 4.
+func (d *indexDump) failed() bool { return len(d.problems) > 0 || d.sanityErr != nil }
+
+func (d *indexDump) add(pos int64, kind, format string, args ...any) {
+	d.problems = append(d.problems, dumpProblem{Position: pos, Kind: kind, Detail: fmt.Sprintf(format, args...)})
+}
+
+// readIndexFile reads an index file whole; entries are decoded from the
+// bytes, so nothing is mapped writable and the file is never touched.
+func readIndexFile(path string) ([]byte, error) { return os.ReadFile(path) }
+
+// partialEntryProblem reports bytes after the last whole entry, which Kafka
+// ignores and partlog reports.
+func partialEntryProblem(n, entrySize int) (dumpProblem, bool) {
+	if n%entrySize == 0 {
+		return dumpProblem{}, false
+	}
+	return dumpProblem{Position: int64(n / entrySize * entrySize), Kind: "partialEntry",
+		Detail: fmt.Sprintf("%d bytes after the last whole %d-byte entry", n%entrySize, entrySize)}, true
+}
+
+// inspectOffsetIndex reads an .index file and checks each entry against
+// the .log file, as kafka-dump-log does (formats.md §7.3).
+func (o *dumpOptions) inspectOffsetIndex(path string) (*indexDump, error) {
+	seg, err := siblingsOf(path)
+	if err != nil {
+		return nil, err
+	}
+	log, err := openSegmentLog(seg.log)
+	if err != nil {
+		return nil, fmt.Errorf("the segment's .log file must exist: %w", err)
+	}
+	defer log.Close()
+	b, err := readIndexFile(path)
+	if err != nil {
+		return nil, err
+	}
+	d := &indexDump{}
+	n := len(b) / index.OffsetEntrySize
+	if n == 0 {
+		d.empty = true
+		if p, ok := partialEntryProblem(len(b), index.OffsetEntrySize); ok {
+			d.problems = append(d.problems, p)
+		}
+		return d, nil
+	}
+	if o.indexSanityCheck {
+		d.sanityRan = true
+		x, err := index.OpenOffsetIndex(path, seg.base, true)
+		if err != nil {
+			return nil, err
+		}
+		d.sanityErr = x.Sanity()
+		x.Close()
+		return d, nil
+	}
+	entries, _ := index.DecodeOffsetIndex(b, seg.base)
+	for i, e := range entries {
+		// Zero slots left by a lost trim read as (base, 0): stop at the first.
+		if i > 0 && e.Offset == seg.base {
+			break
+		}
+		if !o.offsets.contains(e.Offset) {
+			continue
+		}
+		filePos := int64(i * index.OffsetEntrySize)
+		hdr, _, err := log.header(int64(e.Position))
+		if err != nil {
+			d.add(filePos, "unreadableEntry", "entry for offset %d points at position %d of %s: %v",
+				e.Offset, e.Position, filepath.Base(seg.log), err)
+		} else if last := entryLastOffset(hdr); last != e.Offset {
+			d.mismatches = append(d.mismatches, [2]int64{e.Offset, last})
+			d.add(filePos, "indexMismatch", "index offset %d, log offset %d", e.Offset, last)
+		}
+		d.offsets = append(d.offsets, e)
+	}
+	if p, ok := partialEntryProblem(len(b), index.OffsetEntrySize); ok {
+		d.problems = append(d.problems, p)
+	}
+	return d, nil
+}
+
+// inspectTimeIndex reads a .timeindex file and checks each entry against
+// the .log file, looking batches up through the .index file, as
+// kafka-dump-log does (formats.md §7.4).
+func (o *dumpOptions) inspectTimeIndex(path string) (*indexDump, error) {
+	seg, err := siblingsOf(path)
+	if err != nil {
+		return nil, err
+	}
+	log, err := openSegmentLog(seg.log)
+	if err != nil {
+		return nil, fmt.Errorf("the segment's .log file must exist: %w", err)
+	}
+	defer log.Close()
+	ib, err := os.ReadFile(seg.index)
+	if err != nil {
+		return nil, fmt.Errorf("the segment's .index file must exist: %w", err)
+	}
+	offsetEntries, _ := index.DecodeOffsetIndex(ib, seg.base)
+	b, err := readIndexFile(path)
+	if err != nil {
+		return nil, err
+	}
+	d := &indexDump{}
+	if o.indexSanityCheck {
+		d.sanityRan = true
+		x, err := index.OpenTimeIndex(path, seg.base, true)
+		if err != nil {
+			return nil, err
+		}
+		d.sanityErr = x.Sanity()
+		x.Close()
+		return d, nil
+	}
+	entries, _ := index.DecodeTimeIndex(b, seg.base)
+	prevTS := int64(-1)
+	for i, e := range entries {
+		if i > 0 && e.Offset == seg.base {
+			break
+		}
+		if !o.offsets.contains(e.Offset) {
+			continue
+		}
+		filePos := int64(i * index.TimeEntrySize)
+		last, entry, err := findBatch(log, lookupPosition(offsetEntries, e.Offset), e.Offset)
+		switch {
+		case err != nil:
+			d.tsNotFound = append(d.tsNotFound, [2]int64{e.Offset, -1})
+			d.add(filePos, "unreadableLog", "looking for offset %d in %s: %v", e.Offset, filepath.Base(seg.log), err)
+		case last != e.Offset:
+			d.tsNotFound = append(d.tsNotFound, [2]int64{e.Offset, last})
+			d.add(filePos, "offsetNotFound", "indexed offset %d, found log offset %d", e.Offset, last)
+		default:
+			logTS, err := maxRecordTimestamp(entry, o.maxMessageSize)
+			if err != nil {
+				d.add(filePos, "unreadableLog", "reading the records of the batch holding offset %d: %v", e.Offset, err)
+				break
+			}
+			if logTS != e.Timestamp {
+				d.tsMismatch = append(d.tsMismatch, [2]int64{e.Timestamp, logTS})
+				d.add(filePos, "timestampMismatch", "index timestamp %d, log timestamp %d", e.Timestamp, logTS)
+			}
+			if prevTS >= e.Timestamp {
+				d.tsOrder = append(d.tsOrder, [2]int64{e.Timestamp, prevTS})
+				d.add(filePos, "timestampOrder", "index timestamp %d, previously indexed timestamp %d", e.Timestamp, prevTS)
+			}
+		}
+		d.times = append(d.times, e)
+		prevTS = e.Timestamp
+	}
+	if p, ok := partialEntryProblem(len(b), index.TimeEntrySize); ok {
+		d.problems = append(d.problems, p)
+	}
+	return d, nil
+}
+
+// lookupPosition returns the position of the last offset index entry whose
+// offset is ≤ target, or 0 when there is none (Kafka's OffsetIndex.lookup).
+func lookupPosition(entries []index.OffsetEntry, target int64) int64 {
+	i := sort.Search(len(entries), func(i int) bool { return entries[i].Offset > target })
+	if i == 0 {
+		return 0
+	}
+	return int64(entries[i-1].Position)
+}
+
+// findBatch scans the .log from pos for the first entry whose last offset
+// is ≥ target and returns that last offset with the whole entry. It returns
+// last == -1 and a nil error when the log ends first.
+func findBatch(log *segmentLog, pos, target int64) (last int64, entry []byte, err error) {
+	for {
+		hdr, size, err := log.header(pos)
+		if errors.Is(err, errNoEntry) {
+			return -1, nil, nil
+		}
+		if err != nil {
+			return -1, nil, fmt.Errorf("position %d: %w", pos, err)
+		}
+		if last := entryLastOffset(hdr); last >= target {
+			entry, err := log.entry(pos, size)
+			return last, entry, err
+		}
+		pos += size
+	}
+}
+
+// dumpOffsetIndex prints an .index file (formats.md §7.3).
+func (o *dumpOptions) dumpOffsetIndex(w *bufio.Writer, stderr io.Writer, path string) (bool, error) {
+	d, err := o.inspectOffsetIndex(path)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case d.empty:
+		fmt.Fprintf(w, "%s is empty.\n", path)
+	case d.sanityRan:
+		o.printSanity(w, stderr, path, d.sanityErr)
+	case !o.verifyIndexOnly:
+		for _, e := range d.offsets {
+			fmt.Fprintf(w, "offset: %d position: %d\n", e.Offset, e.Position)
+		}
+	}
+	if len(d.mismatches) > 0 {
+		// Kafka prepends to a list: most recent first.
+		pairs := make([][2]int64, len(d.mismatches))
+		for i, p := range d.mismatches {
+			pairs[len(pairs)-1-i] = p
+		}
+		o.trailer.indexMismatches = append(o.trailer.indexMismatches, fileOffsetPairs{absPath(path), pairs})
+	}
+	printProblems(w, stderr, path, d.problems)
+	return d.failed(), nil
+}
+
+// dumpTimeIndex prints a .timeindex file (formats.md §7.4).
+func (o *dumpOptions) dumpTimeIndex(w *bufio.Writer, stderr io.Writer, path string) (bool, error) {
+	d, err := o.inspectTimeIndex(path)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case d.sanityRan:
+		o.printSanity(w, stderr, path, d.sanityErr)
+	case !o.verifyIndexOnly:
+		for _, e := range d.times {
+			fmt.Fprintf(w, "timestamp: %d offset: %d\n", e.Timestamp, e.Offset)
+		}
+	}
+	abs := absPath(path)
+	if len(d.tsMismatch) > 0 {
+		o.trailer.timeMismatches = append(o.trailer.timeMismatches, fileOffsetPairs{abs, d.tsMismatch})
+	}
+	if len(d.tsOrder) > 0 {
+		o.trailer.timeOutOfOrder = append(o.trailer.timeOutOfOrder, fileOffsetPairs{abs, d.tsOrder})
+	}
+	if len(d.tsNotFound) > 0 {
+		o.trailer.timeNotFound = append(o.trailer.timeNotFound, fileOffsetPairs{abs, d.tsNotFound})
+	}
+	printProblems(w, stderr, path, d.problems)
+	return d.failed(), nil
+}
+
+// printSanity prints the result of --index-sanity-check: the pass line on
+// stdout, or the failure on stderr.
+func (o *dumpOptions) printSanity(w *bufio.Writer, stderr io.Writer, path string, err error) {
+	if err == nil {
+		fmt.Fprintf(w, "%s passed sanity check.\n", path)
+		return
+	}
+	w.Flush()
+	fmt.Fprintf(stderr, "partlog: %s failed sanity check: %v\n", path, err)
+}
+
+// printProblems reports findings on stderr, after the file's stdout lines.
+func printProblems(w *bufio.Writer, stderr io.Writer, path string, problems []dumpProblem) {
+	if len(problems) == 0 {
+		return
+	}
+	w.Flush()
+	for _, p := range problems {
+		if trailerKinds[p.Kind] {
+			continue
+		}
+		if p.Position >= 0 {
+			fmt.Fprintf(stderr, "partlog: %s: byte %d: %s\n", path, p.Position, p.Detail)
+		} else {
+			fmt.Fprintf(stderr, "partlog: %s: %s\n", path, p.Detail)
+		}
+	}
+}
+
+// inspectTxnIndex decodes a .txnindex file. Entries before a bad one are
+// returned; the bad entry or a partial trailing entry is a problem.
+func (o *dumpOptions) inspectTxnIndex(path string) ([]index.AbortedTxn, []dumpProblem, error) {
+	b, err := readIndexFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	all, derr := index.DecodeTxnIndex(b)
+	var problems []dumpProblem
+	if derr != nil {
+		var ce *index.CorruptionError
+		pos := int64(-1)
+		detail := derr.Error()
+		if errors.As(derr, &ce) {
+			pos, detail = ce.FilePos, ce.Reason
+		}
+		problems = append(problems, dumpProblem{Position: pos, Kind: "corruptEntry", Detail: detail})
+	}
+	out := all[:0]
+	for _, e := range all {
+		if o.offsets.overlaps(e.FirstOffset, e.LastOffset) {
+			out = append(out, e)
+		}
+	}
+	return out, problems, nil
+}
+
+// dumpTxnIndex prints a .txnindex file (formats.md §7.6).
+func (o *dumpOptions) dumpTxnIndex(w *bufio.Writer, stderr io.Writer, path string) (bool, error) {
+	entries, problems, err := o.inspectTxnIndex(path)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		fmt.Fprintf(w, "version: %d producerId: %d firstOffset: %d lastOffset: %d lastStableOffset: %d\n",
+			e.Version, e.ProducerID, e.FirstOffset, e.LastOffset, e.LastStableOffset)
+	}
+	printProblems(w, stderr, path, problems)
+	return len(problems) > 0, nil
+}
+
+// absPath is the path kafka-dump-log prints in its reports.
+func absPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	return abs
+}
