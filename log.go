@@ -26,7 +26,10 @@ import (
 //     segment and take a reference on its mapping; writers take it
 //     exclusively only while they change the list or cut bytes a new
 //     reader could reach (truncation).
-//   - Lock order: appendMu, then mu, then a segment's own lock.
+//   - flushMu serializes flushes, which fsync without holding appendMu
+//     so appends go on meanwhile.
+//   - Lock order: flushMu, then appendMu, then mu, then a segment's own
+//     lock; syncMu is never held with any other.
 //
 // Offsets (logStartOffset, logEndOffset, recoveryPoint, highWatermark) are
 // atomics written under appendMu and read by anyone. LogEndOffset is
@@ -39,6 +42,16 @@ type Log struct {
 
 	appendMu sync.Mutex
 	failed   error // set under appendMu when a flush or roll failed
+	// truncations counts the truncations (under appendMu), so a flush
+	// that ran beside one does not advance the recovery point over
+	// offsets whose bytes it did not write.
+	truncations atomic.Uint64
+
+	flushMu sync.Mutex // serializes flushes; taken before appendMu
+	syncMu  sync.Mutex // guards syncing
+	syncing *syncGroup // the flush Sync callers currently share, if any
+	// flushFault, set by tests, makes a flush fail as an fsync would.
+	flushFault func() error
 	jitterMs int64 // per active segment, drawn at creation
 	scratch  []byte
 	dirDirty bool // a segment was created since the last Flush
@@ -318,21 +331,8 @@ func (l *Log) rollLocked(base int64) error {
 	return nil
 }
 
-// Flush makes everything appended durable and advances the recovery
-// point to the log end offset: the .log data and length of every segment
-// from the one holding the recovery point to the active one, their
-// indexes, then the directory if a segment was created (recovery.md §3.5).
-// A failure poisons the log: it refuses writes until reopened, because
-// the kernel may have dropped the dirty pages it failed to write.
-func (l *Log) Flush() error {
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	if err := l.checkWritable(); err != nil {
-		return err
-	}
-	return l.flushLocked()
-}
-
+// flushLocked flushes with appendMu held (Close). Flush and Sync use
+// flush, which does not block appends during the fsyncs.
 func (l *Log) flushLocked() error {
 	leo := l.logEndOffset.Load()
 	rp := l.recoveryPoint.Load()

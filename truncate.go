@@ -54,6 +54,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.failed = err
 		return err
 	}
+	l.truncations.Add(1)
 	l.logEndOffset.Store(offset)
 	l.recoveryPoint.Store(min(l.recoveryPoint.Load(), offset))
 	l.highWatermark.Store(min(l.highWatermark.Load(), offset))
@@ -95,6 +96,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 }
 
 func (l *Log) truncateFullyLocked(offset int64) error {
+	l.truncations.Add(1)
 	l.mu.Lock()
 	err := l.removeSegmentsLocked(append([]*segment.Segment(nil), l.segments...))
 	var s *segment.Segment

@@ -40,6 +40,7 @@ func (s *Segment) TruncateTo(offset int64, now time.Time) (int64, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.synced.offsetEntries, s.synced.timeEntries, s.synced.txnBytes = -1, -1, -1
 	errs := []error{s.offsetIndex.TruncateTo(offset), s.timeIndex.TruncateTo(offset), s.txnIndex.TruncateTo(offset)}
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
