@@ -52,9 +52,9 @@ type Log struct {
 	syncing *syncGroup // the flush Sync callers currently share, if any
 	// flushFault, set by tests, makes a flush fail as an fsync would.
 	flushFault func() error
-	jitterMs int64 // per active segment, drawn at creation
-	scratch  []byte
-	dirDirty bool // a segment was created since the last Flush
+	jitterMs   int64 // per active segment, drawn at creation
+	scratch    []byte
+	dirDirty   bool // a segment was created since the last Flush
 
 	mu        sync.RWMutex // guards segments, keys
 	segments  []*segment.Segment

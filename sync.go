@@ -134,4 +134,3 @@ func (l *Log) Sync(ctx context.Context, offset int64) error {
 		}
 	}
 }
-
