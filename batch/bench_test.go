@@ -31,45 +31,38 @@ func makeBatchOfSize(tb testing.TB, size int, baseOffset int64) []byte {
 	tb.Helper()
 	var b Builder
 	spec := NewBatchSpec(baseOffset)
-	var recs []RecordSpec
 	payload := make([]byte, 100)
 	for i := range payload {
 		payload[i] = byte('a' + i%26)
 	}
-	// Start just below the size (a record takes about 108 bytes + varints).
-	for range max(0, (size-HeaderSize)/112-1) {
-		recs = append(recs, RecordSpec{Timestamp: 1700000000000 + int64(len(recs)), Key: []byte("k"), Value: payload})
+	n := max(1, (size-HeaderSize)/112)
+	recs := make([]RecordSpec, n)
+	for i := range recs {
+		recs[i] = RecordSpec{Timestamp: 1700000000000 + int64(i), Key: []byte("k"), Value: payload}
 	}
-	for {
-		recs = append(recs, RecordSpec{Timestamp: 1700000000000 + int64(len(recs)), Key: []byte("k"), Value: payload})
+	for range 10000 {
 		out, err := b.AppendBatch(nil, &spec, recs)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if len(out) > size {
-			recs = recs[:len(recs)-1]
-			break
-		}
-	}
-	// Pad the last record's value until the batch is exactly size bytes.
-	if len(recs) == 0 {
-		recs = append(recs, RecordSpec{Timestamp: 1700000000000, Key: []byte("k"), Value: []byte{}})
-	}
-	last := &recs[len(recs)-1]
-	for {
-		out, err := b.AppendBatch(nil, &spec, recs)
-		if err != nil {
-			tb.Fatal(err)
-		}
+		last := &recs[len(recs)-1]
+		d := len(out) - size
 		switch {
-		case len(out) == size:
+		case d == 0:
 			return out
-		case len(out) > size:
-			last.Value = last.Value[:len(last.Value)-1]
+		case d > 0 && len(last.Value) == 0 && len(recs) > 1:
+			recs = recs[:len(recs)-1]
+		case d > 0:
+			// Shrink by the excess, one byte at a time near the end so
+			// that a varint changing width cannot make it oscillate.
+			cut := max(1, min(d, len(last.Value))-2)
+			last.Value = last.Value[:len(last.Value)-min(cut, len(last.Value))]
 		default:
-			last.Value = append(last.Value[:len(last.Value):len(last.Value)], 'x')
+			last.Value = append(last.Value[:len(last.Value):len(last.Value)], make([]byte, max(1, -d-2))...)
 		}
 	}
+	tb.Fatalf("cannot build a batch of exactly %d bytes", size)
+	return nil
 }
 
 const benchRegion = 8 << 20
