@@ -1,0 +1,56 @@
+package producerstate
+
+import (
+	"testing"
+)
+
+// TestZeroAllocSteadyState guards the 0-allocation claim for
+// Begin+Validate+Commit of a non-transactional idempotent batch from an
+// existing producer, once the Append has warmed up.
+func TestZeroAllocSteadyState(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	m := New(Config{})
+	v := build(t, data(0, 0, 0, 1))
+	var a Append
+	const producers = 100
+	seqs := make([]int32, producers)
+	off := int64(0)
+	step := func() {
+		pid := off % producers
+		setPIDSeq(v, pid, seqs[pid])
+		m.Begin(&a, Client, 0)
+		if err := m.Validate(&a, v, off); err != nil {
+			t.Fatal(err)
+		}
+		m.Commit(&a)
+		seqs[pid]++
+		off++
+	}
+	for i := 0; i < 2*producers; i++ {
+		step()
+	}
+	if n := testing.AllocsPerRun(1000, step); n != 0 {
+		t.Fatalf("%v allocations per append, want 0", n)
+	}
+	// A marker and a Replication multi-batch append are allocation-free too.
+	mk := build(t, commit(1, 0, 0))
+	step2 := func() {
+		m.Begin(&a, Replication, 0)
+		setPIDSeq(v, 2, seqs[2])
+		if err := m.Validate(&a, v, off); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Validate(&a, mk, off+1); err != nil {
+			t.Fatal(err)
+		}
+		m.Commit(&a)
+		seqs[2]++
+		off += 2
+	}
+	step2()
+	if n := testing.AllocsPerRun(1000, step2); n != 0 {
+		t.Fatalf("%v allocations per multi-batch append, want 0", n)
+	}
+}

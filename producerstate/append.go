@@ -1,0 +1,478 @@
+package producerstate
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/partlog/partlog/batch"
+)
+
+// CompletedTxn is a transaction closed by a COMMIT or ABORT marker
+// (producer-state.md §1.5, §3).
+type CompletedTxn struct {
+	ProducerID int64
+	// FirstOffset is the offset of the transaction's first data batch.
+	FirstOffset int64
+	// LastOffset is the marker's offset.
+	LastOffset int64
+	// LastStableOffset is the LSO to store in the aborted-transaction
+	// index entry (§3.3): the first offset of the earliest open
+	// transaction of another producer at the marker's position, or
+	// LastOffset+1 if there is none.
+	LastStableOffset int64
+	// Aborted is true for ABORT, false for COMMIT.
+	Aborted bool
+}
+
+// opKind is the kind of a staged update.
+type opKind uint8
+
+const (
+	opData    opKind = iota // a data batch of a producer
+	opMarker                // a COMMIT/ABORT marker of a producer
+	opTouch                 // an empty control batch of a producer: create a blank entry if absent
+	opBarrier               // MIRROR_PID_RESET: wipe producers and open transactions
+)
+
+// stagedOp is one accepted batch's effect, applied by Commit in order.
+type stagedOp struct {
+	kind             opKind
+	aborted          bool  // opMarker
+	startsTxn        bool  // opData: opens a transaction at meta.FirstOffset()
+	epoch            int16 // producer epoch of the batch
+	coordinatorEpoch int32 // opMarker
+	pid              int64
+	offset           int64 // base offset of the batch
+	timestamp        int64 // opMarker: marker record timestamp
+	meta             BatchMetadata
+	stored           *entry // the stored entry seen by Validate, nil if none or wiped by a barrier
+}
+
+// accumulator is the per-producer working copy of one append.
+type accumulator struct {
+	e         entry
+	present   bool   // the producer has an entry (stored or created earlier in this append)
+	origEpoch int16  // epoch of the state the append started from ("S" of §2.5)
+	stored    *entry // stored entry, nil if none
+}
+
+// linearAccumulators is how many producers one append tracks with a
+// linear scan before it switches to a map; appends from clients carry one
+// producer, follower fetches a handful.
+const linearAccumulators = 16
+
+// Append is the staging area of one append: Begin, Validate for every
+// batch, then Commit (or drop it). It is owned by the caller, reused
+// across appends (no allocation once its slices have grown) and not safe
+// for concurrent use.
+type Append struct {
+	m            *Manager
+	origin       Origin
+	nowMs        int64
+	failed       bool // a batch was rejected: Commit does nothing
+	committed    bool
+	afterBarrier bool // a barrier was staged: the stored state counts as empty
+	hasOffsets   bool
+	lastOffset   int64
+	ops          []stagedOp
+	accs         []accumulator
+	accIndex     map[int64]int32
+	completed    []CompletedTxn
+	barriers     []int64
+	scratch      []byte
+	record       batch.Record
+}
+
+// Begin starts a new append of origin on a. nowMs is the broker clock
+// (kept for callers and future verification-state use).
+func (m *Manager) Begin(a *Append, origin Origin, nowMs int64) {
+	a.m = m
+	a.origin = origin
+	a.nowMs = nowMs
+	a.failed, a.committed, a.afterBarrier, a.hasOffsets = false, false, false, false
+	a.lastOffset = -1
+	a.ops = a.ops[:0]
+	a.accs = a.accs[:0]
+	if len(a.accIndex) > 0 {
+		clear(a.accIndex)
+	}
+	a.completed = a.completed[:0]
+	a.barriers = a.barriers[:0]
+}
+
+// Origin returns the origin given to Begin.
+func (a *Append) Origin() Origin { return a.origin }
+
+// CompletedTxns returns the transactions closed by markers of this
+// append, in batch order, with LastStableOffset filled (§3.3). Valid after
+// Commit, until the next Begin.
+func (a *Append) CompletedTxns() []CompletedTxn { return a.completed }
+
+// Barriers returns the offsets of the barriers staged in this append.
+func (a *Append) Barriers() []int64 { return a.barriers }
+
+// accumulatorFor returns the working copy of pid, creating it from the
+// stored entry (or the empty state after a barrier). created reports a new
+// slot, so that a rejected batch can drop it.
+func (a *Append) accumulatorFor(pid int64) (idx int, created bool) {
+	if len(a.accs) <= linearAccumulators {
+		for i := range a.accs {
+			if a.accs[i].e.producerID == pid {
+				return i, false
+			}
+		}
+	} else if i, ok := a.accIndex[pid]; ok {
+		return int(i), false
+	}
+	a.accs = append(a.accs, accumulator{})
+	idx = len(a.accs) - 1
+	acc := &a.accs[idx]
+	var stored *entry
+	if !a.afterBarrier {
+		// Appends are serialised with every mutation (package doc,
+		// invariant 1), so the map is read here without the shard lock:
+		// only readers can run concurrently, and they only read.
+		stored = a.m.shardFor(pid).producers[pid]
+	}
+	if stored != nil {
+		acc.e, acc.present, acc.origEpoch, acc.stored = *stored, true, stored.epoch, stored
+	} else {
+		acc.e, acc.origEpoch = blankEntry(pid), -1
+	}
+	if len(a.accs) > linearAccumulators {
+		if a.accIndex == nil {
+			a.accIndex = make(map[int64]int32)
+		}
+		if len(a.accIndex) == 0 {
+			for i := range a.accs {
+				a.accIndex[a.accs[i].e.producerID] = int32(i)
+			}
+		} else {
+			a.accIndex[pid] = int32(idx)
+		}
+	}
+	return idx, true
+}
+
+func (a *Append) dropAccumulator(idx int) {
+	pid := a.accs[idx].e.producerID
+	a.accs = a.accs[:idx]
+	if len(a.accIndex) > 0 {
+		delete(a.accIndex, pid)
+		if len(a.accs) <= linearAccumulators {
+			clear(a.accIndex)
+		}
+	}
+}
+
+// Validate checks one batch of the append, in append order, whose base
+// offset in the log is baseOffset, and stages its effect. It must be
+// called for every batch, including batches without a producer id. On
+// error nothing is staged for the batch and the whole append is marked
+// failed: Commit then does nothing, and the caller writes nothing.
+func (m *Manager) Validate(a *Append, v batch.View, baseOffset int64) error {
+	if a.m != m {
+		panic("partlog/producerstate: Validate on an Append begun by another Manager")
+	}
+	if a.failed || a.committed {
+		return fmt.Errorf("partlog/producerstate: Validate on a failed or committed append")
+	}
+	err := a.validate(v, baseOffset)
+	if err != nil {
+		a.failed = true
+		return err
+	}
+	last := baseOffset + int64(v.LastOffsetDelta())
+	if !a.hasOffsets || last > a.lastOffset {
+		a.lastOffset = last
+	}
+	a.hasOffsets = true
+	return nil
+}
+
+func (a *Append) validate(v batch.View, baseOffset int64) error {
+	if v.IsControl() {
+		if a.origin == Client {
+			return a.reject(ErrControlFromClient, v, baseOffset, nil, "clients may not append control batches")
+		}
+		return a.validateControl(v, baseOffset)
+	}
+	pid := v.ProducerID()
+	if pid < 0 { // §2.1: only PID > -1 touches producer state (R11)
+		return nil
+	}
+	return a.validateData(v, baseOffset, pid)
+}
+
+func (a *Append) validateData(v batch.View, baseOffset, pid int64) error {
+	epoch := v.ProducerEpoch()
+	firstSeq := v.BaseSequence()
+	lastSeq := v.LastSequence()
+	if a.origin == Client && firstSeq < 0 {
+		return a.reject(ErrInvalidSequence, v, baseOffset, nil, "idempotent batch without a base sequence")
+	}
+	idx, created := a.accumulatorFor(pid)
+	acc := &a.accs[idx]
+	fail := func(sentinel error, detail string) error {
+		err := a.reject(sentinel, v, baseOffset, &acc.e, detail)
+		if created {
+			a.dropAccumulator(idx)
+		}
+		return err
+	}
+
+	// §2.4 step 1: duplicate lookup (Client only) in the *stored* entry:
+	// same epoch, exact (firstSeq, lastSeq) of a cached batch.
+	if st := acc.stored; a.origin == Client && st != nil && st.epoch == epoch {
+		if b, ok := st.findDuplicate(firstSeq, lastSeq); ok {
+			err := &DuplicateSequenceError{ProducerID: pid, ProducerEpoch: epoch, FirstSequence: firstSeq,
+				LastSequence: lastSeq, FirstOffset: b.FirstOffset(), LastOffset: b.LastOffset, Timestamp: b.Timestamp}
+			if created {
+				a.dropAccumulator(idx)
+			}
+			return err
+		}
+	}
+	// §2.5 rule 1: epoch.
+	if epoch < acc.e.epoch && !a.origin.trusted() {
+		return fail(ErrInvalidProducerEpoch, "producer epoch is below the stored epoch")
+	}
+	// §2.5 rule 2: sequence (Client only).
+	if a.origin == Client {
+		if epoch != acc.e.epoch {
+			if firstSeq != 0 && acc.e.epoch != -1 {
+				return fail(ErrOutOfOrderSequence, "first sequence of a new epoch must be 0")
+			}
+		} else if acc.origEpoch != -1 {
+			prev := int64(acc.e.lastSeq())
+			if !(int64(firstSeq) == prev+1 || (firstSeq == 0 && prev == batch.MaxSequence)) {
+				return fail(ErrOutOfOrderSequence, "sequence does not follow the last one")
+			}
+		}
+	}
+	// §2.5 rule 4: transaction state (every origin).
+	transactional := v.IsTransactional()
+	open := acc.e.txnFirstOffset >= 0
+	if open && !transactional {
+		return fail(ErrInvalidTxnState, "non-transactional batch while the producer has an open transaction")
+	}
+	op := stagedOp{
+		kind:      opData,
+		epoch:     epoch,
+		pid:       pid,
+		offset:    baseOffset,
+		startsTxn: transactional && !open,
+		meta: BatchMetadata{
+			LastSequence: lastSeq,
+			OffsetDelta:  v.LastOffsetDelta(),
+			LastOffset:   baseOffset + int64(v.LastOffsetDelta()),
+			Timestamp:    v.MaxTimestamp(),
+		},
+		stored: acc.stored,
+	}
+	applyOp(&acc.e, &op) // §2.5 rule 3 (record) and the txn start
+	acc.present = true
+	a.ops = append(a.ops, op)
+	return nil
+}
+
+func (a *Append) validateControl(v batch.View, baseOffset int64) error {
+	pid := v.ProducerID()
+	if v.RecordsCount() <= 0 {
+		// §2.6 rule 0 / §6.8 R1: an empty control batch (all records
+		// compacted away) is neither a marker nor a barrier; with a PID it
+		// still yields a blank entry for an unknown producer (quirk).
+		if pid < 0 {
+			return nil
+		}
+		idx, _ := a.accumulatorFor(pid)
+		acc := &a.accs[idx]
+		if !acc.present {
+			acc.present = true
+			a.ops = append(a.ops, stagedOp{kind: opTouch, pid: pid, offset: baseOffset, epoch: -1})
+		}
+		return nil
+	}
+	data, err := v.RecordData(a.scratch, 1<<20)
+	if err != nil {
+		return a.corruptControl(v, baseOffset, err)
+	}
+	if cap(data) > cap(a.scratch) {
+		a.scratch = data[:0]
+	}
+	it := batch.NewRecordIterator(v, data)
+	if !it.Next(&a.record) {
+		err := it.Err()
+		if err == nil {
+			err = fmt.Errorf("no record")
+		}
+		return a.corruptControl(v, baseOffset, err)
+	}
+	_, typ, err := batch.ParseControlKey(a.record.Key)
+	if err != nil {
+		return a.corruptControl(v, baseOffset, err)
+	}
+	if typ == batch.ControlMirrorPidReset && !a.m.barriersDisabled {
+		// §6.8 R1: a barrier whatever its PID, epoch, sequence or flags.
+		a.afterBarrier = true
+		a.accs = a.accs[:0]
+		if len(a.accIndex) > 0 {
+			clear(a.accIndex)
+		}
+		a.barriers = append(a.barriers, baseOffset)
+		a.ops = append(a.ops, stagedOp{kind: opBarrier, pid: pid, offset: baseOffset})
+		return nil
+	}
+	if pid < 0 { // §2.1: control batches without a PID are not producer state
+		return nil
+	}
+	if typ != batch.ControlCommit && typ != batch.ControlAbort {
+		return a.reject(ErrUnknownControlType, v, baseOffset, nil, "control type "+typ.String()+" with a producer id")
+	}
+	marker, err := batch.ParseEndTxnMarker(a.record.Value)
+	if err != nil {
+		return a.corruptControl(v, baseOffset, err)
+	}
+	epoch := v.ProducerEpoch()
+	idx, created := a.accumulatorFor(pid)
+	acc := &a.accs[idx]
+	fail := func(sentinel error, detail string) error {
+		err := a.reject(sentinel, v, baseOffset, &acc.e, detail)
+		e := err.(*ProducerError)
+		e.CoordinatorEpoch, e.StoredCoordinatorEpoch = marker.CoordinatorEpoch, acc.e.coordinatorEpoch
+		if created {
+			a.dropAccumulator(idx)
+		}
+		return err
+	}
+	// §2.6 rule 2: producer epoch; rule 3: coordinator epoch.
+	if epoch < acc.e.epoch && !a.origin.trusted() {
+		return fail(ErrInvalidProducerEpoch, "marker producer epoch is below the stored epoch")
+	}
+	if marker.CoordinatorEpoch < acc.e.coordinatorEpoch && !a.origin.trusted() {
+		return fail(ErrTransactionCoordinatorFenced, "marker coordinator epoch is below the stored one")
+	}
+	op := stagedOp{
+		kind:             opMarker,
+		aborted:          typ == batch.ControlAbort,
+		epoch:            epoch,
+		coordinatorEpoch: marker.CoordinatorEpoch,
+		pid:              pid,
+		offset:           baseOffset,
+		timestamp:        a.record.Timestamp,
+		stored:           acc.stored,
+	}
+	applyOp(&acc.e, &op)
+	acc.present = true
+	a.ops = append(a.ops, op)
+	return nil
+}
+
+func (a *Append) corruptControl(v batch.View, baseOffset int64, cause error) error {
+	if v.ProducerID() < 0 {
+		// Kafka ignores control batches without a producer id; one whose
+		// first record cannot be read is not a barrier (R1) either.
+		return nil
+	}
+	return &ProducerError{Err: fmt.Errorf("%w: %w", ErrUnknownControlType, cause), Origin: a.origin, Offset: baseOffset,
+		ProducerID: v.ProducerID(), ProducerEpoch: v.ProducerEpoch(), FirstSequence: -1, LastSequence: -1,
+		StoredEpoch: -1, StoredLastSequence: -1, Detail: "unreadable control record"}
+}
+
+func (a *Append) reject(sentinel error, v batch.View, baseOffset int64, stored *entry, detail string) error {
+	e := &ProducerError{Err: sentinel, Origin: a.origin, Offset: baseOffset, ProducerID: v.ProducerID(),
+		ProducerEpoch: v.ProducerEpoch(), FirstSequence: v.BaseSequence(), LastSequence: v.LastSequence(),
+		StoredEpoch: -1, StoredLastSequence: -1, CoordinatorEpoch: -1, StoredCoordinatorEpoch: -1, Detail: detail}
+	if stored != nil {
+		e.StoredEpoch, e.StoredLastSequence = stored.epoch, stored.lastSeq()
+	}
+	return e
+}
+
+// applyOp applies a data, marker or touch op to one entry. Validation
+// (on the accumulator) and Commit (on the stored entry) both use it.
+func applyOp(e *entry, op *stagedOp) {
+	switch op.kind {
+	case opData:
+		e.addBatch(op.epoch, op.meta)
+		if op.startsTxn {
+			e.txnFirstOffset = op.meta.FirstOffset()
+		}
+	case opMarker:
+		e.applyMarker(op.epoch, op.coordinatorEpoch, op.timestamp)
+	}
+}
+
+// Commit applies the staged updates in batch order, after the bytes are
+// in the log: producer entries, transaction starts, completed
+// transactions (with their LSO), barriers at their exact positions; then
+// MEO := last offset of the append + 1. It does nothing if a batch was
+// rejected or if no batch was validated.
+func (m *Manager) Commit(a *Append) {
+	if a.m != m || a.failed || a.committed || !a.hasOffsets {
+		return
+	}
+	a.committed = true
+	m.mu.Lock()
+	for i := range a.ops {
+		op := &a.ops[i]
+		switch op.kind {
+		case opBarrier:
+			m.applyBarrierLocked(op.offset)
+			continue
+		case opMarker:
+			m.completeLocked(a, op)
+		}
+		s := m.shardFor(op.pid)
+		s.mu.Lock()
+		e := op.stored
+		if e == nil {
+			if e = s.producers[op.pid]; e == nil {
+				e = new(entry)
+				*e = blankEntry(op.pid)
+				s.producers[op.pid] = e
+				m.count++
+			}
+		}
+		applyOp(e, op)
+		s.mu.Unlock()
+		if op.startsTxn {
+			m.ongoing = append(m.ongoing, txnRecord{producerID: op.pid, firstOffset: op.meta.FirstOffset(), lastOffset: -1})
+			if n := len(m.ongoing); n > 1 && m.ongoing[n-2].firstOffset > m.ongoing[n-1].firstOffset {
+				slices.SortFunc(m.ongoing, func(x, y txnRecord) int { return cmp64(x.firstOffset, y.firstOffset) })
+			}
+		}
+	}
+	m.mapEndOffset = a.lastOffset + 1
+	m.mu.Unlock()
+}
+
+// completeLocked closes pid's open transaction at a marker (§2.6 rule 4,
+// §3.3), before the marker is applied to the entry.
+func (m *Manager) completeLocked(a *Append, op *stagedOp) {
+	i := slices.IndexFunc(m.ongoing, func(t txnRecord) bool { return t.producerID == op.pid })
+	if i < 0 {
+		return // empty transaction: no CompletedTxn, no LSO effect (§3.7)
+	}
+	lso := op.offset + 1
+	for _, t := range m.ongoing {
+		if t.producerID != op.pid {
+			lso = t.firstOffset
+			break
+		}
+	}
+	t := m.ongoing[i]
+	m.ongoing = slices.Delete(m.ongoing, i, i+1)
+	t.lastOffset = op.offset
+	m.unreplicated = append(m.unreplicated, t)
+	a.completed = append(a.completed, CompletedTxn{ProducerID: op.pid, FirstOffset: t.firstOffset,
+		LastOffset: op.offset, LastStableOffset: lso, Aborted: op.aborted})
+}
+
+// applyBarrierLocked performs §6.8 R4 at offset: every producer entry and
+// every open transaction goes; decided (unreplicated) transactions stay.
+func (m *Manager) applyBarrierLocked(offset int64) {
+	m.orphanedTxns += int64(len(m.ongoing))
+	m.clearLocked()
+	m.barriers = append(m.barriers, offset)
+}

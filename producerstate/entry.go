@@ -1,0 +1,157 @@
+package producerstate
+
+import "github.com/partlog/partlog/batch"
+
+// MaxCachedBatches is the number of most recent data batches kept per
+// producer for duplicate detection (producer-state.md §1.6; Kafka's
+// NUM_BATCHES_TO_RETAIN). Kafka behaviour; do not change.
+const MaxCachedBatches = 5
+
+// BatchMetadata describes one cached data batch of a producer
+// (producer-state.md §1.2). Two values are equal iff all fields are equal.
+type BatchMetadata struct {
+	// LastSequence is the sequence of the batch's last record.
+	LastSequence int32
+	// OffsetDelta is LastOffset minus the batch's first offset.
+	OffsetDelta int32
+	// LastOffset is the log offset of the batch's last record.
+	LastOffset int64
+	// Timestamp is the batch's max timestamp.
+	Timestamp int64
+}
+
+// FirstSequence is LastSequence-OffsetDelta with int32 wrap-around.
+func (b BatchMetadata) FirstSequence() int32 {
+	return batch.DecrementSequence(b.LastSequence, b.OffsetDelta)
+}
+
+// FirstOffset is LastOffset-OffsetDelta.
+func (b BatchMetadata) FirstOffset() int64 { return b.LastOffset - int64(b.OffsetDelta) }
+
+// Entry is a copy of one producer's state (producer-state.md §1.1). The
+// scalar fields LastSequence, LastOffset and OffsetDelta are derived from
+// the newest cached batch (-1, -1, 0 when none is cached).
+type Entry struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	// LastSequence is the newest cached batch's last sequence, or -1.
+	LastSequence int32
+	// LastOffset is the newest cached batch's last offset, or -1.
+	LastOffset int64
+	// OffsetDelta is the newest cached batch's offset delta, or 0.
+	OffsetDelta int32
+	// LastTimestamp is the max timestamp of the last data batch or the
+	// timestamp of the last marker record, whichever came last; -1 if none.
+	LastTimestamp int64
+	// CoordinatorEpoch is the epoch of the coordinator that wrote the last
+	// COMMIT/ABORT marker for this producer, or -1.
+	CoordinatorEpoch int32
+	// CurrentTxnFirstOffset is the first offset of the producer's open
+	// transaction, or -1 when none is open.
+	CurrentTxnFirstOffset int64
+	// Batches holds the cached batches, oldest first; only the first
+	// NumBatches elements are meaningful.
+	Batches [MaxCachedBatches]BatchMetadata
+	// NumBatches is the number of cached batches (0..5).
+	NumBatches int
+}
+
+// CachedBatches returns the cached batches, oldest first (a slice of
+// e.Batches).
+func (e *Entry) CachedBatches() []BatchMetadata { return e.Batches[:e.NumBatches] }
+
+// FirstSequence is the oldest cached batch's first sequence, or -1.
+func (e *Entry) FirstSequence() int32 {
+	if e.NumBatches == 0 {
+		return -1
+	}
+	return e.Batches[0].FirstSequence()
+}
+
+// entry is the stored form of one producer. It is also the accumulator
+// type of an Append: validation applies batches to a copy with exactly
+// the functions that Commit later applies to the stored entry, so the two
+// cannot disagree.
+type entry struct {
+	producerID       int64
+	lastTimestamp    int64
+	txnFirstOffset   int64 // -1: no open transaction
+	coordinatorEpoch int32
+	epoch            int16
+	n                uint8 // cached batches in batches[:n], oldest first
+	batches          [MaxCachedBatches]BatchMetadata
+}
+
+// blankEntry is the state of a brand-new producer (§1.1 last column).
+func blankEntry(pid int64) entry {
+	return entry{producerID: pid, lastTimestamp: -1, txnFirstOffset: -1, coordinatorEpoch: -1, epoch: -1}
+}
+
+func (e *entry) lastSeq() int32 {
+	if e.n == 0 {
+		return -1
+	}
+	return e.batches[e.n-1].LastSequence
+}
+
+// setEpoch implements the epoch part of mutation rules 1.1-1 and 1.1-2:
+// a different epoch, higher or lower, empties the deque.
+func (e *entry) setEpoch(epoch int16) {
+	if e.epoch != epoch {
+		e.n = 0
+		e.epoch = epoch
+	}
+}
+
+// addBatch implements mutation rule 1.1-1.
+func (e *entry) addBatch(epoch int16, b BatchMetadata) {
+	e.setEpoch(epoch)
+	if e.n == MaxCachedBatches {
+		copy(e.batches[:], e.batches[1:])
+		e.n--
+	}
+	e.batches[e.n] = b
+	e.n++
+	e.lastTimestamp = b.Timestamp
+}
+
+// applyMarker implements mutation rule 1.1-2.
+func (e *entry) applyMarker(epoch int16, coordinatorEpoch int32, timestamp int64) {
+	e.setEpoch(epoch)
+	e.coordinatorEpoch = coordinatorEpoch
+	e.txnFirstOffset = -1
+	e.lastTimestamp = timestamp
+}
+
+// findDuplicate returns the cached batch with exactly these sequences.
+func (e *entry) findDuplicate(firstSeq, lastSeq int32) (BatchMetadata, bool) {
+	for i := 0; i < int(e.n); i++ {
+		b := e.batches[i]
+		if b.LastSequence == lastSeq && b.FirstSequence() == firstSeq {
+			return b, true
+		}
+	}
+	return BatchMetadata{}, false
+}
+
+func (e *entry) export() Entry {
+	x := Entry{
+		ProducerID:            e.producerID,
+		ProducerEpoch:         e.epoch,
+		LastSequence:          -1,
+		LastOffset:            -1,
+		LastTimestamp:         e.lastTimestamp,
+		CoordinatorEpoch:      e.coordinatorEpoch,
+		CurrentTxnFirstOffset: e.txnFirstOffset,
+		Batches:               e.batches,
+		NumBatches:            int(e.n),
+	}
+	for i := int(e.n); i < MaxCachedBatches; i++ {
+		x.Batches[i] = BatchMetadata{}
+	}
+	if e.n > 0 {
+		last := e.batches[e.n-1]
+		x.LastSequence, x.LastOffset, x.OffsetDelta = last.LastSequence, last.LastOffset, last.OffsetDelta
+	}
+	return x
+}

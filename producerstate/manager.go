@@ -1,0 +1,420 @@
+package producerstate
+
+import (
+	"math/bits"
+	"slices"
+	"sync"
+)
+
+// Origin says who produced an append; it selects the validation rules
+// (producer-state.md §2.2, decision table §2.7).
+type Origin int8
+
+const (
+	// Client is a produce request on the leader: epoch fencing, full
+	// sequence checks, duplicate detection against the 5 cached batches;
+	// control batches are refused (ErrControlFromClient).
+	Client Origin = iota
+	// Coordinator is an internal leader append (transaction markers from
+	// the transaction coordinator, offset commits from the group
+	// coordinator, the barrier from the mirror control plane): epoch and
+	// coordinator-epoch fencing, no sequence checks, no duplicate lookup.
+	Coordinator
+	// Replication is a follower append of batches fetched from the local
+	// leader: no sequence checks; a lower producer or coordinator epoch is
+	// accepted (and lowers the stored one), as Kafka's REPLICATION.
+	Replication
+	// Mirror is an append of batches fetched from another cluster's
+	// partition (cluster mirroring). Rules are those of Replication; it is
+	// a separate value so that callers and reports can tell them apart.
+	Mirror
+	// Replay is log recovery and rebuild (snapshot + replay, segment
+	// recovery, truncation): Kafka's loader, which applies batches with
+	// REPLICATION rules.
+	Replay
+)
+
+var originNames = [...]string{"Client", "Coordinator", "Replication", "Mirror", "Replay"}
+
+// String returns the origin's name.
+func (o Origin) String() string {
+	if o >= 0 && int(o) < len(originNames) {
+		return originNames[o]
+	}
+	return "Origin(" + itoa(int64(o)) + ")"
+}
+
+// trusted reports whether the origin copies an existing log (no sequence
+// checks, lower epochs accepted).
+func (o Origin) trusted() bool { return o >= Replication }
+
+// DefaultProducerIDExpirationMs is Kafka's producer.id.expiration.ms.
+const DefaultProducerIDExpirationMs = 86_400_000
+
+// DefaultShards is the stripe count used when Config.Shards is 0.
+//
+// A partition has exactly one appender (the log serialises appends), so
+// shard locks only arbitrate between that appender and readers asking for
+// single producers (DescribeProducers, the cleaner). With 16 stripes a
+// reader of a random producer waits for the appender's commit only about
+// 1 time in 16, while the fixed cost per partition stays below 2 KiB
+// (16 cache-line-padded shards): a broker holds thousands of partitions,
+// so a larger default would cost memory for contention that one writer
+// cannot create. Whole-state readers never take shard locks (see doc.go).
+const DefaultShards = 16
+
+// Config configures a Manager. The zero value means Kafka's defaults.
+type Config struct {
+	// ProducerIDExpirationMs is producer.id.expiration.ms: a producer
+	// without an open transaction whose last timestamp is at least this
+	// old is removed by RemoveExpired and dropped by LoadSnapshot.
+	// 0 means DefaultProducerIDExpirationMs (one day).
+	ProducerIDExpirationMs int64
+	// Shards is the number of lock stripes, a power of two; 0 means
+	// DefaultShards. Other values are rounded up to a power of two.
+	Shards int
+}
+
+// shard is one lock stripe of the producer map.
+type shard struct {
+	mu        sync.Mutex       // guards producers against concurrent Producer() readers
+	producers map[int64]*entry // written only with Manager.mu and mu held
+	_         [48]byte         // keep neighbouring shards on separate cache lines
+}
+
+// Manager is the producer state of one partition. See the package
+// documentation for the concurrency contract.
+type Manager struct {
+	expirationMs int64
+	shardMask    uint64
+	shardShift   uint8
+	shards       []shard
+
+	// mu is the state lock. Every mutation holds it (and, for a producer
+	// entry, that producer's shard lock inside it). Readers of the whole
+	// state (Producers, SnapshotEntries, offsets, barriers) hold it too
+	// and need no shard lock. A plain Mutex rather than an RWMutex: the
+	// readers' critical sections are short or rare, and an RWMutex costs
+	// the appender two more atomic operations per append.
+	mu             sync.Mutex
+	count          int         // number of producer entries
+	ongoing        []txnRecord // open transactions, ascending firstOffset
+	unreplicated   []txnRecord // decided, marker not yet below the high watermark
+	mapEndOffset   int64       // MEO
+	lastSnapOffset int64       // offset of the last snapshot written or loaded
+	logStartOffset int64       // clamps the first unstable offset (§1.4)
+	barriers       []int64     // barrier offsets applied since creation/reset/load
+	orphanedTxns   int64       // open transactions dropped by barriers (R4 metric)
+	slab           []entry     // backing store of entries created by LoadSnapshot
+
+	// barriersDisabled makes type-7 batches inert, as in Kafka without the
+	// mirroring fork. Test hook only (silent-corruption reproductions).
+	barriersDisabled bool
+}
+
+// txnRecord is one transaction of ongoing or unreplicated.
+type txnRecord struct {
+	producerID  int64
+	firstOffset int64
+	lastOffset  int64 // marker offset; -1 while open
+}
+
+// New returns an empty Manager at map end offset 0.
+func New(cfg Config) *Manager {
+	m := &Manager{expirationMs: cfg.ProducerIDExpirationMs}
+	if m.expirationMs <= 0 {
+		m.expirationMs = DefaultProducerIDExpirationMs
+	}
+	n := cfg.Shards
+	if n <= 0 {
+		n = DefaultShards
+	}
+	if n&(n-1) != 0 {
+		n = 1 << bits.Len(uint(n))
+	}
+	m.shards = make([]shard, n)
+	m.shardMask = uint64(n - 1)
+	m.shardShift = uint8(64 - bits.Len(uint(n-1)))
+	for i := range m.shards {
+		m.shards[i].producers = make(map[int64]*entry)
+	}
+	return m
+}
+
+// shardFor picks the stripe of pid. Producer ids are handed out
+// sequentially, so they are mixed (Fibonacci hashing) rather than masked.
+func (m *Manager) shardFor(pid int64) *shard {
+	if m.shardMask == 0 {
+		return &m.shards[0]
+	}
+	h := uint64(pid) * 0x9E3779B97F4A7C15
+	return &m.shards[h>>m.shardShift]
+}
+
+// ExpirationMs returns the effective producer.id.expiration.ms.
+func (m *Manager) ExpirationMs() int64 { return m.expirationMs }
+
+// Producer returns a copy of pid's entry. It takes only pid's shard lock.
+func (m *Manager) Producer(pid int64) (Entry, bool) {
+	s := m.shardFor(pid)
+	s.mu.Lock()
+	e, ok := s.producers[pid]
+	var x Entry
+	if ok {
+		x = e.export()
+	}
+	s.mu.Unlock()
+	return x, ok
+}
+
+// Producers returns a consistent copy of every entry, sorted by producer id.
+func (m *Manager) Producers() []Entry {
+	m.mu.Lock()
+	out := make([]Entry, 0, m.count)
+	for i := range m.shards {
+		for _, e := range m.shards[i].producers {
+			out = append(out, e.export())
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b Entry) int { return cmp64(a.ProducerID, b.ProducerID) })
+	return out
+}
+
+// Len returns the number of producer entries.
+func (m *Manager) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.count
+}
+
+// MapEndOffset returns the MEO: the state reflects exactly the batches
+// with offset below it.
+func (m *Manager) MapEndOffset() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mapEndOffset
+}
+
+// SetMapEndOffset sets the MEO (a roll forces it to the new segment base;
+// a rebuild sets it to its target).
+func (m *Manager) SetMapEndOffset(o int64) {
+	m.mu.Lock()
+	m.mapEndOffset = o
+	m.mu.Unlock()
+}
+
+// LastSnapshotOffset returns the offset of the last snapshot written by
+// TakeSnapshot or loaded by LoadSnapshot (0 initially).
+func (m *Manager) LastSnapshotOffset() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastSnapOffset
+}
+
+// SetLastSnapshotOffset records that the newest snapshot of the directory
+// is at o (the log calls it after deleting snapshots, §4.2).
+func (m *Manager) SetLastSnapshotOffset(o int64) {
+	m.mu.Lock()
+	m.lastSnapOffset = o
+	m.mu.Unlock()
+}
+
+// Barriers returns the offsets of the barriers applied since creation,
+// the last Reset/TruncateAndReset or the last LoadSnapshot, in order.
+// After a load from a snapshot plus replay it lists the barriers met in
+// the replay.
+func (m *Manager) Barriers() []int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.barriers)
+}
+
+// BarrierCount returns len(Barriers()) without copying.
+func (m *Manager) BarrierCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.barriers)
+}
+
+// OrphanedTransactions returns how many open transactions barriers have
+// dropped since creation (§6.8 R4 error metric; 0 when the writer honoured
+// the R2 precondition).
+func (m *Manager) OrphanedTransactions() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.orphanedTxns
+}
+
+// RemoveExpired removes every producer without an open transaction whose
+// last timestamp is at least ProducerIDExpirationMs before nowMs (§4.1).
+// Transactions are not touched and no snapshot is taken. It returns the
+// number removed. Like Commit, it must not run concurrently with an
+// append (the log serialises them).
+func (m *Manager) RemoveExpired(nowMs int64) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	removed := 0
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		for pid, e := range s.producers {
+			if m.expired(e, nowMs) {
+				delete(s.producers, pid)
+				removed++
+			}
+		}
+		s.mu.Unlock()
+	}
+	m.count -= removed
+	return removed
+}
+
+func (m *Manager) expired(e *entry, nowMs int64) bool {
+	return e.txnFirstOffset < 0 && nowMs-e.lastTimestamp >= m.expirationMs
+}
+
+// OnLogStartOffsetIncremented applies a log start advance to logStart
+// (§4.2): entries stay in memory; unreplicated transactions whose marker
+// is below logStart are dropped; MEO := max(MEO, logStart); the first
+// unstable offset is clamped up to logStart from now on.
+func (m *Manager) OnLogStartOffsetIncremented(logStart int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.logStartOffset = logStart
+	m.unreplicated = slices.DeleteFunc(m.unreplicated, func(t txnRecord) bool { return t.lastOffset < logStart })
+	m.mapEndOffset = max(m.mapEndOffset, logStart)
+}
+
+// OnHighWatermarkUpdated drops the decided transactions whose marker is
+// below hw (§3.5); from then on they no longer pin the first unstable
+// offset.
+func (m *Manager) OnHighWatermarkUpdated(hw int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.unreplicated = slices.DeleteFunc(m.unreplicated, func(t txnRecord) bool { return t.lastOffset < hw })
+}
+
+// FirstUnstableOffset returns the first offset of the earliest
+// transaction that is open, or decided with its marker not yet below the
+// high watermark (§1.4, §3.6), clamped up to the log start offset.
+func (m *Manager) FirstUnstableOffset() (int64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.firstUnstableLocked(-1)
+}
+
+// firstUnstableLocked computes the FUO, ignoring unreplicated
+// transactions whose marker is below hw (hw < 0: consider all).
+func (m *Manager) firstUnstableLocked(hw int64) (int64, bool) {
+	fuo, ok := int64(0), false
+	if len(m.ongoing) > 0 {
+		fuo, ok = m.ongoing[0].firstOffset, true
+	}
+	for _, t := range m.unreplicated {
+		if hw >= 0 && t.lastOffset < hw {
+			continue
+		}
+		if !ok || t.firstOffset < fuo {
+			fuo, ok = t.firstOffset, true
+		}
+	}
+	if ok && fuo < m.logStartOffset {
+		fuo = m.logStartOffset
+	}
+	return fuo, ok
+}
+
+// LastStableOffset returns min(FUO, highWatermark) (§1.4): FUO when there
+// is one below the high watermark, else the high watermark. Decided
+// transactions whose marker is below highWatermark are not counted even
+// if OnHighWatermarkUpdated has not been called yet.
+func (m *Manager) LastStableOffset(highWatermark int64) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if fuo, ok := m.firstUnstableLocked(highWatermark); ok && fuo < highWatermark {
+		return fuo
+	}
+	return highWatermark
+}
+
+// OngoingTransactions returns the open transactions, ordered by first
+// offset, as CompletedTxn values with LastOffset -1.
+func (m *Manager) OngoingTransactions() []CompletedTxn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]CompletedTxn, len(m.ongoing))
+	for i, t := range m.ongoing {
+		out[i] = CompletedTxn{ProducerID: t.producerID, FirstOffset: t.firstOffset, LastOffset: -1, LastStableOffset: -1}
+	}
+	return out
+}
+
+// TruncateAndReset clears every entry and transaction, the barrier list,
+// MEO and the last snapshot offset (before a reload). The log start
+// offset is kept.
+func (m *Manager) TruncateAndReset() { m.reset(0) }
+
+// Reset empties the state at mapEndOffset (full truncation, §4.5): no
+// producers, no transactions, MEO and last snapshot offset = mapEndOffset.
+func (m *Manager) Reset(mapEndOffset int64) { m.reset(mapEndOffset) }
+
+func (m *Manager) reset(offset int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.clearLocked()
+	m.unreplicated = m.unreplicated[:0]
+	m.barriers = nil
+	m.mapEndOffset = offset
+	m.lastSnapOffset = offset
+}
+
+// clearLocked removes every producer and open transaction (the barrier's
+// effect, also used by resets and loads). Caller holds mu.
+func (m *Manager) clearLocked() {
+	for i := range m.shards {
+		s := &m.shards[i]
+		if len(s.producers) == 0 {
+			continue
+		}
+		s.mu.Lock()
+		s.producers = make(map[int64]*entry)
+		s.mu.Unlock()
+	}
+	m.count = 0
+	m.ongoing = m.ongoing[:0]
+	m.slab = nil
+}
+
+func cmp64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func itoa(v int64) string {
+	var b [20]byte
+	i := len(b)
+	neg := v < 0
+	u := uint64(v)
+	if neg {
+		u = uint64(-v)
+	}
+	for {
+		i--
+		b[i] = byte('0' + u%10)
+		u /= 10
+		if u == 0 {
+			break
+		}
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,170 @@
+package producerstate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/partlog/partlog/snapshot"
+)
+
+// SnapshotEntries returns a consistent copy of the state in snapshot form
+// (formats.md §5.2): one entry per producer with only its newest cached
+// batch. The order is unspecified (as in Kafka); sort it if you compare.
+func (m *Manager) SnapshotEntries() []snapshot.Entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.snapshotEntriesLocked()
+}
+
+func (m *Manager) snapshotEntriesLocked() []snapshot.Entry {
+	out := make([]snapshot.Entry, m.count)
+	i := 0
+	for s := range m.shards {
+		for _, e := range m.shards[s].producers {
+			x := &out[i]
+			x.ProducerID = e.producerID
+			x.ProducerEpoch = e.epoch
+			x.Timestamp = e.lastTimestamp
+			x.CoordinatorEpoch = e.coordinatorEpoch
+			x.CurrentTxnFirstOffset = e.txnFirstOffset
+			if e.n > 0 {
+				b := &e.batches[e.n-1]
+				x.LastSequence, x.LastOffset, x.OffsetDelta = b.LastSequence, b.LastOffset, b.OffsetDelta
+			} else {
+				x.LastSequence, x.LastOffset, x.OffsetDelta = -1, -1, 0
+			}
+			i++
+		}
+	}
+	return out[:i]
+}
+
+// LoadSnapshot replaces the state with entries, the content of the
+// snapshot named mapEndOffset (§5.4 step 3): every producer, open
+// transaction, decided transaction and barrier is dropped first; then
+// each entry is loaded unless it has no open transaction and
+// nowMs-Timestamp >= ProducerIDExpirationMs (Kafka drops such expired
+// entries while loading). An entry with LastOffset >= 0 gets one cached
+// batch (LastSequence, LastOffset, OffsetDelta, Timestamp); an entry with
+// CurrentTxnFirstOffset >= 0 opens a transaction there. MEO and the last
+// snapshot offset become mapEndOffset. Duplicate producer ids (not written
+// by Kafka) keep the last one.
+func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, nowMs int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.clearLocked()
+	m.unreplicated = m.unreplicated[:0]
+	m.barriers = nil
+	m.mapEndOffset = mapEndOffset
+	m.lastSnapOffset = mapEndOffset
+
+	// One backing array for all entries keeps a million-producer load to
+	// a handful of allocations.
+	slab := make([]entry, 0, len(entries))
+	per := len(entries)/len(m.shards) + 1
+	for i := range m.shards {
+		m.shards[i].producers = make(map[int64]*entry, per)
+	}
+	for i := range entries {
+		x := &entries[i]
+		if x.CurrentTxnFirstOffset < 0 && nowMs-x.Timestamp >= m.expirationMs {
+			continue
+		}
+		slab = append(slab, entry{
+			producerID:       x.ProducerID,
+			lastTimestamp:    x.Timestamp,
+			txnFirstOffset:   max(x.CurrentTxnFirstOffset, -1),
+			coordinatorEpoch: x.CoordinatorEpoch,
+			epoch:            x.ProducerEpoch,
+		})
+		e := &slab[len(slab)-1]
+		if x.LastOffset >= 0 {
+			e.n = 1
+			e.batches[0] = BatchMetadata{LastSequence: x.LastSequence, OffsetDelta: x.OffsetDelta,
+				LastOffset: x.LastOffset, Timestamp: x.Timestamp}
+		}
+		s := m.shardFor(x.ProducerID)
+		if old, dup := s.producers[x.ProducerID]; dup && old.txnFirstOffset >= 0 {
+			m.ongoing = slices.DeleteFunc(m.ongoing, func(t txnRecord) bool { return t.producerID == x.ProducerID })
+		} else if !dup {
+			m.count++
+		}
+		s.producers[x.ProducerID] = e
+		if e.txnFirstOffset >= 0 {
+			m.ongoing = append(m.ongoing, txnRecord{producerID: e.producerID, firstOffset: e.txnFirstOffset, lastOffset: -1})
+		}
+	}
+	slices.SortFunc(m.ongoing, func(x, y txnRecord) int { return cmp64(x.firstOffset, y.firstOffset) })
+	m.slab = slab
+}
+
+// TakeSnapshot writes the state as <MEO>.snapshot in dir, atomically
+// (snapshot.Write: temp file, fsync, rename, directory fsync), if MEO is
+// above the last snapshot offset (§5.2: "a snapshot is written only if
+// MEO > lastSnapOffset"); otherwise it writes nothing. On success the
+// last snapshot offset becomes MEO. It must not run concurrently with
+// another TakeSnapshot or a load of the same Manager.
+func (m *Manager) TakeSnapshot(dir string) error {
+	m.mu.Lock()
+	offset := m.mapEndOffset
+	if offset <= m.lastSnapOffset {
+		m.mu.Unlock()
+		return nil
+	}
+	entries := m.snapshotEntriesLocked()
+	m.mu.Unlock()
+	if err := snapshot.Write(dir, offset, entries); err != nil {
+		return fmt.Errorf("partlog/producerstate: snapshot at %d: %w", offset, err)
+	}
+	m.mu.Lock()
+	m.lastSnapOffset = max(m.lastSnapOffset, offset)
+	m.mu.Unlock()
+	return nil
+}
+
+// LoadLatest picks and reads the snapshot to rebuild from, following
+// producer-state.md §4.4 step 2 and §5.4:
+//
+//  1. every snapshot with offset > atOrBelow or <= logStart is deleted
+//     (a snapshot at exactly logStart goes too, T37);
+//  2. the newest remaining one is read; if it is corrupt (bad version,
+//     schema or CRC — snapshot.IsCorrupt) it is deleted and the next
+//     older one is tried;
+//  3. other I/O errors are returned as they are.
+//
+// found is false when no readable snapshot remains; the caller then
+// starts from an empty state at logStart. A zero-entry snapshot is found
+// with len(entries) == 0. The entries are not filtered for expiration;
+// LoadSnapshot does that.
+func LoadLatest(dir string, atOrBelow int64, logStart int64) (entries []snapshot.Entry, offset int64, found bool, err error) {
+	if _, err := snapshot.DeleteAbove(dir, atOrBelow); err != nil {
+		return nil, 0, false, fmt.Errorf("partlog/producerstate: %w", err)
+	}
+	if _, err := snapshot.DeleteAtOrBelow(dir, logStart); err != nil {
+		return nil, 0, false, fmt.Errorf("partlog/producerstate: %w", err)
+	}
+	for {
+		f, ok, err := snapshot.NewestAtOrBelow(dir, atOrBelow)
+		if err != nil {
+			return nil, 0, false, fmt.Errorf("partlog/producerstate: %w", err)
+		}
+		if !ok {
+			return nil, 0, false, nil
+		}
+		entries, err := snapshot.Read(f.Path)
+		if err == nil {
+			if entries == nil {
+				entries = []snapshot.Entry{}
+			}
+			return entries, f.Offset, true, nil
+		}
+		if !snapshot.IsCorrupt(err) {
+			return nil, 0, false, fmt.Errorf("partlog/producerstate: %w", err)
+		}
+		if rmErr := os.Remove(f.Path); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+			return nil, 0, false, fmt.Errorf("partlog/producerstate: delete corrupt snapshot: %w (after %w)", rmErr, err)
+		}
+	}
+}
