@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/segment"
 )
 
@@ -106,25 +107,43 @@ func (l *Log) leaderRules(v batch.View, pos int64) error {
 	return nil
 }
 
-// AppendAsLeader validates every batch of records (a produce request's
-// bytes), gives them the next offsets and the leader epoch, and appends
-// them. Only the base offset and partition leader epoch of each batch
-// are written, in the mapped copy: records is not modified and no CRC is
-// computed. A new leader epoch is recorded in the leader-epoch cache.
-// Nothing is written when any batch is rejected. It does not allocate
-// (except when the epoch changes or a segment rolls).
+// AppendAsLeader appends a produce request's batches (client origin):
+// it validates every batch, checks it against the producer state
+// (idempotence, epochs, transactions), gives the batches the next offsets
+// and the leader epoch, and appends them. Only the base offset and
+// partition leader epoch of each batch are written, in the mapped copy:
+// records is not modified and no CRC is computed. A new leader epoch is
+// recorded in the leader-epoch cache. Nothing is written when any batch
+// is rejected; a retried batch already in the log fails with a
+// *producerstate.DuplicateSequenceError carrying its original offsets.
+// It does not allocate (except when the epoch changes or a segment
+// rolls).
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.appendAssigned(records, leaderEpoch, OriginClient)
+}
+
+// AppendAsCoordinator appends batches written by the broker on behalf of
+// a transaction coordinator (COMMIT/ABORT markers) or of the mirroring
+// control plane (the MIRROR_PID_RESET barrier): offsets and the leader
+// epoch are assigned as for a leader, control batches are allowed, and
+// the producer state applies the coordinator's rules. An aborted
+// transaction completed here gets its .txnindex entry.
+func (l *Log) AppendAsCoordinator(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.appendAssigned(records, leaderEpoch, OriginCoordinator)
+}
+
+func (l *Log) appendAssigned(records []byte, leaderEpoch int32, origin Origin) (AppendInfo, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.checkWritable(); err != nil {
 		return AppendInfo{}, err
 	}
 	var s scan
-	if err := l.validate(records, true, &s); err != nil {
+	if err := l.validate(records, origin == OriginClient, &s); err != nil {
 		return AppendInfo{}, err
 	}
 	leo := l.logEndOffset.Load()
-	return l.appendLocked(records, &s, segment.Stamp{Assign: true, NextOffset: leo, LeaderEpoch: leaderEpoch}, leo, leo+s.offsetSlots-1)
+	return l.appendLocked(records, &s, segment.Stamp{Assign: true, NextOffset: leo, LeaderEpoch: leaderEpoch}, leo, leo+s.offsetSlots-1, origin)
 }
 
 // AppendAsFollower appends batches fetched from a leader as they are:
@@ -132,8 +151,21 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 // or after the log end offset and each batch after the previous one
 // (gaps, as compaction leaves them, are allowed); otherwise it fails with
 // ErrUnexpectedOffset and nothing is written. Leader epochs met in the
-// batches are recorded in the leader-epoch cache.
+// batches are recorded in the leader-epoch cache, and the producer state
+// follows with replication rules (no sequence checks).
 func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
+	return l.appendKept(records, OriginReplication)
+}
+
+// AppendAsMirror appends batches fetched from a source cluster's
+// partition as they are (offsets, leader epochs and CRCs kept), with the
+// mirror origin's producer-state rules. The mirror package decides when
+// this is allowed.
+func (l *Log) AppendAsMirror(records []byte) (AppendInfo, error) {
+	return l.appendKept(records, OriginMirror)
+}
+
+func (l *Log) appendKept(records []byte, origin Origin) (AppendInfo, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.checkWritable(); err != nil {
@@ -148,12 +180,32 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 		return AppendInfo{}, &OffsetError{Err: ErrUnexpectedOffset, Offset: s.firstBase,
 			LogStartOffset: l.logStartOffset.Load(), LogEndOffset: leo}
 	}
-	return l.appendLocked(records, &s, segment.Stamp{}, s.firstBase, s.lastOffset)
+	return l.appendLocked(records, &s, segment.Stamp{}, s.firstBase, s.lastOffset, origin)
 }
 
-// appendLocked rolls if needed, records epochs, appends, and advances the
-// log end offset. Caller holds appendMu and has validated records.
-func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, last int64) (AppendInfo, error) {
+// appendLocked checks the producer state, rolls if needed, records
+// epochs, appends, commits the producer state and advances the log end
+// offset (invariant order of doc.go: the bytes are in the log before the
+// producer state changes). Caller holds appendMu and has validated
+// records.
+func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, last int64, origin Origin) (AppendInfo, error) {
+	// Stage the producer-state effect of every batch at its final offset.
+	// The manager does not read the clock it is given.
+	l.psm.Begin(&l.stage, origin, 0)
+	next := first
+	for p := 0; p < len(records); {
+		v := batch.View(records[p:])
+		v = v[:v.Size()]
+		base := v.BaseOffset()
+		if st.Assign {
+			base = next
+			next += int64(v.LastOffsetDelta()) + 1
+		}
+		if err := l.psm.Validate(&l.stage, v, base); err != nil {
+			return AppendInfo{}, err
+		}
+		p += len(v)
+	}
 	active := l.active()
 	if active.ShouldRoll(int64(len(records)), last, s.maxTimestamp, l.opts.SegmentMs, l.jitterMs, l.opts.Now) {
 		if err := l.rollLocked(first); err != nil {
@@ -168,7 +220,20 @@ func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, las
 	if err := active.Append(records, st, &out); err != nil {
 		return AppendInfo{}, err
 	}
+	// The bytes are in the log: publish the end first, so that a failure
+	// below can never make offsets be reused (KAFKA-7866).
 	l.logEndOffset.Store(out.LastOffset + 1)
+	l.psm.Commit(&l.stage)
+	for _, t := range l.stage.CompletedTxns() {
+		if !t.Aborted {
+			continue
+		}
+		e := index.AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset, LastOffset: t.LastOffset, LastStableOffset: t.LastStableOffset}
+		if err := active.AppendAbortedTxn(e); err != nil {
+			l.failed = err
+			return AppendInfo{}, err
+		}
+	}
 	return AppendInfo{
 		FirstOffset:          out.FirstOffset,
 		LastOffset:           out.LastOffset,

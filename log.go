@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
 	"golang.org/x/sys/unix"
 )
@@ -70,6 +71,8 @@ type Log struct {
 
 	epochs *epochCache
 	cache  *MappingCache
+	psm    *producerstate.Manager // mutated under appendMu; read by anyone
+	stage  producerstate.Append   // reused by appends, under appendMu
 }
 
 // Open opens the partition directory dir, creating it (and a first empty
@@ -96,7 +99,8 @@ func Open(dir string, opts *Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, opts: o, lock: lock, keys: map[*segment.Segment]uint64{}, cache: o.MappingCache}
+	l := &Log{dir: dir, opts: o, lock: lock, keys: map[*segment.Segment]uint64{}, cache: o.MappingCache,
+		psm: producerstate.New(producerstate.Config{ProducerIDExpirationMs: o.ProducerIDExpirationMs})}
 	if l.cache == nil {
 		l.cache = DefaultMappingCache()
 	}
@@ -226,7 +230,15 @@ func (l *Log) load() error {
 	l.recoveryPoint.Store(leo)
 	l.highWatermark.Store(start)
 	l.newJitter()
-	return l.epochs.truncateFromEnd(leo)
+	if err := l.epochs.truncateFromEnd(leo); err != nil {
+		return err
+	}
+	// Producer state at the log end: newest snapshot + replay, then a
+	// snapshot at the log end (as Kafka writes at the end of a load).
+	if err := l.loadProducerState(leo); err != nil {
+		return err
+	}
+	return l.takeSnapshot()
 }
 
 func (l *Log) newJitter() {
@@ -328,6 +340,12 @@ func (l *Log) rollLocked(base int64) error {
 	l.mu.Unlock()
 	l.dirDirty = true
 	l.newJitter()
+	// A snapshot at the new segment's base offset (the producer state's
+	// map end offset is the log end), as Kafka writes on roll.
+	if err := l.takeSnapshot(); err != nil {
+		l.failed = err
+		return err
+	}
 	return nil
 }
 
@@ -370,7 +388,7 @@ func (l *Log) Close() error {
 		defer l.appendMu.Unlock()
 		var errs []error
 		if l.failed == nil {
-			errs = append(errs, l.flushLocked())
+			errs = append(errs, l.flushLocked(), l.takeSnapshot())
 		}
 		l.mu.Lock()
 		l.closed.Store(true)

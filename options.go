@@ -46,6 +46,10 @@ type Options struct {
 	// ahead of the write position by a background goroutine, so appends
 	// copy into resident pages. Default 8 MiB; negative disables it.
 	PrefaultBytes int64
+	// ProducerIDExpirationMs is how long a producer with no open
+	// transaction is remembered after its last write
+	// (producer.id.expiration.ms). Default 86 400 000 (1 day).
+	ProducerIDExpirationMs int64
 	// MappingCache bounds the mappings of sealed segments across logs.
 	// Default: DefaultMappingCache(), shared by the process.
 	MappingCache *MappingCache

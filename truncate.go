@@ -6,6 +6,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/snapshot"
 )
 
 // TruncateTo removes every offset ≥ offset (a follower after a leader
@@ -61,7 +62,17 @@ func (l *Log) TruncateTo(offset int64) error {
 	l.logStartOffset.Store(min(l.logStartOffset.Load(), offset))
 	l.dirDirty = true
 	l.newJitter()
-	return l.epochs.truncateFromEnd(offset)
+	if err := l.epochs.truncateFromEnd(offset); err != nil {
+		return err
+	}
+	// Rebuild the producer state at the new end from a snapshot at or
+	// below it plus a replay: the current state cannot be trimmed (and an
+	// empty one proves nothing, since a barrier may have emptied it).
+	if err := l.loadProducerState(offset); err != nil {
+		l.failed = err
+		return err
+	}
+	return nil
 }
 
 // checkBoundary fails unless offset is not strictly inside a batch of s.
@@ -116,6 +127,11 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		o.Store(offset)
 	}
 	l.newJitter()
+	if _, err := snapshot.DeleteAbove(l.dir, -1); err != nil {
+		l.failed = err
+		return err
+	}
+	l.psm.Reset(offset)
 	return l.epochs.clear()
 }
 
@@ -150,7 +166,12 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	if len(doomed) > 0 {
 		l.mu.Lock()
 		err = l.removeSegmentsLocked(doomed)
+		first := l.segments[0].BaseOffset()
 		l.mu.Unlock()
+		// Snapshots below the first segment can never seed a replay.
+		_, serr := snapshot.DeleteBelow(l.dir, first)
+		err = errors.Join(err, serr)
 	}
+	l.psm.OnLogStartOffsetIncremented(offset)
 	return errors.Join(err, l.epochs.truncateFromStart(offset))
 }
