@@ -145,7 +145,18 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 		var bases []int64
 		epoch := int32(1)
 		deadline := time.Now().Add(dur)
-		for i := 0; time.Now().Before(deadline) && !stop.Load(); i++ {
+		// Run for dur, and on (up to 10x dur) until every operation the
+		// test is about has happened at least once: a slow machine must
+		// not turn the run into one that exercises nothing.
+		hardDeadline := time.Now().Add(10 * dur)
+		more := func() bool {
+			now := time.Now()
+			if now.Before(deadline) {
+				return true
+			}
+			return now.Before(hardDeadline) && (stats.truncs.Load() == 0 || stats.starts.Load() == 0 || stats.rolls.Load() == 0)
+		}
+		for i := 0; more() && !stop.Load(); i++ {
 			switch k := rng.IntN(40); {
 			case k == 0 && len(bases) > 4:
 				// Truncate at a known batch boundary at or above the start.
