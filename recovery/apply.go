@@ -1,0 +1,200 @@
+package recovery
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+
+	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/segment"
+)
+
+// logBounds applies recovery.md §2.5 steps 4–5: the segments that remain,
+// the LEO, the log start, and whether the log was wiped because the LEO
+// lies below the log start (E9). Missing segments are planned as created.
+func (x *run) logBounds(segs []*seg) (kept []*seg, leo, logStart int64, wiped bool) {
+	x.all = segs
+	for _, s := range segs {
+		if !s.drop {
+			kept = append(kept, s)
+		}
+	}
+	if x.createAt >= 0 {
+		kept = append(kept, x.newEmpty(x.createAt))
+	}
+	logStart = max(x.o.LogStartOffset, 0)
+	if len(kept) > 0 {
+		logStart = max(logStart, kept[0].base)
+		leo = kept[len(kept)-1].next()
+		for _, s := range kept {
+			leo = max(leo, s.next())
+		}
+	}
+	if len(kept) > 0 && leo < logStart {
+		x.r.problem("", -1, kindLogStart, "log end offset %d is below the log start offset %d: every segment is removed and the log restarts empty at %d",
+			leo, logStart, logStart)
+		for _, s := range kept {
+			s.drop = true
+			if !s.created {
+				x.r.changed = true
+			}
+		}
+		kept = nil
+		wiped = true
+	}
+	if len(kept) == 0 {
+		kept = []*seg{x.newEmpty(logStart)}
+		leo = logStart
+	}
+	return kept, leo, logStart, wiped
+}
+
+func (x *run) newEmpty(base int64) *seg {
+	s := &seg{base: base, created: true, firstBase: -1, lastOffset: -1, lastPos: -1,
+		lastEpoch: -1, prevEpoch: -1, firstEpoch: -1, recover: true}
+	s.logName = s.name(segment.LogSuffix)
+	s.logPath = x.path(s.logName)
+	return s
+}
+
+// applyData removes the dropped segments (newest first, so that a crash
+// in the middle leaves the same cut to be found again), then cuts the kept
+// segments to their data and creates the planned empty segments.
+func (x *run) applyData(kept []*seg) error {
+	for i := len(x.all) - 1; i >= 0; i-- {
+		s := x.all[i]
+		if !s.drop {
+			continue
+		}
+		for _, kind := range segmentKinds {
+			if err := x.remove(s.name(kind)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := x.syncDir(); err != nil {
+		return err
+	}
+	if err := x.step("remove"); err != nil {
+		return err
+	}
+	for _, s := range kept {
+		switch {
+		case s.created:
+			x.r.problem(s.logName, -1, kindSegmentCreated, "empty segment created at %d", s.base)
+			if err := x.replace(s.logName, nil); err != nil {
+				return err
+			}
+			s.logPath = x.path(s.logName)
+		case s.keepEnd < s.size:
+			if err := x.truncate(s.logName, s.keepEnd); err != nil {
+				return err
+			}
+		}
+	}
+	return x.syncDir()
+}
+
+// buildIndexes returns the offset and time index of a segment's kept data,
+// rebuilt with Kafka's per-batch rule (recovery.md §2.6): an entry for a
+// batch that starts more than interval bytes after the last indexed batch,
+// a time entry beside it when the largest timestamp grew, and a final time
+// entry with the segment's largest timestamp.
+func buildIndexes(data []byte, base, interval int64) (offsets, times []byte) {
+	offsets, times = []byte{}, []byte{}
+	maxTs, offMax := int64(batch.NoTimestamp), base
+	lastTs := int64(index.NoTimestamp)
+	var lastIndexed int64
+	walk(data, func(pos int64, v batch.View) bool {
+		if ts := v.MaxTimestamp(); ts > maxTs {
+			maxTs, offMax = ts, v.LastOffset()
+		}
+		if pos-lastIndexed > interval {
+			offsets, _ = index.AppendOffsetEntry(offsets, base, index.OffsetEntry{Offset: v.LastOffset(), Position: int32(pos)})
+			if maxTs > lastTs {
+				times, _ = index.AppendTimeEntry(times, base, index.TimeEntry{Timestamp: maxTs, Offset: offMax})
+				lastTs = maxTs
+			}
+			lastIndexed = pos
+		}
+		return true
+	})
+	if maxTs > lastTs {
+		times, _ = index.AppendTimeEntry(times, base, index.TimeEntry{Timestamp: maxTs, Offset: offMax})
+	}
+	return offsets, times
+}
+
+// rebuildIndexes rewrites the offset and time index of every recovered
+// segment whose rebuilt content differs from the file (or whose file is
+// missing). Files are written beside and renamed over (recovery.md §7.3).
+func (x *run) rebuildIndexes(kept []*seg) error {
+	for _, s := range kept {
+		if !s.recover {
+			continue
+		}
+		var offsets, times []byte
+		if s.keepEnd > 0 {
+			m, err := x.o.openMapped(s.logPath)
+			if err != nil {
+				return err
+			}
+			ferr := guard(s.logPath, func() {
+				offsets, times = buildIndexes(m.data[:s.keepEnd], s.base, x.o.Segment.IndexIntervalBytes)
+			})
+			m.close()
+			if ferr != nil {
+				return ferr
+			}
+		} else {
+			offsets, times = []byte{}, []byte{}
+		}
+		rebuilt := false
+		for _, f := range []struct {
+			kind string
+			data []byte
+		}{{segment.IndexSuffix, offsets}, {segment.TimeIndexSuffix, times}} {
+			same, err := x.sameContent(s.name(f.kind), f.data)
+			if err != nil {
+				return err
+			}
+			if same {
+				continue
+			}
+			if err := x.replace(s.name(f.kind), f.data); err != nil {
+				return err
+			}
+			rebuilt = true
+		}
+		if rebuilt {
+			x.markRebuilt(s.base)
+		}
+	}
+	return x.syncDir()
+}
+
+func (x *run) markRebuilt(base int64) {
+	for _, b := range x.r.IndexesRebuilt {
+		if b == base {
+			return
+		}
+	}
+	x.r.IndexesRebuilt = append(x.r.IndexesRebuilt, base)
+}
+
+// sameContent reports whether the live file name exists and holds exactly
+// data.
+func (x *run) sameContent(name string, data []byte) (bool, error) {
+	if !x.exists(name) {
+		return false, nil
+	}
+	b, err := x.readFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(b, data), nil
+}

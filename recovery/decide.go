@@ -1,0 +1,337 @@
+package recovery
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/partlog/partlog/batch"
+)
+
+// salvageWindow bounds the forward resynchronisation scan after a corrupt
+// batch (recovery.md §2.8): how many bytes are searched for the start of a
+// structurally valid batch.
+const salvageWindow = 16 << 20
+
+// pageSize is the granularity of the "page holding the recovery point"
+// rule (recovery.md §2.8, §9 item 8).
+const pageSize = 4096
+
+// decide walks the segments in offset order, applying the outcome of each
+// scan and the boundary rules between segments, and places the cut at the
+// first failure (recovery.md §2.5, §7.1, §7.5–§7.8).
+func (x *run) decide(segs []*seg) error {
+	var prev *seg
+	for i, s := range segs {
+		if s.recover {
+			r := s.scan
+			s.keepEnd, s.batches = r.validEnd, r.batches
+			s.firstBase, s.lastOffset = r.firstBase, r.lastOffset
+			s.firstEpoch, s.lastEpoch, s.prevEpoch, s.lastPos = r.firstEpoch, r.lastEpoch, r.prevEpoch, r.lastPos
+		}
+		if prev != nil {
+			stop, err := x.boundary(segs, i, prev, s)
+			if err != nil {
+				return err
+			}
+			if stop {
+				return nil
+			}
+			if s.drop {
+				continue
+			}
+		}
+		if s.recover && s.scan.fail != failNone {
+			if x.failure(segs, i) {
+				return nil
+			}
+		}
+		prev = s
+	}
+	return nil
+}
+
+// boundary applies the rules between the previous kept segment and s.
+// stop is true when a cut was placed (everything from there on dropped).
+func (x *run) boundary(segs []*seg, i int, prev, s *seg) (stop bool, err error) {
+	if s.firstBase < 0 { // s holds no valid batch
+		if s.base < prev.next() && !(s.recover && s.scan.fail != failNone && s.scan.fail != failZero) {
+			x.r.problem(s.logName, -1, kindOverlap, "empty segment %d lies below the end %d of segment %d; replaced by one at %d",
+				s.base, prev.next(), prev.base, prev.next())
+			s.drop = true
+			if i == len(segs)-1 {
+				x.createAt = prev.next()
+			}
+		}
+		return false, nil
+	}
+	if s.firstBase <= prev.lastOffset {
+		// Overlap (recovery.md §7.6): keep what Kafka serves, the later
+		// segment; cut the earlier one before it.
+		pos, last, n, err := x.positionOf(prev, s.firstBase)
+		if err != nil {
+			return false, err
+		}
+		x.r.problem(prev.logName, pos, kindOverlap, "segment %d overlaps segment %d from offset %d; offsets %d..%d of segment %d dropped",
+			s.base, prev.base, s.firstBase, s.firstBase, prev.lastOffset, prev.base)
+		x.setTruncation(prev, pos, s.firstBase, fmt.Sprintf("overlap with segment %d", s.base), ClassCorruptUnflushed, prev.keepEnd-pos)
+		prev.keepEnd, prev.lastOffset, prev.batches = pos, last, n
+		prev.recover = true
+		return false, nil
+	}
+	if s.firstBase > prev.next() && prev.firstBase >= 0 {
+		x.r.problem(s.logName, -1, kindGap, "offsets %d..%d are missing between segment %d and segment %d",
+			prev.next(), s.firstBase-1, prev.base, s.base)
+	}
+	if e := s.firstEpoch; e >= 0 && prev.lastEpoch >= 0 && e < prev.lastEpoch {
+		if prev.prevEpoch >= 0 && e >= prev.prevEpoch && prev.lastPos >= 0 {
+			// The previous segment's last batch is an isolated spike.
+			pos := prev.lastPos
+			x.r.problem(prev.logName, pos, kindEpochSpike, "isolated leader epoch spike %d", prev.lastEpoch)
+			_, last, n, err := x.positionOf(prev, prev.lastOffset)
+			if err != nil {
+				return false, err
+			}
+			x.cutAt(segs, indexOf(segs, prev), pos, last, n, ClassCorruptUnflushed,
+				fmt.Sprintf("isolated leader epoch spike %d", prev.lastEpoch), failStructural)
+			return true, nil
+		}
+		x.cutAt(segs, i, 0, -1, 0, ClassCorruptUnflushed,
+			fmt.Sprintf("leader epoch decreases from %d to %d across segments", prev.lastEpoch, e), failStructural)
+		return true, nil
+	}
+	return false, nil
+}
+
+func indexOf(segs []*seg, s *seg) int {
+	for i := range segs {
+		if segs[i] == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// failure handles the scan failure of segs[i]; it returns true when it
+// placed the cut.
+func (x *run) failure(segs []*seg, i int) bool {
+	s := segs[i]
+	r := s.scan
+	laterData := -1
+	for j := i + 1; j < len(segs); j++ {
+		if holdsData(segs[j]) {
+			laterData = j
+			break
+		}
+	}
+	if r.fail == failZero && laterData >= 0 && firstOffsetOf(segs[laterData]) >= s.next() {
+		// Zeros after the data of a segment that is followed by data: a
+		// trim was lost (recovery.md §7.2). Trim it, keep the rest.
+		x.r.problem(s.logName, s.keepEnd, kindLostTrim, "%d bytes of zero padding after the data of segment %d (a lost trim) cut",
+			s.size-s.keepEnd, s.base)
+		s.trimmed = true
+		return false
+	}
+	class := x.classify(segs, i, laterData >= 0)
+	x.cutAt(segs, i, s.keepEnd, s.lastOffset, s.batches, class, r.reason, r.fail)
+	return true
+}
+
+func holdsData(s *seg) bool {
+	if !s.recover {
+		return s.size > 0
+	}
+	return s.scan.batches > 0 || (s.scan.fail != failNone && s.scan.fail != failZero)
+}
+
+func firstOffsetOf(s *seg) int64 {
+	if s.firstBase >= 0 {
+		return s.firstBase
+	}
+	return s.base
+}
+
+// classify returns the §2.8 class of an invalid region starting at the
+// keep end of segs[i].
+func (x *run) classify(segs []*seg, i int, laterData bool) string {
+	s := segs[i]
+	if x.flushed(segs, i, s.keepEnd) {
+		return ClassCorruptFlushed
+	}
+	fail := s.scan.fail
+	if fail == failStructural {
+		return ClassCorruptUnflushed
+	}
+	if fail == failZero && !laterData {
+		return ClassZeroTail
+	}
+	x.salvage(segs, i)
+	if !laterData && x.r.Salvage == nil {
+		return ClassTornTail
+	}
+	return ClassCorruptUnflushed
+}
+
+// flushed reports whether position pos of segs[i] lies below the recovery
+// point's position, outside the page holding it. Only an unclean run has a
+// recovery point to trust.
+func (x *run) flushed(segs []*seg, i int, pos int64) bool {
+	rp := x.o.RecoveryPoint
+	if x.o.Clean || rp <= 0 {
+		return false
+	}
+	rpSeg := -1
+	for j, s := range segs {
+		if s.base <= rp {
+			rpSeg = j
+		}
+	}
+	if rpSeg < 0 || i > rpSeg {
+		return false
+	}
+	if i < rpSeg {
+		return true
+	}
+	s := segs[i]
+	rpPos := s.keepEnd
+	m, err := x.o.openMapped(s.logPath)
+	if err != nil {
+		return false
+	}
+	defer m.close()
+	_ = guard(s.logPath, func() {
+		walk(m.data[:s.keepEnd], func(p int64, v batch.View) bool {
+			if v.LastOffset() >= rp {
+				rpPos = p
+				return false
+			}
+			return true
+		})
+	})
+	return pos < rpPos&^(pageSize-1)
+}
+
+// salvage looks for structurally valid batches after the invalid region
+// of segs[i] and records what the cut loses (reporting only).
+func (x *run) salvage(segs []*seg, i int) {
+	s := segs[i]
+	m, err := x.o.openMapped(s.logPath)
+	if err != nil {
+		return
+	}
+	defer m.close()
+	var sv *Salvage
+	_ = guard(s.logPath, func() { sv = resync(m.data, s.keepEnd+1) })
+	for j := i + 1; j < len(segs); j++ {
+		t := segs[j]
+		if t.recover && t.scan.batches > 0 {
+			if sv == nil {
+				sv = &Salvage{FirstOffset: t.scan.firstBase}
+			}
+			sv.Batches += t.scan.batches
+			sv.LastOffset = t.scan.lastOffset
+			sv.Bytes += t.scan.validEnd
+		}
+	}
+	if sv != nil {
+		x.r.Salvage = sv
+		x.r.problem(s.logName, s.keepEnd, kindSalvage, "%d structurally valid batches (offsets %d..%d, %d bytes) follow the invalid region and are not kept",
+			sv.Batches, sv.FirstOffset, sv.LastOffset, sv.Bytes)
+	}
+}
+
+// resync scans data from position from for the first position where a
+// length, magic 2 and CRC-32C check out, then counts the valid batches
+// from there. It searches at most salvageWindow bytes.
+func resync(data []byte, from int64) *Salvage {
+	end := min(int64(len(data)), from+salvageWindow)
+	for q := from; q+batch.HeaderSize <= end; q++ {
+		b := data[q:]
+		if b[batch.OffMagic] != batch.MagicV2 {
+			continue
+		}
+		n := int64(int32(binary.BigEndian.Uint32(b[batch.OffBatchLength:]))) + batch.LogOverhead
+		if n < batch.HeaderSize || n > int64(len(b)) {
+			continue
+		}
+		if _, err := batch.Check(b[:n]); err != nil {
+			continue
+		}
+		it := batch.NewIterator(b, q)
+		sv := &Salvage{FirstOffset: -1}
+		for v, ok := it.Next(); ok; v, ok = it.Next() {
+			if sv.FirstOffset < 0 {
+				sv.FirstOffset = v.BaseOffset()
+			}
+			sv.Batches++
+			sv.LastOffset = v.LastOffset()
+			sv.Bytes += int64(len(v))
+		}
+		return sv
+	}
+	return nil
+}
+
+// cutAt places the cut at position pos of segs[i] (lastOffset and batches
+// describe the kept prefix) and drops every later segment.
+func (x *run) cutAt(segs []*seg, i int, pos, lastOffset int64, batches int, class, reason string, fail failKind) {
+	s := segs[i]
+	removed := s.size - pos
+	for _, t := range segs[i+1:] {
+		t.drop = true
+		removed += t.size
+	}
+	if class == ClassCorruptFlushed {
+		x.r.problem(s.logName, pos, kindCut, "corruption below the recovery point: %s", reason)
+	} else if fail != failTorn && fail != failZero && class != ClassTornTail {
+		x.r.problem(s.logName, pos, kindCut, "%s", reason)
+	}
+	s.keepEnd, s.lastOffset, s.batches = pos, lastOffset, batches
+	if pos == 0 {
+		s.firstBase = -1
+	}
+	s.recover = true
+	if pos == 0 && i > 0 && (class == ClassCorruptUnflushed || class == ClassCorruptFlushed) && fail == failStructural {
+		// A segment whose first batch does not belong to it (renamed to a
+		// wrong base, C6) is dropped whole with its successors.
+		s.drop = true
+		x.r.problem(s.logName, 0, kindSegmentDropped, "segment %d dropped with every later segment", s.base)
+	}
+	off := s.base
+	if lastOffset >= 0 {
+		off = lastOffset + 1
+	}
+	x.setTruncation(s, pos, off, reason, class, removed)
+}
+
+func (x *run) setTruncation(s *seg, pos, off int64, reason, class string, removed int64) {
+	if x.r.Truncation != nil {
+		x.r.Truncation.BytesRemoved += removed
+		return
+	}
+	x.r.Truncation = &Truncation{SegmentBaseOffset: s.base, Position: pos, Offset: off,
+		BytesRemoved: removed, Reason: reason, Class: class}
+}
+
+// positionOf returns the position of the first batch of s whose last
+// offset is ≥ target, with the last offset and count of the batches before
+// it.
+func (x *run) positionOf(s *seg, target int64) (pos, last int64, n int, err error) {
+	m, err := x.o.openMapped(s.logPath)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer m.close()
+	pos, last = s.keepEnd, -1
+	ferr := guard(s.logPath, func() {
+		walk(m.data[:s.keepEnd], func(p int64, v batch.View) bool {
+			if v.LastOffset() >= target {
+				pos = p
+				return false
+			}
+			last = v.LastOffset()
+			n++
+			return true
+		})
+	})
+	return pos, last, n, ferr
+}

@@ -1,0 +1,119 @@
+// Package recovery opens a partition directory that may not have been
+// closed cleanly, checks it, and repairs it so that the Log can load it as
+// a cleanly closed directory. It is the one code path behind both
+// partlog.Open (unclean opens) and the CLI's verify (Options.DryRun) and
+// recover commands. The contract is shared/spec/recovery.md §2 with the
+// engine deviations of §2.14; byte layouts are in shared/spec/formats.md.
+//
+//	rep, err := recovery.Run(dir, recovery.Options{RecoveryPoint: rp, LogStartOffset: ls, Segment: cfg})
+//	if err != nil { ... }        // an I/O error: nothing was cut
+//	// rep.LogEndOffset, rep.RecoveryPoint, rep.Truncation, rep.Status ...
+//
+// # Steps and invariants
+//
+// Run performs these steps in order. Each is idempotent, and each that
+// changes the directory finishes (files fsynced, directory fsynced) before
+// the next begins, so a crash at any point converges on the next Run to the
+// state an uninterrupted Run would have left (§8 J1), and a second Run finds
+// nothing to do (J2).
+//
+//  1. Leftovers. `.deleted` files are removed; `.cleaned`/`.swap` sets are
+//     rolled back or finished by the replacement protocol (recovery.md
+//     §1.5, formats.md §4.2), after validating each `.log.swap` (an invalid
+//     one is rolled back while its originals exist); our temporary files
+//     (`<segment file>.tmp`, `<offset>.snapshot.tmp`) and orphan index files
+//     are removed. Non-canonical names (`5.log`, `foo.log`) and directories
+//     are reported and never loaded, created or deleted; Kafka's checkpoint
+//     temporaries are left alone.
+//  2. Recovery range. Unclean: the segment holding the recovery point and
+//     every later one (all when there is no recovery point). Every other
+//     segment is trusted only after its indexes pass index Sanity, its last
+//     offset-index entry points to a batch inside the data, its first batch
+//     belongs to it, and its batches from the last index entry end exactly
+//     at the end of the file; a segment failing any of this is recovered
+//     too (for the active segment of a clean directory this is reported as
+//     "clean-marker-inconsistent"). A missing index is rebuilt; an empty
+//     segment's missing indexes are created.
+//  3. Validation. The segments to recover are scanned in parallel
+//     (Options.Parallelism workers) from byte 0 through a read-only mapping
+//     with faults turned into errors; batch.Iterator's checks are completed
+//     by the structural rules of §7.1 (base offset ≥ segment base, offsets
+//     strictly increasing, last offset − base within int32, leader epochs
+//     never decreasing except an isolated spike, which is cut). No claimed
+//     length is ever allocated. Then, in offset order, segment boundaries
+//     are checked (overlaps, wrongly named segments, epochs across
+//     segments). The cut is the first failure in offset order.
+//  4. Classification (table below) and the salvage summary.
+//  5. Apply (skipped under DryRun). Later segments are removed first,
+//     newest first, then the cut segment's .log is truncated at the cut
+//     (files are trimmed to their data), then the offset and time indexes
+//     of every recovered segment are rebuilt with Kafka's per-batch rule
+//     and written beside + renamed over, only when they differ. An I/O
+//     error fails the Run naming the file and never causes a cut.
+//  6. Producer state. Snapshots beyond the LEO, at or below the log start,
+//     and stray ones are discarded; the newest valid snapshot at or below
+//     min(recovery point, LEO, first recovered segment) is loaded (corrupt
+//     ones are discarded and older ones tried); every batch from there to
+//     the LEO is replayed with origin Replay, barriers included; the
+//     .txnindex of every recovered segment is rebuilt from the aborted
+//     transactions completed in the replay; a snapshot is written at the
+//     LEO unless an identical one is there. There is no "clean and no
+//     snapshot ⇒ no producers" shortcut.
+//  7. Leader epochs. leader-epoch-checkpoint is loaded (a malformed or
+//     missing one is rebuilt from the batch headers), new epochs of
+//     recovered segments are added, entries at or above the LEO dropped,
+//     entries at or below the log start collapsed, and the file rewritten
+//     atomically when that changed it.
+//  8. Offsets. LogStart = max(checkpoint, first base). If the LEO is below
+//     it, every segment is removed, an empty segment is created at LogStart,
+//     epochs are cleared and producer state is empty; with no segment at
+//     all an empty segment is created at LogStart. RecoveryPoint is the LEO
+//     after a clean open that cut nothing, else min(checkpoint, LEO) (never
+//     advanced by recovery), and at least LogStart.
+//
+// # Classification of a cut (recovery.md §2.8)
+//
+//	class              the invalid region...
+//	torn-tail          is in the last segment holding data, at or after the
+//	                   recovery point's page, and no structurally valid batch
+//	                   follows it (short remainder, length past the end, bad
+//	                   CRC of the final batch)
+//	zero-tail          is a torn tail of zero bytes only (preallocation)
+//	corrupt-unflushed  is followed by a structurally valid batch (found by a
+//	                   bounded resynchronisation scan for length, magic 2 and
+//	                   CRC-32C; reported as a "salvage" problem, never
+//	                   re-admitted), or breaks a structural rule, or lies in
+//	                   a segment followed by data
+//	corrupt-flushed    lies below the recovery point's position, outside the
+//	                   page that holds it (unclean runs only)
+//
+// Zeros after the data of a segment that is followed by data are a lost
+// trim: they are cut and reported ("lost-trim") without dropping the
+// segments after it. An overlap keeps the later segment and cuts the earlier
+// one before it (§7.6); an empty segment below its predecessor's end is
+// replaced by one at that end (§7.8); a segment whose first batch lies below
+// its base is dropped with its successors (§7.7).
+//
+// # DryRun and Quarantine
+//
+// DryRun computes the same Report the repair would produce and changes
+// nothing: every file stays byte-identical and no file or directory is
+// created. Its status is "problems" when anything would change or was found.
+//
+// With Quarantine set, every byte Run removes is first placed in that
+// directory: removed files are moved there, a cut tail is copied as
+// `<name>.tail@<position>`, a replaced index, snapshot or checkpoint as
+// `<name>.replaced`. Without it, files are deleted as Kafka does.
+//
+// # Problem kinds
+//
+// full-recovery (a note), foreign-name, leftover, orphan-index, swap, index,
+// clean-marker-inconsistent, lost-trim, cut, salvage, overlap, gap, epoch,
+// snapshot, epoch-checkpoint, log-start-beyond-end, producer-replay,
+// replay-incomplete, segment-dropped, segment-created.
+//
+// # Concurrency
+//
+// Run must be the only user of the directory while it runs (the Log holds
+// the directory lock). Separate directories may be recovered concurrently.
+package recovery

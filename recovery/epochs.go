@@ -1,0 +1,136 @@
+package recovery
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/checkpoint"
+)
+
+// epochFileName is the partition's leader-epoch checkpoint.
+const epochFileName = "leader-epoch-checkpoint"
+
+// epochs is step 7 (recovery.md §2.13): load the checkpoint (a malformed
+// or missing one is rebuilt from the batch headers), add the epochs first
+// seen in recovered segments, drop entries at or above the LEO, collapse
+// entries at or below the log start, and rewrite the file if that changed
+// it.
+func (x *run) epochs(kept []*seg, leo, logStart int64, wiped bool) error {
+	path := filepath.Join(x.dir, epochFileName)
+	if x.o.hooks != nil && x.o.hooks.open != nil {
+		if err := x.o.hooks.open(path); err != nil {
+			return fmt.Errorf("partlog/recovery: read %s: %w", path, err)
+		}
+	}
+	_, statErr := os.Stat(path)
+	missing := os.IsNotExist(statErr)
+	onDisk, err := checkpoint.ReadLeaderEpochs(path)
+	rebuild := missing
+	if err != nil {
+		if !checkpoint.IsCorrupt(err) {
+			return fmt.Errorf("partlog/recovery: %w", err)
+		}
+		x.r.problem(epochFileName, -1, kindEpochCheckpoint, "malformed (%v); rebuilt from the batch headers", err)
+		rebuild = true
+		onDisk = nil
+	}
+	var list []checkpoint.EpochEntry
+	add := func(e int32, start int64) {
+		if e < 0 {
+			return
+		}
+		// Keep the list monotonic: a new entry removes every entry whose
+		// epoch or start offset is not below it.
+		for len(list) > 0 && (list[len(list)-1].Epoch >= e || list[len(list)-1].StartOffset >= start) {
+			list = list[:len(list)-1]
+		}
+		list = append(list, checkpoint.EpochEntry{Epoch: e, StartOffset: start})
+	}
+	if !rebuild {
+		for _, e := range onDisk {
+			add(e.Epoch, e.StartOffset)
+		}
+	}
+	for _, s := range kept {
+		if s.created || s.keepEnd == 0 || (!rebuild && !s.recover) {
+			continue
+		}
+		mp, err := x.o.openMapped(s.logPath)
+		if err != nil {
+			return err
+		}
+		ferr := guard(s.logPath, func() {
+			walkHeaders(mp.data[:s.keepEnd], func(v headerView) {
+				if e := v.epoch(); e >= 0 && (len(list) == 0 || e > list[len(list)-1].Epoch) {
+					add(e, v.baseOffset())
+				}
+			})
+		})
+		mp.close()
+		if ferr != nil {
+			return ferr
+		}
+	}
+	// Entries at or above the LEO go (G7); entries at or below the log
+	// start collapse into one at the log start.
+	list = slices.DeleteFunc(list, func(e checkpoint.EpochEntry) bool { return e.StartOffset >= leo })
+	if wiped {
+		list = nil
+	}
+	if n := len(list); n > 0 && logStart > 0 {
+		k := 0
+		for k+1 < n && list[k+1].StartOffset <= logStart {
+			k++
+		}
+		if list[k].StartOffset < logStart {
+			list[k].StartOffset = logStart
+		}
+		list = list[k:]
+		// An entry moved up to a log start that is also the LEO names no
+		// data; dropping it makes an interrupted wipe (E9) converge.
+		list = slices.DeleteFunc(list, func(e checkpoint.EpochEntry) bool { return e.StartOffset >= leo })
+	}
+	for _, e := range list {
+		x.r.Epochs = append(x.r.Epochs, EpochReport{Epoch: e.Epoch, StartOffset: e.StartOffset})
+	}
+	if !rebuild && slices.Equal(list, onDisk) {
+		return nil
+	}
+	if missing && len(list) == 0 {
+		return nil
+	}
+	if missing && !wiped {
+		x.r.problem(epochFileName, -1, kindEpochCheckpoint, "missing; rebuilt from the batch headers")
+	}
+	x.r.changed = true
+	if x.o.DryRun {
+		return nil
+	}
+	if err := x.quarantineCopy(epochFileName, 0, ".replaced"); err != nil {
+		return err
+	}
+	if x.o.hooks != nil && x.o.hooks.write != nil {
+		if err := x.o.hooks.write(path); err != nil {
+			return fmt.Errorf("partlog/recovery: write %s: %w", path, err)
+		}
+	}
+	if err := checkpoint.WriteLeaderEpochs(path, list); err != nil {
+		return fmt.Errorf("partlog/recovery: %w", err)
+	}
+	return nil
+}
+
+// headerView reads the two header fields the epoch rebuild needs.
+type headerView batch.View
+
+func (v headerView) epoch() int32      { return batch.View(v).PartitionLeaderEpoch() }
+func (v headerView) baseOffset() int64 { return batch.View(v).BaseOffset() }
+
+// walkHeaders calls fn for every batch of a prefix known to hold whole
+// batches, reading headers only.
+func walkHeaders(prefix []byte, fn func(headerView)) {
+	walk(prefix, func(_ int64, v batch.View) bool { fn(headerView(v)); return true })
+}

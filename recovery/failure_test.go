@@ -1,0 +1,145 @@
+package recovery
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/partlog/partlog/segment"
+)
+
+// TestI1ReadErrorCutsNothing injects EIO when S2's .log is opened: Run
+// fails naming the file and the directory is unchanged.
+func TestI1ReadErrorCutsNothing(t *testing.T) {
+	dir := fixture(t)
+	appendBytes(t, segPath(dir, 600, segment.LogSuffix), []byte("torn"))
+	before := hashDir(t, dir)
+	o := unclean(600)
+	o.hooks = &hooks{open: func(p string) error {
+		if strings.HasSuffix(p, "00000000000000000600.log") {
+			return syscall.EIO
+		}
+		return nil
+	}}
+	_, err := Run(dir, o)
+	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "00000000000000000600.log") {
+		t.Fatalf("err %v", err)
+	}
+	if d := diffHashes(before, hashDir(t, dir)); len(d) > 0 {
+		t.Fatalf("changed %v", d)
+	}
+}
+
+// TestI2NoSpaceKeepsOriginals injects ENOSPC while an index is rebuilt:
+// Run fails and the original index is unchanged.
+func TestI2NoSpaceKeepsOriginals(t *testing.T) {
+	dir := fixture(t)
+	appendBytes(t, segPath(dir, 300, segment.IndexSuffix), make([]byte, 80))
+	idx := segPath(dir, 300, segment.IndexSuffix)
+	orig, _ := os.ReadFile(idx)
+	o := clean()
+	o.hooks = &hooks{write: func(p string) error {
+		if strings.HasSuffix(p, ".index") {
+			return syscall.ENOSPC
+		}
+		return nil
+	}}
+	if _, err := Run(dir, o); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("err %v", err)
+	}
+	now, _ := os.ReadFile(idx)
+	if string(now) != string(orig) {
+		t.Fatal("original index changed")
+	}
+	if _, err := os.Stat(idx + tempSuffix); err == nil {
+		t.Fatal("temporary file left")
+	}
+}
+
+// TestJ1CrashAfterEachStep stops Run after each step that changes the
+// directory (as a kill would) and reruns it: every rerun converges to the
+// state of an uninterrupted run.
+func TestJ1CrashAfterEachStep(t *testing.T) {
+	damages := map[string]func(testing.TB, string){
+		"E1": func(t testing.TB, dir string) {
+			setField(t, dir, 300, batchAt(t, dir, 300, 500).pos, 17, []byte{9, 9, 9, 9})
+		},
+		"B1": func(t testing.TB, dir string) {
+			_ = os.Truncate(segPath(dir, 600, segment.LogSuffix), batchAt(t, dir, 600, 740).pos+100)
+		},
+		"E9": nil,
+	}
+	for name, damage := range damages {
+		o := unclean(300)
+		if name == "E9" {
+			o.LogStartOffset = 1000
+		}
+		ref := fixture(t)
+		if damage != nil {
+			damage(t, ref)
+		}
+		want := mustRun(t, ref, o)
+		wantHash := hashDir(t, ref)
+		for _, crashAt := range []string{"leftovers", "remove", "data", "indexes", "producers", "epochs"} {
+			t.Run(fmt.Sprintf("%s/%s", name, crashAt), func(t *testing.T) {
+				dir := fixture(t)
+				if damage != nil {
+					damage(t, dir)
+				}
+				co := o
+				crash := errors.New("crash")
+				co.hooks = &hooks{step: func(s string) error {
+					if s == crashAt {
+						return crash
+					}
+					return nil
+				}}
+				if _, err := Run(dir, co); err != nil && !errors.Is(err, crash) {
+					t.Fatal(err)
+				}
+				got := mustRun(t, dir, o)
+				if got.LogEndOffset != want.LogEndOffset {
+					t.Errorf("LEO %d, want %d", got.LogEndOffset, want.LogEndOffset)
+				}
+				if d := diffHashes(wantHash, hashDir(t, dir)); len(d) > 0 {
+					t.Errorf("differs from an uninterrupted run: %v", d)
+				}
+				checkLoadable(t, dir)
+			})
+		}
+	}
+}
+
+// TestQuarantineKeepsEveryByte repairs E1 with a quarantine: the cut tail,
+// the removed segment and the discarded snapshots are all there.
+func TestQuarantineKeepsEveryByte(t *testing.T) {
+	dir := fixture(t)
+	setField(t, dir, 300, batchAt(t, dir, 300, 500).pos, 17, []byte{9, 9, 9, 9})
+	s1, _ := os.Stat(segPath(dir, 300, segment.LogSuffix))
+	o := unclean(300)
+	o.Quarantine = filepath.Join(dir, quarantineDirName, "run1")
+	r := mustRun(t, dir, o)
+	if r.Quarantine == nil || *r.Quarantine != o.Quarantine {
+		t.Fatalf("quarantine %v", r.Quarantine)
+	}
+	for _, name := range []string{"00000000000000000600.log", "00000000000000000600.index", "00000000000000000750.snapshot",
+		"00000000000000000600.snapshot"} {
+		if _, err := os.Stat(filepath.Join(o.Quarantine, name)); err != nil {
+			t.Errorf("%s not quarantined: %v", name, err)
+		}
+	}
+	tail := filepath.Join(o.Quarantine, fmt.Sprintf("00000000000000000300.log.tail@%d", r.Truncation.Position))
+	st, err := os.Stat(tail)
+	if err != nil || st.Size() != s1.Size()-r.Truncation.Position {
+		t.Errorf("tail %v %v", st, err)
+	}
+	checkLoadable(t, dir)
+	r2 := mustRun(t, dir, unclean(300))
+	if r2.Status != StatusOK {
+		t.Errorf("second run %s %+v", r2.Status, r2.Problems)
+	}
+}

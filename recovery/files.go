@@ -1,0 +1,270 @@
+package recovery
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// sprintf is fmt.Sprintf without arguments being formatted when there are
+// none.
+func sprintf(format string, args ...any) string {
+	if len(args) == 0 {
+		return format
+	}
+	return fmt.Sprintf(format, args...)
+}
+
+// tempSuffix ends the files Run writes beside the file they replace. The
+// leftover step removes such files left by a crash.
+const tempSuffix = ".tmp"
+
+// run is the state of one Run.
+type run struct {
+	o   Options
+	r   *Report
+	dir string
+	// files maps the live base names of the directory (as they are once
+	// the leftover step is done) to the path holding their bytes. Under
+	// DryRun a .swap file that would be renamed keeps its real path here.
+	files    map[string]string
+	dirDirty bool
+	// swapped holds the base offsets of segments completed from .swap
+	// files; they are validated like unflushed segments.
+	swapped map[int64]bool
+	// createAt is where an empty segment replaces an empty one found below
+	// its predecessor's end (E5), or -1.
+	createAt int64
+	// all is every segment found, kept or dropped.
+	all []*seg
+}
+
+func (x *run) path(name string) string {
+	if p, ok := x.files[name]; ok {
+		return p
+	}
+	return filepath.Join(x.dir, name)
+}
+
+func (x *run) exists(name string) bool { _, ok := x.files[name]; return ok }
+
+// step reports a finished step to the crash hook.
+func (x *run) step(name string) error {
+	if x.o.DryRun || x.o.hooks == nil || x.o.hooks.step == nil {
+		return nil
+	}
+	return x.o.hooks.step(name)
+}
+
+// syncDir fsyncs the directory if something in it changed.
+func (x *run) syncDir() error {
+	if !x.dirDirty || x.o.DryRun {
+		return nil
+	}
+	d, err := os.Open(x.dir)
+	if err != nil {
+		return fmt.Errorf("partlog/recovery: open directory %s: %w", x.dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("partlog/recovery: fsync directory %s: %w", x.dir, err)
+	}
+	x.dirDirty = false
+	return nil
+}
+
+// quarantinePath returns a free path for name in the quarantine directory,
+// creating the directory.
+func (x *run) quarantinePath(name string) (string, error) {
+	if err := os.MkdirAll(x.o.Quarantine, 0o755); err != nil {
+		return "", fmt.Errorf("partlog/recovery: quarantine: %w", err)
+	}
+	q := x.o.Quarantine
+	x.r.Quarantine = &q
+	p := filepath.Join(q, name)
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			return p, nil
+		}
+		p = filepath.Join(q, name+"."+strconv.Itoa(i))
+	}
+}
+
+// remove deletes the live file name (moving it to the quarantine when one
+// is set) and records it. Under DryRun it only records.
+func (x *run) remove(name string) error {
+	p, ok := x.files[name]
+	if !ok {
+		return nil
+	}
+	return x.removePath(name, p)
+}
+
+func (x *run) removePath(name, p string) error {
+	x.r.RemovedFiles = append(x.r.RemovedFiles, name)
+	x.r.changed = true
+	delete(x.files, name)
+	if x.o.DryRun {
+		return nil
+	}
+	x.dirDirty = true
+	if x.o.Quarantine != "" {
+		dst, err := x.quarantinePath(name)
+		if err != nil {
+			return err
+		}
+		if err := os.Rename(p, dst); err == nil {
+			return nil
+		} else if !errors.Is(err, syscall.EXDEV) {
+			return fmt.Errorf("partlog/recovery: quarantine %s: %w", p, err)
+		}
+		if err := copyFile(p, dst, 0, -1); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("partlog/recovery: remove %s: %w", p, err)
+	}
+	return nil
+}
+
+// copyFile copies [from, from+n) of src (n < 0: to the end) to a new file
+// dst, fsynced.
+func copyFile(src, dst string, from, n int64) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("partlog/recovery: quarantine %s: %w", src, err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("partlog/recovery: quarantine %s: %w", dst, err)
+	}
+	var r io.Reader = io.NewSectionReader(in, from, 1<<62)
+	if n >= 0 {
+		r = io.NewSectionReader(in, from, n)
+	}
+	_, err = io.Copy(out, r)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("partlog/recovery: quarantine %s: %w", dst, err)
+	}
+	return nil
+}
+
+// quarantineCopy copies the bytes of the live file name from position from
+// to its end into the quarantine (when one is set), before they are cut or
+// replaced.
+func (x *run) quarantineCopy(name string, from int64, label string) error {
+	if x.o.Quarantine == "" || x.o.DryRun {
+		return nil
+	}
+	p, ok := x.files[name]
+	if !ok {
+		return nil
+	}
+	dst, err := x.quarantinePath(name + label)
+	if err != nil {
+		return err
+	}
+	return copyFile(p, dst, from, -1)
+}
+
+// replace writes data as the live file name: a temporary file beside it,
+// fsynced, renamed over it. The old content goes to the quarantine first.
+// Under DryRun it only records the change.
+func (x *run) replace(name string, data []byte) error {
+	x.r.changed = true
+	if x.o.DryRun {
+		x.files[name] = filepath.Join(x.dir, name)
+		return nil
+	}
+	target := filepath.Join(x.dir, name)
+	if err := x.quarantineCopy(name, 0, ".replaced"); err != nil {
+		return err
+	}
+	tmp := target + tempSuffix
+	if x.o.hooks != nil && x.o.hooks.write != nil {
+		if err := x.o.hooks.write(target); err != nil {
+			return fmt.Errorf("partlog/recovery: write %s: %w", tmp, err)
+		}
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("partlog/recovery: write %s: %w", tmp, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, target)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("partlog/recovery: write %s: %w", target, err)
+	}
+	x.files[name] = target
+	x.dirDirty = true
+	return nil
+}
+
+// truncate cuts the live file name to size (after copying the tail to the
+// quarantine) and fsyncs it.
+func (x *run) truncate(name string, size int64) error {
+	x.r.changed = true
+	if x.o.DryRun {
+		return nil
+	}
+	if err := x.quarantineCopy(name, size, ".tail@"+strconv.FormatInt(size, 10)); err != nil {
+		return err
+	}
+	p := x.path(name)
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("partlog/recovery: truncate %s: %w", p, err)
+	}
+	err = f.Truncate(size)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("partlog/recovery: truncate %s: %w", p, err)
+	}
+	return nil
+}
+
+// readFile reads a whole small file (an index, a checkpoint) through the
+// open hook.
+func (x *run) readFile(name string) ([]byte, error) {
+	p := x.path(name)
+	if x.o.hooks != nil && x.o.hooks.open != nil {
+		if err := x.o.hooks.open(p); err != nil {
+			return nil, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
+		}
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
+	}
+	return b, nil
+}

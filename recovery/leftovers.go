@@ -1,0 +1,232 @@
+package recovery
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/partlog/partlog/segment"
+)
+
+// quarantineDirName is the default quarantine directory inside a partition
+// directory (recovery.md §10 item 7); the listing skips it.
+const quarantineDirName = "partlog-quarantine"
+
+// segmentKinds are the suffixes of the files that make up a segment.
+var segmentKinds = []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix}
+
+// kindSuffixes are every suffix a segment-family name may end with.
+var kindSuffixes = []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix,
+	segment.TxnIndexSuffix, segment.SnapshotSuffix}
+
+// looksLikeSegmentFile reports whether name carries a segment-family kind
+// (with or without a transient suffix), whatever its offset part.
+func looksLikeSegmentFile(name string) bool {
+	for _, t := range []string{segment.DeletedSuffix, segment.CleanedSuffix, segment.SwapSuffix} {
+		name = strings.TrimSuffix(name, t)
+	}
+	for _, k := range kindSuffixes {
+		if strings.HasSuffix(name, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// leftovers is step 1: list the directory, remove .deleted files and our
+// temporary files, roll back or finish interrupted replacements (.cleaned,
+// .swap; recovery.md §1.5 and §2.2 steps 1–4, with swap validation, §7.9
+// item 16), and remove orphan index files. Foreign names are reported and
+// left alone. On return x.files holds the live names.
+func (x *run) leftovers() error {
+	des, err := os.ReadDir(x.dir)
+	if err != nil {
+		return fmt.Errorf("partlog/recovery: list %s: %w", x.dir, err)
+	}
+	x.files = map[string]string{}
+	var cleaned, swaps []segment.FileName
+	quarantine := filepath.Clean(x.o.Quarantine)
+	for _, de := range des {
+		name := de.Name()
+		p := filepath.Join(x.dir, name)
+		if de.IsDir() {
+			if name == quarantineDirName || filepath.Clean(p) == quarantine {
+				continue
+			}
+			x.r.problem(name, -1, kindForeignName, "directory ignored")
+			continue
+		}
+		if !de.Type().IsRegular() {
+			x.r.problem(name, -1, kindForeignName, "not a regular file; ignored")
+			continue
+		}
+		if base, ok := strings.CutSuffix(name, tempSuffix); ok {
+			if n, err := segment.ParseFileName(base); err == nil && n.Transient == "" {
+				x.r.problem(name, -1, kindLeftover, "temporary file of an interrupted write removed")
+				if err := x.removePath(name, p); err != nil {
+					return err
+				}
+			}
+			continue // checkpoint temporaries are Kafka's and are ignored (H2)
+		}
+		n, err := segment.ParseFileName(name)
+		if err != nil {
+			if looksLikeSegmentFile(name) {
+				x.r.problem(name, -1, kindForeignName, "not a canonical 20-digit segment file name; ignored")
+			}
+			continue
+		}
+		switch n.Transient {
+		case segment.DeletedSuffix:
+			x.r.problem(name, -1, kindLeftover, "file scheduled for deletion removed")
+			if err := x.removePath(name, p); err != nil {
+				return err
+			}
+		case segment.CleanedSuffix:
+			cleaned = append(cleaned, n)
+			x.files[name] = p
+		case segment.SwapSuffix:
+			swaps = append(swaps, n)
+			x.files[name] = p
+		default:
+			x.files[name] = p
+		}
+	}
+	if err := x.resolveSwaps(cleaned, swaps); err != nil {
+		return err
+	}
+	// Orphan indexes (no .log).
+	var names []string
+	for name := range x.files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		n, _ := segment.ParseFileName(name)
+		switch n.Kind {
+		case segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix:
+			if !x.exists(segment.MakeFileName(n.Offset, segment.LogSuffix)) {
+				x.r.problem(name, -1, kindOrphanIndex, "index file without a .log removed")
+				if err := x.remove(name); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return x.syncDir()
+}
+
+// resolveSwaps applies the replacement protocol to the leftovers of an
+// interrupted compaction or split.
+func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
+	if len(cleaned) == 0 && len(swaps) == 0 {
+		return nil
+	}
+	minCleaned := int64(-1)
+	for _, n := range cleaned {
+		if minCleaned < 0 || n.Offset < minCleaned {
+			minCleaned = n.Offset
+		}
+	}
+	var valid []segment.FileName
+	for _, n := range swaps {
+		if minCleaned >= 0 && n.Offset >= minCleaned {
+			x.r.problem(n.String(), -1, kindSwap, "incomplete replacement rolled back")
+			if err := x.remove(n.String()); err != nil {
+				return err
+			}
+			continue
+		}
+		valid = append(valid, n)
+	}
+	for _, n := range cleaned {
+		x.r.problem(n.String(), -1, kindSwap, "unfinished replacement output removed")
+		if err := x.remove(n.String()); err != nil {
+			return err
+		}
+	}
+	// Validate each .log.swap and compute the replaced range [lo, hi).
+	lo, hi := int64(-1), int64(-1)
+	rollback := false
+	for _, n := range valid {
+		if n.Kind != segment.LogSuffix {
+			continue
+		}
+		m, err := x.o.openMapped(x.path(n.String()))
+		if err != nil {
+			return err
+		}
+		var res scanResult
+		ferr := guard(n.String(), func() { res = scanSegment(m.data, n.Offset) })
+		m.close()
+		if ferr != nil {
+			return ferr
+		}
+		if res.fail != failNone && x.exists(segment.MakeFileName(n.Offset, segment.LogSuffix)) {
+			x.r.problem(n.String(), res.validEnd, kindSwap, "replacement segment invalid (%s); rolled back, originals kept", res.reason)
+			rollback = true
+			break
+		}
+		next := n.Offset
+		if res.lastOffset >= 0 {
+			next = res.lastOffset + 1
+		}
+		if lo < 0 || n.Offset < lo {
+			lo = n.Offset
+		}
+		if next > hi {
+			hi = next
+		}
+	}
+	if rollback {
+		for _, n := range valid {
+			if err := x.remove(n.String()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if lo >= 0 {
+		var names []string
+		for name := range x.files {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			n, err := segment.ParseFileName(name)
+			if err != nil || n.Transient != "" || n.Offset < lo || n.Offset >= hi {
+				continue
+			}
+			x.r.problem(name, -1, kindSwap, "original replaced by a completed swap removed")
+			if err := x.remove(name); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range valid {
+		from := n.String()
+		live := segment.FileName{Offset: n.Offset, Kind: n.Kind}.String()
+		x.r.problem(from, -1, kindSwap, "replacement completed: renamed to %s", live)
+		x.r.changed = true
+		p := x.files[from]
+		delete(x.files, from)
+		if x.o.DryRun {
+			x.files[live] = p
+			continue
+		}
+		target := filepath.Join(x.dir, live)
+		if err := os.Rename(p, target); err != nil {
+			return fmt.Errorf("partlog/recovery: finish swap %s: %w", p, err)
+		}
+		x.files[live] = target
+		x.dirDirty = true
+	}
+	for _, n := range valid {
+		if n.Kind == segment.LogSuffix {
+			x.swapped[n.Offset] = true
+		}
+	}
+	return nil
+}

@@ -1,0 +1,274 @@
+package recovery
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/producerstate"
+	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/snapshot"
+)
+
+// maxReplayProblems bounds the producer-replay problems reported.
+const maxReplayProblems = 10
+
+// snapshotFile is a live snapshot file of the directory.
+type snapshotFile struct {
+	offset int64
+	name   string
+}
+
+func (x *run) listSnapshots() []snapshotFile {
+	var out []snapshotFile
+	for name := range x.files {
+		if off, ok := snapshot.ParseFileName(name); ok {
+			out = append(out, snapshotFile{offset: off, name: name})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].offset < out[j].offset })
+	return out
+}
+
+func (x *run) discardSnapshot(f snapshotFile, why string) error {
+	x.r.SnapshotsDiscarded = append(x.r.SnapshotsDiscarded, f.offset)
+	x.r.problem(f.name, -1, kindSnapshot, "snapshot %d discarded: %s", f.offset, why)
+	return x.remove(f.name)
+}
+
+// producers is step 6 (recovery.md §2.11 with the engine rules): pick the
+// newest valid snapshot at or below the replay start, replay every batch
+// from it to the LEO with origin Replay (barriers included), rebuild the
+// transaction index of every recovered segment from the aborted
+// transactions completed in the replay, and write a snapshot at the LEO.
+func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
+	snaps := x.listSnapshots()
+	bases := map[int64]bool{}
+	maxBase := int64(-1)
+	for _, s := range kept {
+		bases[s.base] = true
+		maxBase = max(maxBase, s.base)
+	}
+	// Discard snapshots beyond the LEO (G4), at or below the log start, and
+	// stray ones (§2.11 step 4: keep segment bases and the single largest
+	// other one if it is at or above the last segment base).
+	largestStray := int64(-1)
+	if leo > logStart {
+		largestStray = leo // the snapshot this run leaves at the LEO
+	}
+	for _, f := range snaps {
+		if !bases[f.offset] && f.offset <= leo && f.offset > logStart && f.offset >= maxBase {
+			largestStray = max(largestStray, f.offset)
+		}
+	}
+	var remaining []snapshotFile
+	for _, f := range snaps {
+		var why string
+		switch {
+		case wiped:
+			why = "the log was emptied"
+		case f.offset > leo:
+			why = fmt.Sprintf("beyond the log end offset %d", leo)
+		case f.offset <= logStart:
+			why = fmt.Sprintf("at or below the log start offset %d", logStart)
+		case !bases[f.offset] && f.offset != largestStray:
+			why = "stray (not at a segment base offset)"
+		}
+		if why != "" {
+			if err := x.discardSnapshot(f, why); err != nil {
+				return err
+			}
+			continue
+		}
+		remaining = append(remaining, f)
+	}
+
+	m := producerstate.New(producerstate.Config{ProducerIDExpirationMs: x.o.ProducerIDExpirationMs})
+	nowMs := x.o.Now().UnixMilli()
+	// The replay must start at or below every recovered segment, whose
+	// transaction index it rebuilds, and at or below the recovery point.
+	target := leo
+	if !x.o.Clean {
+		target = min(target, max(x.o.RecoveryPoint, 0))
+	}
+	for _, s := range kept {
+		if s.recover && !s.created {
+			target = min(target, s.base)
+		}
+	}
+	start := logStart
+	loadedAt := int64(-1)
+	for i := len(remaining) - 1; i >= 0 && !wiped; i-- {
+		f := remaining[i]
+		if f.offset > target {
+			continue
+		}
+		p := x.path(f.name)
+		if x.o.hooks != nil && x.o.hooks.open != nil {
+			if err := x.o.hooks.open(p); err != nil {
+				return fmt.Errorf("partlog/recovery: read %s: %w", p, err)
+			}
+		}
+		entries, err := snapshot.Read(p)
+		if err != nil {
+			if !snapshot.IsCorrupt(err) {
+				return fmt.Errorf("partlog/recovery: %w", err)
+			}
+			if err := x.discardSnapshot(f, fmt.Sprintf("corrupt: %v", err)); err != nil {
+				return err
+			}
+			continue
+		}
+		m.LoadSnapshot(entries, f.offset, nowMs)
+		start, loadedAt = f.offset, f.offset
+		off := f.offset
+		x.r.SnapshotsUsed = &off
+		break
+	}
+	if loadedAt < 0 {
+		m.Reset(logStart)
+	}
+
+	// Replay.
+	aborted := make(map[int64][]index.AbortedTxn) // by segment base
+	var a producerstate.Append
+	replayProblems := 0
+	for _, s := range kept {
+		if wiped || s.created || s.keepEnd == 0 || s.next() <= start {
+			continue
+		}
+		mp, err := x.o.openMapped(s.logPath)
+		if err != nil {
+			return err
+		}
+		data := mp.data[:s.keepEnd]
+		each := func(v batch.View) {
+			if v.LastOffset() < start {
+				return
+			}
+			m.Begin(&a, producerstate.Replay, nowMs)
+			if err := m.Validate(&a, v, v.BaseOffset()); err != nil {
+				if replayProblems < maxReplayProblems {
+					x.r.problem(s.logName, -1, kindProducerReplay, "batch at offset %d not applied to producer state: %v", v.BaseOffset(), err)
+				}
+				replayProblems++
+				return
+			}
+			m.Commit(&a)
+			for _, t := range a.CompletedTxns() {
+				if t.Aborted {
+					aborted[s.base] = append(aborted[s.base], index.AbortedTxn{ProducerID: t.ProducerID,
+						FirstOffset: t.FirstOffset, LastOffset: t.LastOffset, LastStableOffset: t.LastStableOffset})
+				}
+			}
+		}
+		ferr := guard(s.logPath, func() {
+			if s.recover {
+				walk(data, func(_ int64, v batch.View) bool { each(v); return true })
+				return
+			}
+			it := batch.NewIterator(data, 0)
+			for v, ok := it.Next(); ok; v, ok = it.Next() {
+				each(v)
+			}
+			if err := it.Err(); err != nil {
+				x.r.problem(s.logName, it.Position(), kindReplayIncomplete, "producer replay stopped in a trusted segment: %v", err)
+			}
+		})
+		mp.close()
+		if ferr != nil {
+			return ferr
+		}
+	}
+	if wiped {
+		m.Reset(logStart)
+	}
+	m.SetMapEndOffset(leo)
+
+	// Transaction indexes of the recovered segments.
+	for _, s := range kept {
+		if !s.recover {
+			continue
+		}
+		name := s.name(segment.TxnIndexSuffix)
+		var want []byte
+		for _, e := range aborted[s.base] {
+			want = index.AppendAbortedTxn(want, e)
+		}
+		if len(want) == 0 {
+			if x.exists(name) {
+				b, err := x.readFile(name)
+				if err != nil {
+					return err
+				}
+				if len(b) == 0 {
+					continue
+				}
+				x.r.problem(name, -1, kindIndex, "transaction index of segment %d lists aborted transactions the log does not hold; removed", s.base)
+				if err := x.remove(name); err != nil {
+					return err
+				}
+				x.markRebuilt(s.base)
+			}
+			continue
+		}
+		same, err := x.sameContent(name, want)
+		if err != nil {
+			return err
+		}
+		if !same {
+			if err := x.replace(name, want); err != nil {
+				return err
+			}
+			x.markRebuilt(s.base)
+		}
+	}
+	if err := x.syncDir(); err != nil {
+		return err
+	}
+
+	// The snapshot at the LEO.
+	entries := m.SnapshotEntries()
+	sortEntries(entries)
+	x.r.Producers = m.Len()
+	x.r.LastStableOffset = m.LastStableOffset(leo)
+	x.r.Barriers = append(x.r.Barriers, m.Barriers()...)
+	if leo <= logStart || loadedAt == leo {
+		return nil
+	}
+	name := snapshot.FileName(leo)
+	if x.exists(name) {
+		old, err := snapshot.Read(x.path(name))
+		if err == nil {
+			sortEntries(old)
+			if slices.Equal(old, entries) {
+				return nil
+			}
+		}
+	}
+	if x.o.DryRun {
+		x.r.changed = true
+		x.files[name] = x.path(name)
+		return nil
+	}
+	if err := x.quarantineCopy(name, 0, ".replaced"); err != nil {
+		return err
+	}
+	if x.o.hooks != nil && x.o.hooks.write != nil {
+		if err := x.o.hooks.write(x.path(name)); err != nil {
+			return fmt.Errorf("partlog/recovery: write snapshot %d: %w", leo, err)
+		}
+	}
+	if err := snapshot.Write(x.dir, leo, entries); err != nil {
+		return fmt.Errorf("partlog/recovery: %w", err)
+	}
+	x.r.changed = true
+	x.files[name] = x.path(name)
+	return nil
+}
+
+func sortEntries(e []snapshot.Entry) {
+	sort.Slice(e, func(i, j int) bool { return e[i].ProducerID < e[j].ProducerID })
+}

@@ -1,0 +1,337 @@
+package recovery
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+
+	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/segment"
+)
+
+// seg is one segment of the directory while Run decides about it.
+type seg struct {
+	base    int64
+	logName string
+	logPath string
+	size    int64 // file length of the .log
+
+	recover bool   // validated from byte 0 and indexes rebuilt
+	why     string // why a trusted segment is recovered after all
+	scan    *scanResult
+
+	// Known after the decisions: the bytes kept, the batches in them.
+	keepEnd    int64
+	batches    int
+	firstBase  int64 // -1 when empty
+	lastOffset int64 // -1 when empty
+	lastEpoch  int32
+	prevEpoch  int32
+	lastPos    int64
+	firstEpoch int32
+	drop       bool // removed from the log
+	created    bool // made by Run (empty)
+	trimmed    bool // a lost trim was cut
+}
+
+func (s *seg) next() int64 {
+	if s.lastOffset >= 0 {
+		return s.lastOffset + 1
+	}
+	return s.base
+}
+
+func (s *seg) name(kind string) string { return segment.MakeFileName(s.base, kind) }
+
+// Run opens, checks and (unless opts.DryRun) repairs the partition
+// directory dir, following the steps listed in the package documentation.
+// It returns an error, and changes no segment data, when a file cannot be
+// read or written (I/O errors are never treated as damaged data).
+func Run(dir string, opts Options) (*Report, error) {
+	x := &run{o: opts.withDefaults(), dir: dir, swapped: map[int64]bool{}, createAt: -1}
+	x.r = &Report{Dir: dir, CleanShutdown: opts.Clean, Segments: []SegmentReport{}, IndexesRebuilt: []int64{},
+		Barriers: []int64{}, Problems: []Problem{}, RemovedFiles: []string{}, SnapshotsDiscarded: []int64{},
+		Epochs: []EpochReport{}}
+	if err := x.runSteps(); err != nil {
+		return nil, err
+	}
+	x.r.finish(x.o.DryRun)
+	return x.r, nil
+}
+
+func (x *run) runSteps() error {
+	// 1. Leftovers.
+	if err := x.leftovers(); err != nil {
+		return err
+	}
+	if err := x.step("leftovers"); err != nil {
+		return err
+	}
+	// 2. Segments and the recovery range.
+	segs, err := x.loadSegments()
+	if err != nil {
+		return err
+	}
+	// 3. Validation in parallel.
+	var todo []int
+	for i, s := range segs {
+		if s.recover {
+			todo = append(todo, i)
+		}
+	}
+	x.o.scanAll(segs, todo)
+	for _, i := range todo {
+		if err := segs[i].scan.err; err != nil {
+			return err
+		}
+	}
+	// 3–4. Sequential decisions in offset order: the cut and its class.
+	if err := x.decide(segs); err != nil {
+		return err
+	}
+	// 8 (first half). Log start, log end, empty logs.
+	segs, leo, logStart, wiped := x.logBounds(segs)
+	// 5. Apply the data changes.
+	if err := x.applyData(segs); err != nil {
+		return err
+	}
+	if err := x.step("data"); err != nil {
+		return err
+	}
+	if err := x.rebuildIndexes(segs); err != nil {
+		return err
+	}
+	if err := x.step("indexes"); err != nil {
+		return err
+	}
+	// 6. Producer state.
+	if err := x.producers(segs, leo, logStart, wiped); err != nil {
+		return err
+	}
+	if err := x.step("producers"); err != nil {
+		return err
+	}
+	// 7. Leader epochs.
+	if err := x.epochs(segs, leo, logStart, wiped); err != nil {
+		return err
+	}
+	if err := x.syncDir(); err != nil {
+		return err
+	}
+	if err := x.step("epochs"); err != nil {
+		return err
+	}
+	// 8 (second half). Offsets for the log.
+	x.r.LogStartOffset = logStart
+	x.r.LogEndOffset = leo
+	rp := max(x.o.RecoveryPoint, 0)
+	if x.o.Clean && x.r.Truncation == nil {
+		rp = leo
+	}
+	x.r.RecoveryPoint = max(min(rp, leo), logStart)
+	for _, s := range segs {
+		if s.created && !x.o.DryRun {
+			s.keepEnd = 0
+		}
+		sr := SegmentReport{BaseOffset: s.base, SizeBytes: s.keepEnd, Batches: s.batches, LastOffset: s.lastOffset}
+		x.r.Segments = append(x.r.Segments, sr)
+	}
+	return nil
+}
+
+// loadSegments lists the live .log files, sorted, and decides which are
+// recovered (recovery.md §2.5, with the engine's checks of trusted
+// segments, §2.14 and §7.3).
+func (x *run) loadSegments() ([]*seg, error) {
+	var segs []*seg
+	for name, p := range x.files {
+		n, err := segment.ParseFileName(name)
+		if err != nil || n.Transient != "" || n.Kind != segment.LogSuffix {
+			continue
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("partlog/recovery: stat %s: %w", p, err)
+		}
+		segs = append(segs, &seg{base: n.Offset, logName: name, logPath: p, size: st.Size(),
+			firstBase: -1, lastOffset: -1, lastPos: -1, lastEpoch: -1, prevEpoch: -1, firstEpoch: -1})
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].base < segs[j].base })
+	if len(segs) == 0 {
+		return nil, nil
+	}
+	if !x.o.Clean {
+		rp := x.o.RecoveryPoint
+		if rp < 0 {
+			x.r.problem("", -1, kindFullRecovery, "no recovery point: every segment is validated")
+			rp = 0
+		}
+		first := 0
+		for i, s := range segs {
+			if s.base <= rp {
+				first = i
+			}
+		}
+		for _, s := range segs[first:] {
+			s.recover = true
+		}
+	}
+	for i, s := range segs {
+		if s.recover {
+			continue
+		}
+		if x.swapped[s.base] {
+			s.recover, s.why = true, "completed swap"
+			continue
+		}
+		nextBase := int64(math.MaxInt64)
+		if i+1 < len(segs) {
+			nextBase = segs[i+1].base
+		}
+		why, err := x.checkTrusted(s, nextBase)
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
+			s.recover, s.why = true, why
+			kind := kindIndex
+			if x.o.Clean && i == len(segs)-1 {
+				kind = kindCleanMarker
+			}
+			if s.size == 0 && !x.exists(s.name(segment.IndexSuffix)) {
+				continue // an empty segment's indexes are simply created (D16)
+			}
+			x.r.problem(s.logName, -1, kind, "segment %d recovered: %s", s.base, why)
+		}
+	}
+	return segs, nil
+}
+
+// checkTrusted checks a segment that is not in the recovery range: its
+// indexes must pass their sanity checks and point into the data, its first
+// batch must belong to it, and its batches from the last offset-index entry
+// on must end exactly at the end of the file. It returns why the segment
+// must be recovered, or "" (and then sets the segment's offsets from the
+// tail it read).
+func (x *run) checkTrusted(s *seg, nextBase int64) (string, error) {
+	idxName, timeName, txnName := s.name(segment.IndexSuffix), s.name(segment.TimeIndexSuffix), s.name(segment.TxnIndexSuffix)
+	if !x.exists(idxName) {
+		return "offset index missing", nil
+	}
+	if !x.exists(timeName) {
+		return "time index missing", nil
+	}
+	var last index.OffsetEntry
+	var entries int64
+	var lastTime index.TimeEntry
+	var timeEntries int64
+	for _, name := range []string{idxName, timeName, txnName} {
+		if !x.exists(name) {
+			continue
+		}
+		p := x.path(name)
+		if x.o.hooks != nil && x.o.hooks.open != nil {
+			if err := x.o.hooks.open(p); err != nil {
+				return "", fmt.Errorf("partlog/recovery: open %s: %w", p, err)
+			}
+		}
+		var sanity error
+		switch name {
+		case idxName:
+			ix, err := index.OpenOffsetIndex(p, s.base, true)
+			if err != nil {
+				return "", fmt.Errorf("partlog/recovery: open %s: %w", p, err)
+			}
+			sanity = ix.Sanity()
+			last, entries = ix.LastEntry(), ix.Entries()
+			_ = ix.Close()
+		case timeName:
+			ix, err := index.OpenTimeIndex(p, s.base, true)
+			if err != nil {
+				return "", fmt.Errorf("partlog/recovery: open %s: %w", p, err)
+			}
+			sanity = ix.Sanity()
+			lastTime, timeEntries = ix.LastEntry(), ix.Entries()
+			_ = ix.Close()
+		case txnName:
+			ix, err := index.OpenTxnIndex(p, s.base, true)
+			if err != nil {
+				return "", fmt.Errorf("partlog/recovery: open %s: %w", p, err)
+			}
+			sanity = ix.Sanity()
+			_ = ix.Close()
+		}
+		if sanity != nil {
+			if !index.IsCorrupt(sanity) {
+				return "", fmt.Errorf("partlog/recovery: check %s: %w", p, sanity)
+			}
+			return fmt.Sprintf("%s fails its sanity check: %v", name, sanity), nil
+		}
+	}
+	if s.size == 0 {
+		if entries > 0 || timeEntries > 0 {
+			return "indexes of an empty segment hold entries", nil
+		}
+		return "", nil
+	}
+	m, err := x.o.openMapped(s.logPath)
+	if err != nil {
+		return "", err
+	}
+	defer m.close()
+	why := ""
+	ferr := guard(s.logPath, func() { why = x.checkTail(s, m.data, last, entries, lastTime, timeEntries, nextBase) })
+	return why, ferr
+}
+
+func (x *run) checkTail(s *seg, data []byte, last index.OffsetEntry, entries int64, lastTime index.TimeEntry, timeEntries, nextBase int64) string {
+	first, err := batch.Check(data)
+	if err != nil {
+		return fmt.Sprintf("first batch invalid: %v", err)
+	}
+	if first.BaseOffset() < s.base {
+		return fmt.Sprintf("first batch base offset %d below the segment base offset %d", first.BaseOffset(), s.base)
+	}
+	start := int64(0)
+	if entries > 0 {
+		start = int64(last.Position)
+		if start >= int64(len(data)) {
+			return fmt.Sprintf("last offset-index entry points to position %d, past the data (%d bytes)", start, len(data))
+		}
+		v, err := batch.Check(data[start:])
+		if err != nil {
+			return fmt.Sprintf("last offset-index entry does not point to a batch: %v", err)
+		}
+		if v.BaseOffset() > last.Offset {
+			return fmt.Sprintf("last offset-index entry %d points to a batch starting at %d", last.Offset, v.BaseOffset())
+		}
+	}
+	r := scanSegment(data[start:], s.base)
+	if r.fail != failNone {
+		if r.fail == failZero {
+			return "zero padding after the data (a lost trim)"
+		}
+		return fmt.Sprintf("tail invalid at position %d: %s", start+r.validEnd, r.reason)
+	}
+	if entries > 0 && r.lastOffset < last.Offset {
+		return fmt.Sprintf("last offset-index entry %d beyond the data", last.Offset)
+	}
+	if timeEntries > 0 && (lastTime.Offset > r.lastOffset || lastTime.Offset >= nextBase) {
+		return fmt.Sprintf("last time-index entry offset %d beyond the data", lastTime.Offset)
+	}
+	s.keepEnd = s.size
+	s.firstBase, s.firstEpoch = first.BaseOffset(), first.PartitionLeaderEpoch()
+	s.lastOffset, s.lastEpoch, s.prevEpoch = r.lastOffset, r.lastEpoch, r.prevEpoch
+	s.lastPos = -1
+	if r.lastPos >= 0 {
+		s.lastPos = start + r.lastPos
+	}
+	s.batches = -1
+	return ""
+}
+
+// errStop ends the decision loop once the cut is placed.
+var errStop = errors.New("stop")

@@ -1,0 +1,269 @@
+package recovery
+
+import (
+	"runtime"
+	"time"
+
+	"github.com/partlog/partlog/segment"
+)
+
+// Options says what Run knows about the directory and how it may change it.
+type Options struct {
+	// Clean is true when the log directory's .kafka_cleanshutdown marker
+	// was present when loading began.
+	Clean bool
+	// RecoveryPoint is the partition's value from
+	// recovery-point-offset-checkpoint, -1 when it has none (every segment
+	// is then recovered, as with 0).
+	RecoveryPoint int64
+	// LogStartOffset is the partition's value from
+	// log-start-offset-checkpoint, 0 when it has none.
+	LogStartOffset int64
+	// Segment supplies SegmentBytes, MaxIndexBytes and IndexIntervalBytes;
+	// IndexIntervalBytes drives the index rebuild (recovery.md §2.6) and
+	// must be the log's setting (0 indexes every batch but the first; a
+	// negative value means Kafka's 4096). Zero SegmentBytes and
+	// MaxIndexBytes take Kafka's defaults.
+	Segment segment.Config
+	// DryRun computes the Report and changes nothing on disk: every file
+	// stays byte-identical and no file or directory is created.
+	DryRun bool
+	// Quarantine, when set, is a directory that receives every byte Run
+	// removes (cut tails, dropped segments, replaced indexes and
+	// snapshots, removed leftovers) before it is removed. It is created
+	// on first use. "" deletes as Kafka does.
+	Quarantine string
+	// Parallelism is the number of segments validated at once; 0 means
+	// runtime.GOMAXPROCS(0).
+	Parallelism int
+	// ProducerIDExpirationMs is producer.id.expiration.ms for the producer
+	// state rebuild; 0 means one day.
+	ProducerIDExpirationMs int64
+	// Now is the clock used for producer expiration; nil means time.Now.
+	Now func() time.Time
+
+	// hooks are test seams (I/O error injection, crash points).
+	hooks *hooks
+}
+
+// hooks lets tests inject failures. Every field may be nil.
+type hooks struct {
+	// open is called before a .log, index or snapshot file is opened for
+	// reading; a non-nil error is returned as the open's error.
+	open func(path string) error
+	// write is called before a replacement file is created; a non-nil
+	// error is returned as the create's error.
+	write func(path string) error
+	// step is called after each step that changes the directory; a
+	// non-nil error stops Run there, as a crash would.
+	step func(name string) error
+}
+
+func (o *Options) withDefaults() Options {
+	c := *o
+	if c.Segment.SegmentBytes <= 0 {
+		c.Segment.SegmentBytes = 1 << 30
+	}
+	if c.Segment.MaxIndexBytes <= 0 {
+		c.Segment.MaxIndexBytes = 10 << 20
+	}
+	if c.Segment.IndexIntervalBytes < 0 {
+		c.Segment.IndexIntervalBytes = 4096
+	}
+	if c.Parallelism <= 0 {
+		c.Parallelism = runtime.GOMAXPROCS(0)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Status values of Report.Status.
+const (
+	// StatusOK: nothing was changed and nothing was found.
+	StatusOK = "ok"
+	// StatusRepaired: Run changed the directory.
+	StatusRepaired = "repaired"
+	// StatusProblems: under DryRun something would change, or something
+	// was found that Run does not change (an ignored foreign file).
+	StatusProblems = "problems"
+)
+
+// Classes of a cut (recovery.md §2.8).
+const (
+	// ClassTornTail is an incomplete final write in the unflushed region
+	// of the last segment holding data.
+	ClassTornTail = "torn-tail"
+	// ClassZeroTail is a torn tail made only of zero bytes (preallocation).
+	ClassZeroTail = "zero-tail"
+	// ClassCorruptUnflushed is invalid data in the unflushed region that is
+	// not a torn tail: a structurally valid batch follows it, or a header
+	// field outside the CRC breaks the rules.
+	ClassCorruptUnflushed = "corrupt-unflushed"
+	// ClassCorruptFlushed is invalid data below the recovery point's
+	// position, outside the page that holds it.
+	ClassCorruptFlushed = "corrupt-flushed"
+)
+
+// Report is the outcome of Run. Its JSON form is a contract with the CLI.
+type Report struct {
+	// Dir is the partition directory.
+	Dir string `json:"dir"`
+	// CleanShutdown echoes Options.Clean.
+	CleanShutdown bool `json:"cleanShutdown"`
+	// LogStartOffset is max(checkpoint, first segment base) after Run.
+	LogStartOffset int64 `json:"logStartOffset"`
+	// LogEndOffset is the LEO computed from validated data.
+	LogEndOffset int64 `json:"logEndOffset"`
+	// RecoveryPoint is the RP the log must use (never above the LEO).
+	RecoveryPoint int64 `json:"recoveryPoint"`
+	// Segments lists the segments that remain, oldest first.
+	Segments []SegmentReport `json:"segments"`
+	// Truncation describes the cut, or is nil when nothing was cut.
+	Truncation *Truncation `json:"truncation"`
+	// IndexesRebuilt lists the base offsets of segments whose offset,
+	// time or transaction index was (or would be) rewritten or created.
+	IndexesRebuilt []int64 `json:"indexesRebuilt"`
+	// Producers is the number of producer entries at the LEO.
+	Producers int `json:"producers"`
+	// LastStableOffset is the LSO with the high watermark at the LEO.
+	LastStableOffset int64 `json:"lastStableOffset"`
+	// Barriers are the offsets of the mirroring barriers met in replay.
+	Barriers []int64 `json:"barriers"`
+	// Problems lists everything found, repaired or not.
+	Problems []Problem `json:"problems"`
+	// Quarantine is the quarantine directory when something was placed in
+	// it, else nil.
+	Quarantine *string `json:"quarantine"`
+	// RemovedFiles are the base names of the files removed (or that would
+	// be removed under DryRun).
+	RemovedFiles []string `json:"removedFiles"`
+	// SnapshotsUsed is the offset of the snapshot the producer state was
+	// loaded from, or nil when it was rebuilt from the log start.
+	SnapshotsUsed *int64 `json:"snapshotsUsed"`
+	// SnapshotsDiscarded are the offsets of snapshots found corrupt,
+	// beyond the LEO, at or below the log start, or stray.
+	SnapshotsDiscarded []int64 `json:"snapshotsDiscarded"`
+	// Epochs is the leader-epoch list after Run.
+	Epochs []EpochReport `json:"epochs"`
+	// Status is StatusOK, StatusRepaired or StatusProblems.
+	Status string `json:"status"`
+
+	// Salvage summarises the structurally valid batches found after a
+	// corrupt-unflushed cut (also given as a "salvage" problem).
+	Salvage *Salvage `json:"-"`
+	// changed records that the directory was (or would be) changed.
+	changed bool
+}
+
+// SegmentReport is one remaining segment.
+type SegmentReport struct {
+	// BaseOffset is the segment's base offset.
+	BaseOffset int64 `json:"baseOffset"`
+	// SizeBytes is the length of its .log after Run.
+	SizeBytes int64 `json:"sizeBytes"`
+	// Batches is the number of batches counted (validated segments) or -1
+	// for a trusted segment that was not scanned.
+	Batches int `json:"batches"`
+	// LastOffset is the last offset of the segment, or -1 when it is
+	// empty or was not scanned.
+	LastOffset int64 `json:"lastOffset"`
+}
+
+// Truncation describes where the log was cut.
+type Truncation struct {
+	// SegmentBaseOffset is the segment that was cut.
+	SegmentBaseOffset int64 `json:"segmentBaseOffset"`
+	// Position is the byte position of the cut in its .log.
+	Position int64 `json:"position"`
+	// Offset is the first offset removed: the LEO after the cut.
+	Offset int64 `json:"offset"`
+	// BytesRemoved counts the .log bytes removed, later segments included.
+	BytesRemoved int64 `json:"bytesRemoved"`
+	// Reason says why the batch at Position was rejected.
+	Reason string `json:"reason"`
+	// Class is one of the Class* constants.
+	Class string `json:"class"`
+}
+
+// Salvage counts the valid-looking batches lost with a cut.
+type Salvage struct {
+	// Batches is the number of valid-looking batches.
+	Batches int
+	// FirstOffset and LastOffset bound their offsets.
+	FirstOffset, LastOffset int64
+	// Bytes is their total size.
+	Bytes int64
+}
+
+// Problem is one finding.
+type Problem struct {
+	// File is the base name of the file concerned ("" for the directory).
+	File string `json:"file"`
+	// Position is a byte position in File, or -1.
+	Position int64 `json:"position"`
+	// Kind is a short keyword (see doc.go).
+	Kind string `json:"kind"`
+	// Detail is a human-readable description.
+	Detail string `json:"detail"`
+}
+
+// EpochReport is one leader-epoch entry.
+type EpochReport struct {
+	// Epoch is the leader epoch.
+	Epoch int32 `json:"epoch"`
+	// StartOffset is the first offset written in it.
+	StartOffset int64 `json:"startOffset"`
+}
+
+// noteKinds are problem kinds that inform without making the status
+// "problems" on their own.
+var noteKinds = map[string]bool{kindFullRecovery: true}
+
+// Problem kinds.
+const (
+	kindFullRecovery     = "full-recovery"
+	kindForeignName      = "foreign-name"
+	kindLeftover         = "leftover"
+	kindOrphanIndex      = "orphan-index"
+	kindSwap             = "swap"
+	kindIndex            = "index"
+	kindCleanMarker      = "clean-marker-inconsistent"
+	kindLostTrim         = "lost-trim"
+	kindCut              = "cut"
+	kindSalvage          = "salvage"
+	kindOverlap          = "overlap"
+	kindGap              = "gap"
+	kindSnapshot         = "snapshot"
+	kindEpochCheckpoint  = "epoch-checkpoint"
+	kindLogStart         = "log-start-beyond-end"
+	kindProducerReplay   = "producer-replay"
+	kindSegmentDropped   = "segment-dropped"
+	kindSegmentCreated   = "segment-created"
+	kindEpochSpike       = "epoch"
+	kindReplayIncomplete = "replay-incomplete"
+)
+
+func (r *Report) problem(file string, pos int64, kind, format string, args ...any) {
+	r.Problems = append(r.Problems, Problem{File: file, Position: pos, Kind: kind, Detail: sprintf(format, args...)})
+}
+
+func (r *Report) finish(dryRun bool) {
+	found := false
+	for _, p := range r.Problems {
+		if !noteKinds[p.Kind] {
+			found = true
+		}
+	}
+	switch {
+	case dryRun && (r.changed || found):
+		r.Status = StatusProblems
+	case r.changed:
+		r.Status = StatusRepaired
+	case found:
+		r.Status = StatusProblems
+	default:
+		r.Status = StatusOK
+	}
+}
