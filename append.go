@@ -32,6 +32,8 @@ type scan struct {
 	offsetSlots      int64 // sum of lastOffsetDelta+1
 	maxTimestamp     int64
 	firstEpoch       int32
+	lastEpoch        int32
+	epochsDecrease   bool // a batch's leader epoch is below the previous one's
 }
 
 // validate checks every batch of records (batch.Check: framing, magic 2,
@@ -54,9 +56,12 @@ func (l *Log) validate(records []byte, leader bool, s *scan) error {
 			return &OffsetError{Err: ErrUnexpectedOffset, Offset: v.BaseOffset(),
 				LogStartOffset: l.logStartOffset.Load(), LogEndOffset: l.logEndOffset.Load()}
 		}
-		if s.batches == 0 {
+		if e := v.PartitionLeaderEpoch(); s.batches == 0 {
 			s.firstBase = v.BaseOffset()
-			s.firstEpoch = v.PartitionLeaderEpoch()
+			s.firstEpoch, s.lastEpoch = e, e
+		} else {
+			s.epochsDecrease = s.epochsDecrease || e < s.lastEpoch
+			s.lastEpoch = e
 		}
 		prevLast = v.LastOffset()
 		s.lastOffset = prevLast
@@ -142,6 +147,9 @@ func (l *Log) appendAssigned(records []byte, leaderEpoch int32, origin Origin) (
 	if err := l.validate(records, origin == OriginClient, &s); err != nil {
 		return AppendInfo{}, err
 	}
+	if latest := l.epochs.latest(); leaderEpoch < latest {
+		return AppendInfo{}, fmt.Errorf("%w: append at epoch %d, latest %d", ErrStaleLeaderEpoch, leaderEpoch, latest)
+	}
 	leo := l.logEndOffset.Load()
 	return l.appendLocked(records, &s, segment.Stamp{Assign: true, NextOffset: leo, LeaderEpoch: leaderEpoch}, leo, leo+s.offsetSlots-1, origin)
 }
@@ -179,6 +187,10 @@ func (l *Log) appendKept(records []byte, origin Origin) (AppendInfo, error) {
 	if s.firstBase < leo {
 		return AppendInfo{}, &OffsetError{Err: ErrUnexpectedOffset, Offset: s.firstBase,
 			LogStartOffset: l.logStartOffset.Load(), LogEndOffset: leo}
+	}
+	if latest := l.epochs.latest(); s.firstEpoch < latest || s.epochsDecrease {
+		return AppendInfo{}, fmt.Errorf("%w: fetched batch at offset %d has epoch %d, latest %d",
+			ErrStaleLeaderEpoch, s.firstBase, s.firstEpoch, latest)
 	}
 	return l.appendLocked(records, &s, segment.Stamp{}, s.firstBase, s.lastOffset, origin)
 }

@@ -33,6 +33,13 @@ var (
 	// ErrUnexpectedOffset: a follower append whose offsets do not follow
 	// the log end, or go backwards between batches.
 	ErrUnexpectedOffset = errors.New("partlog: unexpected append offset")
+	// ErrStaleLeaderEpoch: an append whose leader epoch (given, or carried
+	// by a fetched batch) is below the latest epoch of the leader-epoch
+	// cache, or epochs that go down inside one append. Recovery treats a
+	// decreasing epoch as damage and cuts there, so such bytes are never
+	// written (mirror.md: the stop epoch is raised above every mirrored
+	// one for the same reason).
+	ErrStaleLeaderEpoch = errors.New("partlog: leader epoch below the latest one")
 	// ErrNotBatchBoundary: TruncateTo was asked to cut inside a batch.
 	ErrNotBatchBoundary = errors.New("partlog: truncation offset inside a batch")
 	// ErrFailed: an earlier flush or roll failed; the log refuses writes

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/partlog/partlog/producerstate"
+	"github.com/partlog/partlog/recovery"
 	"github.com/partlog/partlog/segment"
 	"golang.org/x/sys/unix"
 )
@@ -72,6 +73,7 @@ type Log struct {
 	epochs *epochCache
 	cache  *MappingCache
 	psm    *producerstate.Manager // mutated under appendMu; read by anyone
+	report *recovery.Report       // set by open when recovery ran
 	stage  producerstate.Append   // reused by appends, under appendMu
 }
 
@@ -81,11 +83,14 @@ type Log struct {
 // from this or another process, fails with ErrLocked while the Log is
 // open; no file is added to the directory for this.
 //
-// Open loads a directory that was closed cleanly without reading any
-// sealed segment: their indexes are checked when first used. The active
-// segment's indexes must pass their sanity checks and its batches after
-// the last index entry must end exactly at the end of the file. Anything
-// else (a torn or zero-padded tail, leftovers of interrupted renames)
+// With Options.CleanShutdown (the log directory's clean-shutdown marker
+// was present; OpenDir passes it) the directory is loaded without
+// reading any sealed segment: their indexes are checked when first used,
+// and only the active segment's tail is validated. Otherwise, or when
+// that tail check fails, package recovery repairs the directory first
+// (from Options.RecoveryPoint on: torn tails cut, indexes rebuilt,
+// producer state replayed), and RecoveryReport says what it did. With
+// Options.Strict nothing is repaired: a directory that would need it
 // fails with ErrNeedsRecovery.
 func Open(dir string, opts *Options) (*Log, error) {
 	o := opts.withDefaults()
@@ -104,15 +109,87 @@ func Open(dir string, opts *Options) (*Log, error) {
 	if l.cache == nil {
 		l.cache = DefaultMappingCache()
 	}
-	if err := l.load(); err != nil {
-		for _, s := range l.segments {
-			_ = s.Close()
-		}
+	if err := l.open(); err != nil {
+		l.closeSegments()
 		_ = unlockDir(lock)
 		return nil, err
 	}
 	return l, nil
 }
+
+// open loads the directory, recovering it first when it was not closed
+// cleanly (or when its clean load finds it was not): one code path,
+// package recovery, shared with the CLI.
+func (l *Log) open() error {
+	fresh, err := l.isFresh()
+	if err != nil {
+		return err
+	}
+	if fresh {
+		return l.load() // a new partition: nothing to recover
+	}
+	if l.opts.CleanShutdown {
+		err := l.load()
+		if err == nil || !errors.Is(err, ErrNeedsRecovery) {
+			return err
+		}
+		// The marker said clean but the files say otherwise (recovery.md
+		// §8 H3): recover, and say so in the report.
+		l.closeSegments()
+		l.segments, l.keys = nil, map[*segment.Segment]uint64{}
+	}
+	rep, err := recovery.Run(l.dir, recovery.Options{
+		Clean:                  l.opts.CleanShutdown,
+		RecoveryPoint:          l.opts.RecoveryPoint,
+		LogStartOffset:         l.opts.LogStartOffset,
+		Segment:                l.segConfig(),
+		DryRun:                 l.opts.Strict,
+		ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs,
+		Now:                    l.opts.Now,
+	})
+	if err != nil {
+		return err
+	}
+	l.report = rep
+	if l.opts.Strict && rep.Status != recovery.StatusOK {
+		return fmt.Errorf("%w: %s", ErrNeedsRecovery, rep.Summary())
+	}
+	if err := l.load(); err != nil {
+		return err
+	}
+	// Recovery never advances the recovery point (KAFKA-10101).
+	l.recoveryPoint.Store(min(rep.RecoveryPoint, l.logEndOffset.Load()))
+	return nil
+}
+
+// isFresh reports whether the directory holds no file of the segment
+// family at all (a new partition).
+func (l *Log) isFresh() (bool, error) {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		if _, err := segment.ParseFileName(e.Name()); err == nil {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// closeSegments closes whatever load opened (on a failed open).
+func (l *Log) closeSegments() {
+	for _, s := range l.segments {
+		if k, ok := l.keys[s]; ok {
+			l.cache.forget(k)
+		}
+		_ = s.Close()
+	}
+}
+
+// RecoveryReport returns what recovery found and did when this Log was
+// opened, or nil when the directory was loaded as cleanly closed.
+func (l *Log) RecoveryReport() *recovery.Report { return l.report }
 
 // lockDir takes an exclusive, non-blocking flock on the directory's own
 // descriptor.

@@ -92,6 +92,23 @@ func TestReopenSameState(t *testing.T) {
 					t.Fatalf("reopened: RP %d HW %d", l.RecoveryPoint(), l.HighWatermark())
 				}
 			}
+			// Without the clean-shutdown marker the whole log is
+			// validated by recovery first: same state, nothing repaired,
+			// and the recovery point is the one given (never advanced).
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l, err := Open(dir, opts)
+			if err != nil {
+				t.Fatalf("unclean reopen: %v", err)
+			}
+			ltSameState(t, "unclean reopen", ltCapture(t, l), want)
+			if rep := l.RecoveryReport(); rep == nil || rep.Truncation != nil {
+				t.Fatalf("unclean reopen of a cleanly closed log: report %+v", rep)
+			}
+			if l.RecoveryPoint() != want.LSO {
+				t.Fatalf("unclean reopen: RP %d, want the log start %d (RecoveryPoint option 0)", l.RecoveryPoint(), want.LSO)
+			}
 			// And it keeps working: appends follow the old end.
 			infos := ltAppend(t, l, 2, func(int) int32 { return 30 })
 			if infos[0].FirstOffset != want.LEO {
@@ -135,8 +152,12 @@ func TestOpenLocked(t *testing.T) {
 	}
 }
 
+// TestOpenUncleanTail: with Strict, a directory whose active segment
+// does not end exactly after its last batch is refused, not repaired
+// (recovery's own tests cover the repair).
 func TestOpenUncleanTail(t *testing.T) {
 	opts := ltOpts(t)
+	opts.Strict = true
 	activeLog := func(dir string) string {
 		segs := []int64{}
 		for _, name := range ltNames(t, dir) {
@@ -234,8 +255,11 @@ func TestOpenUncleanTail(t *testing.T) {
 	}
 }
 
+// TestOpenLeftovers: with Strict, leftovers of interrupted operations
+// make Open refuse the directory.
 func TestOpenLeftovers(t *testing.T) {
 	opts := ltOpts(t)
+	opts.Strict = true
 	for _, name := range []string{
 		"00000000000000000000.log.deleted",
 		"00000000000000000000.index.deleted",
@@ -270,8 +294,12 @@ func TestOpenLeftovers(t *testing.T) {
 	}
 }
 
+// TestOpenCorruptSealedIndex: a directory trusted as cleanly closed loads
+// without reading sealed segments; a corrupt index is found when a read
+// needs it and reported as an error, never a panic.
 func TestOpenCorruptSealedIndex(t *testing.T) {
 	opts := ltOpts(t)
+	opts.CleanShutdown = true
 	entry := func(rel, pos uint32) []byte {
 		b := binary.BigEndian.AppendUint32(nil, rel)
 		return binary.BigEndian.AppendUint32(b, pos)
@@ -333,6 +361,7 @@ func TestOpenKafkaSample(t *testing.T) {
 	}
 	opts := smallOpts(t)
 	opts.SegmentBytes = 1 << 20
+	opts.CleanShutdown = true // a directory Kafka closed cleanly
 	l, err := Open(dir, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)

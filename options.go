@@ -46,6 +46,18 @@ type Options struct {
 	// ahead of the write position by a background goroutine, so appends
 	// copy into resident pages. Default 8 MiB; negative disables it.
 	PrefaultBytes int64
+	// CleanShutdown says the log directory's .kafka_cleanshutdown marker
+	// was present: the directory is trusted as closed cleanly (only the
+	// active segment's tail is validated). Default false: recovery runs
+	// from RecoveryPoint on at every Open. OpenDir sets it.
+	CleanShutdown bool
+	// RecoveryPoint is the partition's recovery-point-offset-checkpoint
+	// value; recovery validates from the segment holding it. Default 0:
+	// the whole log is validated.
+	RecoveryPoint int64
+	// Strict makes Open fail with ErrNeedsRecovery instead of repairing
+	// a directory.
+	Strict bool
 	// ProducerIDExpirationMs is how long a producer with no open
 	// transaction is remembered after its last write
 	// (producer.id.expiration.ms). Default 86 400 000 (1 day).

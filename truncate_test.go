@@ -246,7 +246,11 @@ func ltReopen(t testing.TB, l *Log, dir string, opts *Options) *Log {
 	if err := l.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	l2, err := Open(dir, opts)
+	// The log was closed cleanly: reopen it as a log directory with its
+	// clean-shutdown marker would (only the active tail is verified).
+	o := *opts
+	o.CleanShutdown = true
+	l2, err := Open(dir, &o)
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}

@@ -1,7 +1,9 @@
 package recovery
 
 import (
+	"fmt"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/partlog/partlog/segment"
@@ -266,4 +268,26 @@ func (r *Report) finish(dryRun bool) {
 	default:
 		r.Status = StatusOK
 	}
+}
+
+// Summary is a one-line description of the report for error messages:
+// the status, the cut if any, and the first problems.
+func (r *Report) Summary() string {
+	var b strings.Builder
+	b.WriteString(r.Status)
+	if t := r.Truncation; t != nil {
+		fmt.Fprintf(&b, "; %s in segment %d at position %d (offset %d, %d bytes): %s",
+			t.Class, t.SegmentBaseOffset, t.Position, t.Offset, t.BytesRemoved, t.Reason)
+	}
+	if n := len(r.IndexesRebuilt); n > 0 {
+		fmt.Fprintf(&b, "; %d index rebuilds", n)
+	}
+	for i, p := range r.Problems {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more problems", len(r.Problems)-3)
+			break
+		}
+		fmt.Fprintf(&b, "; %s %s: %s", p.Kind, p.File, p.Detail)
+	}
+	return b.String()
 }
