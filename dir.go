@@ -1,0 +1,313 @@
+package partlog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/recovery"
+	"golang.org/x/sys/unix"
+)
+
+// TopicPartition names a partition of a log directory.
+type TopicPartition = checkpoint.TopicPartition
+
+// DirOptions configure OpenDir.
+type DirOptions struct {
+	// Log is the template for every partition's Options (nil: Kafka's
+	// defaults). CleanShutdown, RecoveryPoint and LogStartOffset are taken
+	// from the log directory's files instead.
+	Log *Options
+	// Parallelism is how many partitions load at once. Default: the
+	// number of CPUs.
+	Parallelism int
+	// BrokerEpoch is written into the clean-shutdown marker by Close.
+	// Default -1 (none).
+	BrokerEpoch int64
+}
+
+// ErrDirLocked is returned by OpenDir when another process (a running
+// broker, another partlog) holds the log directory's .lock.
+var ErrDirLocked = errors.New("partlog: log directory is locked by another process")
+
+// DirProblem is something OpenDir found and did not load.
+type DirProblem struct {
+	// Name is the entry of the log directory concerned.
+	Name string
+	// Kind is "unrecognized" (not a partition directory name),
+	// "scheduled-for-deletion", "future", "stray" (Kafka's suffixed
+	// directories, left alone), "bad-checkpoint" or "failed".
+	Kind string
+	// Detail says more.
+	Detail string
+}
+
+// Dir is an open Kafka log directory (one entry of log.dirs): every
+// partition directory in it, its recovery-point and log-start
+// checkpoints and its clean-shutdown marker (formats.md §6, recovery.md
+// §1.6–1.8). Logs() may be used concurrently; Close is not concurrent
+// with Checkpoint.
+type Dir struct {
+	path     string
+	opts     DirOptions
+	lockFile *os.File
+	logs     map[TopicPartition]*Log
+	problems []DirProblem
+	clean    bool
+	mu       sync.Mutex // serializes Checkpoint and Close
+	closed   bool
+}
+
+// partitionDirRE matches "<topic>-<partition>"; the topic is everything
+// before the last '-'.
+var partitionDirRE = regexp.MustCompile(`^(.+)-(\d+)$`)
+
+// kafkaSuffixedDirRE matches Kafka's delete/future/stray directories.
+var kafkaSuffixedDirRE = regexp.MustCompile(`^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$`)
+
+// OpenDir opens a Kafka log directory: it takes the directory's .lock the
+// way Kafka does (a POSIX record lock, which a running broker holds), reads
+// and then deletes the clean-shutdown marker (so a crash while loading is
+// seen as unclean next time, KAFKA-10471), reads the recovery-point and
+// log-start checkpoints (a malformed one is reported and treated as
+// missing, which means full recovery), and opens every partition
+// directory in parallel, recovering those that need it. Directories whose
+// names it does not recognise, and Kafka's -delete/-future/-stray
+// directories, are reported and left alone (never loaded or deleted). A
+// partition that fails to open is reported; the others are served.
+func OpenDir(path string, opts *DirOptions) (*Dir, error) {
+	var o DirOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Parallelism <= 0 {
+		o.Parallelism = runtime.GOMAXPROCS(0)
+	}
+	if o.BrokerEpoch == 0 {
+		o.BrokerEpoch = checkpoint.NoBrokerEpoch
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := LockLogDir(path)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dir{path: path, opts: o, lockFile: lock, logs: map[TopicPartition]*Log{}}
+	if err := d.load(); err != nil {
+		for _, l := range d.logs {
+			_ = l.Close()
+		}
+		_ = lock.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// LockLogDir takes an exclusive POSIX record lock on the log directory's
+// .lock file, creating it if needed, as Kafka does (and so conflicts with
+// a running broker). The lock lasts until the returned file is closed.
+func LockLogDir(path string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(path, ".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
+		_ = f.Close()
+		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EACCES) {
+			return nil, fmt.Errorf("%w: %s", ErrDirLocked, path)
+		}
+		return nil, fmt.Errorf("partlog: lock %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// ParsePartitionDir parses a partition directory name "<topic>-<n>".
+func ParsePartitionDir(name string) (TopicPartition, bool) {
+	m := partitionDirRE.FindStringSubmatch(name)
+	if m == nil || strings.ContainsAny(m[1], "/\x00") {
+		return TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(m[2], 10, 32)
+	if err != nil {
+		return TopicPartition{}, false
+	}
+	return TopicPartition{Topic: m[1], Partition: int32(p)}, true
+}
+
+func (d *Dir) load() error {
+	marker := filepath.Join(d.path, checkpoint.CleanShutdownFile)
+	clean, err := checkpoint.CleanShutdownExists(marker)
+	if err != nil {
+		return err
+	}
+	d.clean = clean
+	if clean {
+		if err := checkpoint.RemoveCleanShutdown(marker); err != nil {
+			return err
+		}
+	}
+	rps := d.readOffsets(checkpoint.RecoveryPointFile)
+	starts := d.readOffsets(checkpoint.LogStartOffsetFile)
+	entries, err := os.ReadDir(d.path)
+	if err != nil {
+		return err
+	}
+	type job struct {
+		tp   TopicPartition
+		name string
+	}
+	var jobs []job
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() {
+			continue // checkpoints, the marker, .lock, foreign files
+		}
+		if m := kafkaSuffixedDirRE.FindStringSubmatch(name); m != nil {
+			kind := map[string]string{"delete": "scheduled-for-deletion", "future": "future", "stray": "stray"}[m[4]]
+			d.problems = append(d.problems, DirProblem{Name: name, Kind: kind, Detail: "Kafka's " + m[4] + " directory; left alone"})
+			continue
+		}
+		tp, ok := ParsePartitionDir(name)
+		if !ok {
+			d.problems = append(d.problems, DirProblem{Name: name, Kind: "unrecognized", Detail: "not a topic-partition directory; left alone"})
+			continue
+		}
+		jobs = append(jobs, job{tp, name})
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, d.opts.Parallelism)
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			o := d.opts.Log.withDefaults()
+			o.CleanShutdown = clean
+			o.RecoveryPoint = 0
+			if rp, ok := rps[j.tp]; ok {
+				o.RecoveryPoint = rp
+			}
+			o.LogStartOffset = starts[j.tp]
+			l, err := Open(filepath.Join(d.path, j.name), &o)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				d.problems = append(d.problems, DirProblem{Name: j.name, Kind: "failed", Detail: err.Error()})
+				return
+			}
+			d.logs[j.tp] = l
+		}()
+	}
+	wg.Wait()
+	sort.Slice(d.problems, func(i, k int) bool { return d.problems[i].Name < d.problems[k].Name })
+	// The recovery points of recovered partitions were lowered to what is
+	// known durable: persist that before anything new is appended
+	// (recovery.md §2.14).
+	return d.Checkpoint()
+}
+
+// readOffsets reads an offset checkpoint; a malformed one is reported and
+// treated as missing (everything recovered: the safe direction).
+func (d *Dir) readOffsets(name string) map[TopicPartition]int64 {
+	m, err := checkpoint.ReadOffsets(filepath.Join(d.path, name))
+	if err != nil {
+		d.problems = append(d.problems, DirProblem{Name: name, Kind: "bad-checkpoint", Detail: err.Error() + "; treated as missing"})
+		return map[TopicPartition]int64{}
+	}
+	return m
+}
+
+// Path returns the log directory.
+func (d *Dir) Path() string { return d.path }
+
+// CleanShutdown reports whether the directory had its clean-shutdown
+// marker when it was opened.
+func (d *Dir) CleanShutdown() bool { return d.clean }
+
+// Logs returns the open partitions.
+func (d *Dir) Logs() map[TopicPartition]*Log {
+	out := make(map[TopicPartition]*Log, len(d.logs))
+	for tp, l := range d.logs {
+		out[tp] = l
+	}
+	return out
+}
+
+// Log returns one partition.
+func (d *Dir) Log(tp TopicPartition) (*Log, bool) {
+	l, ok := d.logs[tp]
+	return l, ok
+}
+
+// Problems lists the entries OpenDir did not load and why.
+func (d *Dir) Problems() []DirProblem { return append([]DirProblem(nil), d.problems...) }
+
+// Reports returns the recovery report of every partition that was
+// recovered at open.
+func (d *Dir) Reports() map[TopicPartition]*recovery.Report {
+	out := map[TopicPartition]*recovery.Report{}
+	for tp, l := range d.logs {
+		if r := l.RecoveryReport(); r != nil {
+			out[tp] = r
+		}
+	}
+	return out
+}
+
+// Checkpoint writes recovery-point-offset-checkpoint (every partition's
+// recovery point) and log-start-offset-checkpoint (the partitions whose
+// log start is above their first segment's base offset, as Kafka lists
+// them), each atomically. Kafka does this every minute and at shutdown.
+func (d *Dir) Checkpoint() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.checkpointLocked()
+}
+
+func (d *Dir) checkpointLocked() error {
+	rps := map[TopicPartition]int64{}
+	starts := map[TopicPartition]int64{}
+	for tp, l := range d.logs {
+		rps[tp] = l.RecoveryPoint()
+		if segs := l.Segments(); len(segs) > 0 && l.LogStartOffset() > segs[0] {
+			starts[tp] = l.LogStartOffset()
+		}
+	}
+	return errors.Join(
+		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.RecoveryPointFile), rps),
+		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.LogStartOffsetFile), starts))
+}
+
+// Close flushes and closes every partition, writes both checkpoints and,
+// if everything closed cleanly, the clean-shutdown marker; then it
+// releases the directory's lock. It is idempotent.
+func (d *Dir) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	var errs []error
+	for _, l := range d.logs {
+		errs = append(errs, l.Close())
+	}
+	errs = append(errs, d.checkpointLocked())
+	if err := errors.Join(errs...); err == nil {
+		errs = append(errs, checkpoint.WriteCleanShutdown(filepath.Join(d.path, checkpoint.CleanShutdownFile), d.opts.BrokerEpoch))
+	}
+	errs = append(errs, d.lockFile.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,175 @@
+package partlog
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/partlog/partlog/internal/checkpoint"
+)
+
+func TestParsePartitionDir(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ok   bool
+		tp   TopicPartition
+	}{
+		{"orders-0", true, TopicPartition{Topic: "orders", Partition: 0}},
+		{"my-topic-12", true, TopicPartition{Topic: "my-topic", Partition: 12}},
+		{"__consumer_offsets-49", true, TopicPartition{Topic: "__consumer_offsets", Partition: 49}},
+		{"orders", false, TopicPartition{}},
+		{"orders-", false, TopicPartition{}},
+		{"orders-x", false, TopicPartition{}},
+		{"lost+found", false, TopicPartition{}},
+		{"orders-99999999999", false, TopicPartition{}},
+	} {
+		tp, ok := ParsePartitionDir(c.name)
+		if ok != c.ok || tp != c.tp {
+			t.Errorf("ParsePartitionDir(%q) = %v, %v", c.name, tp, ok)
+		}
+	}
+}
+
+func dirOpts(t testing.TB) *DirOptions {
+	return &DirOptions{Log: smallOpts(t)}
+}
+
+// TestOpenDirLifecycle opens a log directory with two partitions and
+// entries that must be left alone, closes it cleanly (checkpoints and
+// marker written), reopens it as clean, then simulates a crash (no marker)
+// and reopens it through recovery.
+func TestOpenDirLifecycle(t *testing.T) {
+	root := t.TempDir()
+	for _, name := range []string{"lost+found", "orders-0.0123456789abcdef0123456789abcdef-delete", "notapartition"} {
+		if err := os.Mkdir(filepath.Join(root, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"orders-0", "orders-1"} {
+		if err := os.Mkdir(filepath.Join(root, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := OpenDir(root, dirOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Logs()) != 2 || len(d.Problems()) != 3 {
+		t.Fatalf("logs %d problems %+v", len(d.Logs()), d.Problems())
+	}
+	for _, p := range d.Problems() {
+		if _, err := os.Stat(filepath.Join(root, p.Name)); err != nil {
+			t.Fatalf("%s was touched: %v", p.Name, err)
+		}
+	}
+	l0, _ := d.Log(TopicPartition{Topic: "orders", Partition: 0})
+	b := makeBatch(t, 2, 200, 1)
+	for len(l0.Segments()) < 3 {
+		if _, err := l0.AppendAsLeader(b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l0.SetLogStartOffset(l0.Segments()[1] + 2); err != nil {
+		t.Fatal(err)
+	}
+	leo, start := l0.LogEndOffset(), l0.LogStartOffset()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := checkpoint.CleanShutdownExists(filepath.Join(root, checkpoint.CleanShutdownFile)); !ok {
+		t.Fatal("no clean-shutdown marker after Close")
+	}
+	rps, err := checkpoint.ReadOffsets(filepath.Join(root, checkpoint.RecoveryPointFile))
+	if err != nil || rps[TopicPartition{Topic: "orders", Partition: 0}] != leo {
+		t.Fatalf("recovery points %v %v, want %d", rps, err, leo)
+	}
+	starts, err := checkpoint.ReadOffsets(filepath.Join(root, checkpoint.LogStartOffsetFile))
+	if err != nil || starts[TopicPartition{Topic: "orders", Partition: 0}] != start {
+		t.Fatalf("log starts %v %v, want %d", starts, err, start)
+	}
+
+	// Clean reopen: nothing recovered, the marker is gone while open.
+	d, err = OpenDir(root, dirOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.CleanShutdown() || len(d.Reports()) != 0 {
+		t.Fatalf("clean reopen: clean %v reports %d", d.CleanShutdown(), len(d.Reports()))
+	}
+	if ok, _ := checkpoint.CleanShutdownExists(filepath.Join(root, checkpoint.CleanShutdownFile)); ok {
+		t.Fatal("marker still present while the directory is open")
+	}
+	l0, _ = d.Log(TopicPartition{Topic: "orders", Partition: 0})
+	if l0.LogEndOffset() != leo || l0.LogStartOffset() != start {
+		t.Fatalf("reopened LEO %d start %d, want %d %d", l0.LogEndOffset(), l0.LogStartOffset(), leo, start)
+	}
+	// A crash: the logs are abandoned without Close (their directory
+	// locks are released by closing the logs' lock files only).
+	for _, l := range d.Logs() {
+		_ = unlockDir(l.lock)
+	}
+	_ = d.lockFile.Close()
+
+	d, err = OpenDir(root, dirOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.CleanShutdown() || len(d.Reports()) != 2 {
+		t.Fatalf("after a crash: clean %v, %d reports", d.CleanShutdown(), len(d.Reports()))
+	}
+	l0, _ = d.Log(TopicPartition{Topic: "orders", Partition: 0})
+	if l0.LogEndOffset() != leo || l0.LogStartOffset() != start {
+		t.Fatalf("recovered LEO %d start %d, want %d %d", l0.LogEndOffset(), l0.LogStartOffset(), leo, start)
+	}
+}
+
+// TestLockLogDirConflicts checks that a second process cannot take the
+// log directory's lock while it is held (POSIX record locks only conflict
+// between processes, so the check runs in a child).
+func TestLockLogDirConflicts(t *testing.T) {
+	if dir := os.Getenv("PARTLOG_LOCK_CHILD"); dir != "" {
+		_, err := LockLogDir(dir)
+		if !errors.Is(err, ErrDirLocked) {
+			t.Fatalf("child: LockLogDir = %v, want ErrDirLocked", err)
+		}
+		return
+	}
+	root := t.TempDir()
+	f, err := LockLogDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockLogDirConflicts$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "PARTLOG_LOCK_CHILD="+root)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+// TestOpenDirBadCheckpoint: a malformed recovery-point checkpoint is
+// reported and treated as missing (full recovery), not fatal.
+func TestOpenDirBadCheckpoint(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "t-0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, checkpoint.RecoveryPointFile), []byte("0\n2\nt 0 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDir(root, dirOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	found := false
+	for _, p := range d.Problems() {
+		found = found || p.Kind == "bad-checkpoint"
+	}
+	if !found || len(d.Logs()) != 1 {
+		t.Fatalf("problems %+v logs %d", d.Problems(), len(d.Logs()))
+	}
+}
