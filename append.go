@@ -150,6 +150,12 @@ func (l *Log) appendAssigned(records []byte, leaderEpoch int32, origin Origin) (
 	if latest := l.epochs.latest(); leaderEpoch < latest {
 		return AppendInfo{}, fmt.Errorf("%w: append at epoch %d, latest %d", ErrStaleLeaderEpoch, leaderEpoch, latest)
 	}
+	if origin == OriginCoordinator && containsBarrier(records) {
+		if open := l.psm.OngoingTransactions(); len(open) > 0 {
+			return AppendInfo{}, fmt.Errorf("%w: %d open (the first from producer %d at offset %d)",
+				ErrOpenTransactions, len(open), open[0].ProducerID, open[0].FirstOffset)
+		}
+	}
 	leo := l.logEndOffset.Load()
 	return l.appendLocked(records, &s, segment.Stamp{Assign: true, NextOffset: leo, LeaderEpoch: leaderEpoch}, leo, leo+s.offsetSlots-1, origin)
 }
@@ -257,6 +263,27 @@ func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, las
 		Position:             out.Position,
 		SegmentBaseOffset:    active.BaseOffset(),
 	}, nil
+}
+
+// containsBarrier reports whether validated records hold a control batch
+// whose first record is a MIRROR_PID_RESET (type 7).
+func containsBarrier(records []byte) bool {
+	for p := 0; p < len(records); {
+		v := batch.View(records[p:])
+		v = v[:v.Size()]
+		p += len(v)
+		if !v.IsControl() || v.RecordsCount() == 0 || v.Compression() != batch.CompressionNone {
+			continue
+		}
+		it := batch.NewRecordIterator(v, v.RecordsSection())
+		var r batch.Record
+		if it.Next(&r) {
+			if _, t, err := batch.ParseControlKey(r.Key); err == nil && t == batch.ControlMirrorPidReset {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // recordEpochs adds new leader epochs to the cache: the leader's epoch at

@@ -40,6 +40,11 @@ var (
 	// written (mirror.md: the stop epoch is raised above every mirrored
 	// one for the same reason).
 	ErrStaleLeaderEpoch = errors.New("partlog: leader epoch below the latest one")
+	// ErrOpenTransactions: a MIRROR_PID_RESET barrier was appended while
+	// transactions are open (producer-state.md §6.8 R2). Retriable: close
+	// them first (truncate to the last stable offset, or append ABORT
+	// markers) and append the barrier again.
+	ErrOpenTransactions = errors.New("partlog: barrier refused while transactions are open")
 	// ErrNotBatchBoundary: TruncateTo was asked to cut inside a batch.
 	ErrNotBatchBoundary = errors.New("partlog: truncation offset inside a batch")
 	// ErrFailed: an earlier flush or roll failed; the log refuses writes

@@ -349,7 +349,11 @@ func (l *Log) HighWatermark() int64 { return l.highWatermark.Load() }
 func (l *Log) SetHighWatermark(hw int64) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	l.highWatermark.Store(min(max(hw, l.logStartOffset.Load()), l.logEndOffset.Load()))
+	hw = min(max(hw, l.logStartOffset.Load()), l.logEndOffset.Load())
+	l.highWatermark.Store(hw)
+	// Transactions decided below the high watermark no longer pin the
+	// last stable offset; the producer state forgets them.
+	l.psm.OnHighWatermarkUpdated(hw)
 }
 
 // LeaderEpochs returns a copy of the leader-epoch cache.

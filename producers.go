@@ -110,6 +110,8 @@ func (l *Log) loadProducerState(target int64) error {
 		return err
 	}
 	l.psm.SetMapEndOffset(target)
+	// The first unstable offset never lies below the log start (§1.4).
+	l.psm.OnLogStartOffsetIncremented(start)
 	return nil
 }
 

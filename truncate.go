@@ -72,6 +72,11 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.failed = err
 		return err
 	}
+	// A snapshot at the cut, so the next load starts here (§4.4).
+	if err := l.takeSnapshot(); err != nil {
+		l.failed = err
+		return err
+	}
 	return nil
 }
 
@@ -132,6 +137,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		return err
 	}
 	l.psm.Reset(offset)
+	l.psm.OnLogStartOffsetIncremented(offset)
 	return l.epochs.clear()
 }
 

@@ -143,12 +143,15 @@ func New(cfg Config) *Manager {
 
 // shardFor picks the stripe of pid. Producer ids are handed out
 // sequentially, so they are mixed (Fibonacci hashing) rather than masked.
-func (m *Manager) shardFor(pid int64) *shard {
+func (m *Manager) shardFor(pid int64) *shard { return &m.shards[m.shardIndex(pid)] }
+
+// shardIndex is the index of pid's stripe.
+func (m *Manager) shardIndex(pid int64) int {
 	if m.shardMask == 0 {
-		return &m.shards[0]
+		return 0
 	}
 	h := uint64(pid) * 0x9E3779B97F4A7C15
-	return &m.shards[h>>m.shardShift]
+	return int(h >> m.shardShift)
 }
 
 // ExpirationMs returns the effective producer.id.expiration.ms.

@@ -62,10 +62,13 @@ func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, now
 
 	// One backing array for all entries keeps a million-producer load to
 	// a handful of allocations.
+	// The maps are filled off to the side and each is swapped in under
+	// its shard lock: Producer(pid) reads them with only that lock.
 	slab := make([]entry, 0, len(entries))
 	per := len(entries)/len(m.shards) + 1
-	for i := range m.shards {
-		m.shards[i].producers = make(map[int64]*entry, per)
+	maps := make([]map[int64]*entry, len(m.shards))
+	for i := range maps {
+		maps[i] = make(map[int64]*entry, per)
 	}
 	for i := range entries {
 		x := &entries[i]
@@ -85,19 +88,25 @@ func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, now
 			e.batches[0] = BatchMetadata{LastSequence: x.LastSequence, OffsetDelta: x.OffsetDelta,
 				LastOffset: x.LastOffset, Timestamp: x.Timestamp}
 		}
-		s := m.shardFor(x.ProducerID)
-		if old, dup := s.producers[x.ProducerID]; dup && old.txnFirstOffset >= 0 {
+		shardMap := maps[m.shardIndex(x.ProducerID)]
+		if old, dup := shardMap[x.ProducerID]; dup && old.txnFirstOffset >= 0 {
 			m.ongoing = slices.DeleteFunc(m.ongoing, func(t txnRecord) bool { return t.producerID == x.ProducerID })
 		} else if !dup {
 			m.count++
 		}
-		s.producers[x.ProducerID] = e
+		shardMap[x.ProducerID] = e
 		if e.txnFirstOffset >= 0 {
 			m.ongoing = append(m.ongoing, txnRecord{producerID: e.producerID, firstOffset: e.txnFirstOffset, lastOffset: -1})
 		}
 	}
 	slices.SortFunc(m.ongoing, func(x, y txnRecord) int { return cmp64(x.firstOffset, y.firstOffset) })
 	m.slab = slab
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		s.producers = maps[i]
+		s.mu.Unlock()
+	}
 }
 
 // TakeSnapshot writes the state as <MEO>.snapshot in dir, atomically
