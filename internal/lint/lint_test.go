@@ -34,6 +34,7 @@ var allowed = map[string][]string{
 	"": {"batch", "index", "segment", "producerstate", "snapshot", "recovery",
 		"internal/mmapfile", "internal/checkpoint", "internal/unsafeutil"},
 	"mirror":      {"", "batch", "snapshot", "internal/checkpoint", "internal/unsafeutil"},
+	"mirror/sim":  {"", "mirror", "batch", "producerstate", "snapshot", "internal/checkpoint", "internal/unsafeutil"},
 	"cmd/partlog": {"*"},
 	"bench":       {"*"},
 }
