@@ -2,6 +2,8 @@
 // directories. Data goes to stdout, diagnostics to stderr.
 //
 //	partlog dump [flags] FILE...
+//	partlog verify|recover|info|producers DIR...
+//	partlog demo
 package main
 
 import (

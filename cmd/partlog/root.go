@@ -42,6 +42,11 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newDumpCommand(stdout, stderr))
+	root.AddCommand(newVerifyCommand(stdout, stderr))
+	root.AddCommand(newRecoverCommand(stdout, stderr))
+	root.AddCommand(newInfoCommand(stdout, stderr))
+	root.AddCommand(newProducersCommand(stdout, stderr))
+	root.AddCommand(newDemoCommand(stdout, stderr))
 	return root
 }
 

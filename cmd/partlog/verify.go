@@ -1,0 +1,288 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/partlog/partlog/recovery"
+	"github.com/spf13/cobra"
+)
+
+// reportSchemaVersion is the schemaVersion of the JSON objects of verify,
+// recover and producers.
+const reportSchemaVersion = 1
+
+// verifyOptions are the flags of `partlog verify`.
+type verifyOptions struct {
+	json          bool
+	indexInterval int64
+}
+
+func (o *verifyOptions) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVar(&o.json, "json", false, "print one JSON object per partition directory (the recovery report, schemaVersion 1)")
+	addIndexIntervalFlag(cmd, &o.indexInterval)
+}
+
+// addIndexIntervalFlag adds --index-interval-bytes, which recovery needs
+// to rebuild (or compare) offset indexes exactly as the log writes them.
+func addIndexIntervalFlag(cmd *cobra.Command, v *int64) {
+	cmd.Flags().Int64Var(v, "index-interval-bytes", 4096, "the partition's index.interval.bytes, used to compare and rebuild offset indexes (0: every batch but the first)")
+}
+
+func validateIndexInterval(v int64) error {
+	if v < 0 {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--index-interval-bytes must not be negative, got %d", v)}
+	}
+	return nil
+}
+
+func (o *verifyOptions) validate() error { return validateIndexInterval(o.indexInterval) }
+
+func newVerifyCommand(stdout, stderr io.Writer) *cobra.Command {
+	var o verifyOptions
+	cmd := &cobra.Command{
+		Use:   "verify [--json] DIR...",
+		Short: "Say what recovery would do to partition directories, changing nothing",
+		Long: `verify runs recovery in dry-run mode on every partition directory and
+reports what it would cut, rebuild or discard. DIR is a partition directory
+(<topic>-<n>; its parent is taken as its log directory) or a log directory
+(every <topic>-<n> directory in it). The recovery point, log start offset
+and clean-shutdown marker are read from the log directory when present.
+Nothing is written: every file stays byte-identical.
+
+Exit status: 0 nothing to do, 4 recovery would change something or found
+problems, 8 operational error, 16 usage error; several directories OR
+their codes.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(args, stdout, stderr)
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *verifyOptions) run(dirs []string, stdout, stderr io.Writer) error {
+	code := forEachPartition(dirs, stderr, "verify", func(t *partitionTarget) partitionResult {
+		res := partitionResult{dryRun: true}
+		if held, pid := logDirLockHolder(t.logDir.path); held {
+			res.notes = append(res.notes, fmt.Sprintf("warning: log directory %s is locked by process %d (a running broker?); files may change while they are read", t.logDir.path, pid))
+		}
+		opts := t.recoveryOptions(o.indexInterval)
+		opts.DryRun = true
+		res.rep, res.err = recovery.Run(t.dir, opts)
+		return res
+	}, func(t *partitionTarget, res *partitionResult) {
+		printResult(stdout, stderr, t, res, o.json)
+	})
+	if code != exitOK {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+// partitionResult is the outcome of one partition directory.
+type partitionResult struct {
+	rep    *recovery.Report
+	err    error
+	dryRun bool
+	// notes are printed on stderr before the report.
+	notes []string
+	// code is an exit code set by the command itself (a refusal).
+	code int
+	// refused says why the command did not process the directory.
+	refused string
+}
+
+// exitCode maps a result to fsck's codes.
+func (r *partitionResult) exitCode() int {
+	code := r.code
+	if r.err != nil {
+		return code | exitOperational
+	}
+	if r.rep == nil {
+		return code
+	}
+	switch r.rep.Status {
+	case recovery.StatusOK:
+	case recovery.StatusRepaired:
+		code |= exitRepaired
+		// Something found and deliberately left alone stays a problem.
+		for _, p := range r.rep.Problems {
+			if p.Kind == "foreign-name" {
+				code |= exitProblems
+				break
+			}
+		}
+	default:
+		code |= exitProblems
+	}
+	return code
+}
+
+// forEachPartition resolves dirs, runs work on every partition directory
+// with a progress bar on a terminal stderr, prints each result with show
+// (the bar cleared meanwhile) and returns the OR of the exit codes.
+func forEachPartition(dirs []string, stderr io.Writer, desc string,
+	work func(t *partitionTarget) partitionResult, show func(t *partitionTarget, res *partitionResult)) int {
+	targets, code := resolveAll(dirs, stderr)
+	bar := newProgress(stderr, len(targets), desc)
+	for i := range targets {
+		t := &targets[i]
+		res := work(t)
+		bar.clear()
+		show(t, &res)
+		code |= res.exitCode()
+		bar.tick()
+	}
+	bar.finish()
+	return code
+}
+
+// reportJSON is the JSON form of a report: the recovery.Report's own
+// fields plus the schema version.
+type reportJSON struct {
+	SchemaVersion int `json:"schemaVersion"`
+	*recovery.Report
+}
+
+// errorJSON stands for a partition directory that could not be processed
+// (status "error") or was refused (status "refused").
+type errorJSON struct {
+	SchemaVersion int    `json:"schemaVersion"`
+	Dir           string `json:"dir"`
+	Status        string `json:"status"`
+	Error         string `json:"error"`
+}
+
+// jsonReport returns a copy of rep whose lists are empty rather than
+// null.
+func jsonReport(rep *recovery.Report) reportJSON {
+	r := *rep
+	r.Segments = nonNil(r.Segments)
+	r.IndexesRebuilt = nonNil(r.IndexesRebuilt)
+	r.Barriers = nonNil(r.Barriers)
+	r.Problems = nonNil(r.Problems)
+	r.RemovedFiles = nonNil(r.RemovedFiles)
+	r.SnapshotsDiscarded = nonNil(r.SnapshotsDiscarded)
+	r.Epochs = nonNil(r.Epochs)
+	return reportJSON{SchemaVersion: reportSchemaVersion, Report: &r}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func writeJSONLine(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// printResult prints one partition's result: notes and errors on stderr,
+// the report on stdout (text or one JSON object).
+func printResult(stdout, stderr io.Writer, t *partitionTarget, res *partitionResult, asJSON bool) {
+	for _, n := range res.notes {
+		fmt.Fprintf(stderr, "partlog: %s: %s\n", t.dir, n)
+	}
+	if res.err != nil {
+		fmt.Fprintf(stderr, "partlog: %s: %v\n", t.dir, res.err)
+		if asJSON {
+			writeJSONLine(stdout, errorJSON{SchemaVersion: reportSchemaVersion, Dir: t.dir, Status: "error", Error: res.err.Error()})
+		}
+		return
+	}
+	if res.refused != "" {
+		fmt.Fprintf(stderr, "partlog: %s: refused: %s\n", t.dir, res.refused)
+		if asJSON {
+			writeJSONLine(stdout, errorJSON{SchemaVersion: reportSchemaVersion, Dir: t.dir, Status: "refused", Error: res.refused})
+		}
+		return
+	}
+	if res.rep == nil {
+		return
+	}
+	if asJSON {
+		writeJSONLine(stdout, jsonReport(res.rep))
+		return
+	}
+	printReportText(stdout, res.rep, res.dryRun)
+}
+
+// printReportText prints a short human summary of a report.
+func printReportText(w io.Writer, r *recovery.Report, dryRun bool) {
+	status := r.Status
+	switch {
+	case dryRun && r.Status == recovery.StatusProblems:
+		status = "problems (recovery would change the directory or found problems)"
+	case dryRun && r.Status == recovery.StatusOK:
+		status = "ok (nothing to do)"
+	}
+	fmt.Fprintf(w, "%s: %s\n", r.Dir, status)
+	would := func(done, planned string) string {
+		if dryRun {
+			return planned
+		}
+		return done
+	}
+	if t := r.Truncation; t != nil {
+		fmt.Fprintf(w, "  cut: %s in segment %d at position %d, offset %d, %d bytes %s: %s\n",
+			t.Class, t.SegmentBaseOffset, t.Position, t.Offset, t.BytesRemoved, would("removed", "to remove"), t.Reason)
+	}
+	if len(r.IndexesRebuilt) > 0 {
+		fmt.Fprintf(w, "  indexes %s: segments %s\n", would("rebuilt", "to rebuild"), joinInts(r.IndexesRebuilt))
+	}
+	if len(r.RemovedFiles) > 0 {
+		fmt.Fprintf(w, "  files %s: %s\n", would("removed", "to remove"), strings.Join(r.RemovedFiles, ", "))
+	}
+	if len(r.SnapshotsDiscarded) > 0 {
+		fmt.Fprintf(w, "  snapshots %s: %s\n", would("discarded", "to discard"), joinInts(r.SnapshotsDiscarded))
+	}
+	for _, p := range r.Problems {
+		if isNote(p.Kind) {
+			fmt.Fprintf(w, "  note: %s\n", p.Detail)
+			continue
+		}
+		fmt.Fprintf(w, "  problem: %s %s: %s\n", p.Kind, problemPlace(p), p.Detail)
+	}
+	if r.Quarantine != nil {
+		fmt.Fprintf(w, "  quarantine: %s\n", *r.Quarantine)
+	}
+	fmt.Fprintf(w, "  log: start %d, end %d, recovery point %d, %d segments, %d producers, last stable offset %d\n",
+		r.LogStartOffset, r.LogEndOffset, r.RecoveryPoint, len(r.Segments), r.Producers, r.LastStableOffset)
+}
+
+// isNote reports whether a problem kind only informs (recovery does not
+// count it against the status).
+func isNote(kind string) bool { return kind == "full-recovery" }
+
+// problemPlace renders a problem's file and position ("-" for the
+// directory itself).
+func problemPlace(p recovery.Problem) string {
+	f := p.File
+	if f == "" {
+		f = "-"
+	}
+	if p.Position >= 0 {
+		return f + "@" + strconv.FormatInt(p.Position, 10)
+	}
+	return f
+}
+
+func joinInts(v []int64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.FormatInt(x, 10)
+	}
+	return strings.Join(s, ", ")
+}
