@@ -37,10 +37,12 @@ type scan struct {
 }
 
 // validate checks every batch of records (batch.Check: framing, magic 2,
-// CRC-32C, header rules) and, for a leader, Kafka's client rules. The
+// CRC-32C, header rules), for a client Kafka's leader rules, and, when
+// the offsets are kept as they are (follower, mirror), that they
+// increase from batch to batch. The
 // bytes must be exactly a sequence of whole batches. It does not
 // allocate.
-func (l *Log) validate(records []byte, leader bool, s *scan) error {
+func (l *Log) validate(records []byte, leader, keptOffsets bool, s *scan) error {
 	*s = scan{firstBase: -1, lastOffset: -1, maxTimestamp: batch.NoTimestamp}
 	if len(records) == 0 {
 		return fmt.Errorf("%w: empty append", ErrInvalidRecords)
@@ -52,7 +54,7 @@ func (l *Log) validate(records []byte, leader bool, s *scan) error {
 			if err := l.leaderRules(v, it.Position()-int64(len(v))); err != nil {
 				return err
 			}
-		} else if s.batches > 0 && v.BaseOffset() <= prevLast {
+		} else if keptOffsets && s.batches > 0 && v.BaseOffset() <= prevLast {
 			return &OffsetError{Err: ErrUnexpectedOffset, Offset: v.BaseOffset(),
 				LogStartOffset: l.logStartOffset.Load(), LogEndOffset: l.logEndOffset.Load()}
 		}
@@ -144,7 +146,7 @@ func (l *Log) appendAssigned(records []byte, leaderEpoch int32, origin Origin) (
 		return AppendInfo{}, err
 	}
 	var s scan
-	if err := l.validate(records, origin == OriginClient, &s); err != nil {
+	if err := l.validate(records, origin == OriginClient, false, &s); err != nil {
 		return AppendInfo{}, err
 	}
 	if latest := l.epochs.latest(); leaderEpoch < latest {
@@ -186,7 +188,7 @@ func (l *Log) appendKept(records []byte, origin Origin) (AppendInfo, error) {
 		return AppendInfo{}, err
 	}
 	var s scan
-	if err := l.validate(records, false, &s); err != nil {
+	if err := l.validate(records, false, true, &s); err != nil {
 		return AppendInfo{}, err
 	}
 	leo := l.logEndOffset.Load()

@@ -238,7 +238,12 @@ func (l *Log) load() error {
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasSuffix(name, ".tmp") {
-			return fmt.Errorf("%w: leftover temporary file %s", ErrNeedsRecovery, name)
+			if _, err := segment.ParseFileName(strings.TrimSuffix(name, ".tmp")); err == nil {
+				return fmt.Errorf("%w: leftover temporary file %s", ErrNeedsRecovery, name)
+			}
+			// A checkpoint's temporary file (a crash between its write
+			// and its rename): never read; the next write replaces it.
+			continue
 		}
 		n, err := segment.ParseFileName(name)
 		if err != nil {
