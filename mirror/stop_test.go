@@ -1,0 +1,349 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/batch"
+)
+
+// stopFixture is a source A (epoch 3) with plain and idempotent batches,
+// a committed transaction of 7, open transactions of 9 and 11 (9 first),
+// and a later batch of 5; and a destination B (MIRRORING, local epoch 13)
+// that mirrored all of it.
+type stopFixture struct {
+	a, b       *cluster
+	session    SessionID
+	firstOpen  int64 // first offset of 9's transaction
+	mirrorEnd  int64 // A's LEO = B's LEO before the stop
+	opts       Options
+	mirrorDir  string
+	crashCount map[crashPoint]int
+}
+
+func newStopFixture(t *testing.T, opts Options) *stopFixture {
+	t.Helper()
+	f := &stopFixture{a: newCluster(t, "A", 3), crashCount: map[crashPoint]int{}}
+	a := f.a
+	a.produce(-1, 0, 0, 2, false)
+	a.produce(5, 0, 0, 1, false)
+	a.produce(5, 0, 1, 2, false)
+	a.produce(7, 0, 0, 1, true)
+	a.endTxn(7, 0, true)
+	f.firstOpen = a.produce(9, 0, 0, 1, true).FirstOffset
+	a.produce(5, 0, 3, 1, false)
+	a.produce(11, 2, 0, 1, true)
+	a.produce(9, 0, 1, 1, true)
+	a.produce(5, 0, 4, 1, false)
+	f.mirrorEnd = a.log().LogEndOffset()
+
+	opts.LeaderEpoch = 0
+	l := openLog(t, filepath.Join(t.TempDir(), "B", "t-0"))
+	f.b = &cluster{t: t, id: "B", p: openPartition(t, l, opts)}
+	f.mirrorDir = l.Dir()
+	s, err := f.b.p.Start(StartRequest{SourceClusterID: "A", TopicID: topic, SourceLeaderEpoch: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.session = s
+	pump(t, f.b.p, s, a.log())
+	if f.b.p.LeaderEpoch() != 13 {
+		t.Fatalf("local epoch %d", f.b.p.LeaderEpoch())
+	}
+	// The mirrored data is durable before the stop (a periodic flush); a
+	// power failure before it would only lose a tail to fetch again.
+	if err := f.b.log().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	open := openTxns(f.b.log())
+	if len(open) != 2 || open[0].ProducerID != 9 || open[1].ProducerID != 11 {
+		t.Fatalf("open transactions on B: %+v", open)
+	}
+	return f
+}
+
+// checkStopped asserts the end state of a stop: STOPPED, exactly one
+// barrier, at E_stop, after the ABORT markers, carrying A, empty producer
+// state, LSO = LEO, and a new local producer 5 accepted.
+func checkStopped(t *testing.T, p *Partition, policy StopPolicy, firstOpen, mirrorEnd int64) {
+	t.Helper()
+	mustState(t, p, StateStopped)
+	c := p.Checkpoint()
+	l := p.Log()
+	wantLMO := mirrorEnd
+	if policy == TruncateLSO {
+		wantLMO = firstOpen
+	}
+	if c.LastMirrorOffset != wantLMO || c.LastMirrorEpoch != 3 || c.StopLeaderEpoch != 14 || c.StopPolicy != policy {
+		t.Fatalf("checkpoint %+v: want LMO %d, LME 3, E_stop 14, policy %s", c, wantLMO, policy)
+	}
+	bs := barrierOffsets(t, l)
+	if len(bs) != 1 || bs[0] != c.BarrierOffset || bs[0] < wantLMO {
+		t.Fatalf("barriers %v, checkpoint barrier %d, LMO %d", bs, c.BarrierOffset, wantLMO)
+	}
+	var aborts []int64
+	for _, b := range batches(t, l) {
+		if b.BaseOffset() < wantLMO {
+			continue
+		}
+		if b.PartitionLeaderEpoch() != 14 {
+			t.Fatalf("batch at %d written at epoch %d, want E_stop 14", b.BaseOffset(), b.PartitionLeaderEpoch())
+		}
+		if !IsBarrier(b) {
+			if b.BaseOffset() > c.BarrierOffset {
+				t.Fatalf("batch at %d after the barrier", b.BaseOffset())
+			}
+			aborts = append(aborts, b.ProducerID())
+		}
+	}
+	wantAborts := []int64(nil)
+	if policy == AbortOpen {
+		wantAborts = []int64{9, 11}
+	}
+	if !slices.Equal(aborts, wantAborts) {
+		t.Fatalf("ABORT markers for %v, want %v", aborts, wantAborts)
+	}
+	if got := l.Producers(); len(got) != 0 {
+		t.Fatalf("producers after the barrier: %+v", got)
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	if lso, leo := l.LastStableOffset(), l.LogEndOffset(); lso != leo {
+		t.Fatalf("LSO %d, LEO %d", lso, leo)
+	}
+	checkEpochLine(t, p)
+	// T27: a new local producer with PID 5, epoch 0, sequence 0 is stored.
+	before := l.LogEndOffset()
+	if _, err := p.AppendClient(dataBatch(t, 5, 0, 0, 1, false, batch.CompressionNone), 14); err != nil {
+		t.Fatalf("client append after STOPPED: %v", err)
+	}
+	if l.LogEndOffset() != before+1 {
+		t.Fatal("client append stored nothing")
+	}
+}
+
+// TestT11T20T21Stop: a stop with each policy, without crashes.
+func TestT11T20T21Stop(t *testing.T) {
+	for _, policy := range []StopPolicy{TruncateLSO, AbortOpen} {
+		t.Run(policy.String(), func(t *testing.T) {
+			f := newStopFixture(t, Options{})
+			res, err := f.b.p.Stop(bg, policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch policy {
+			case TruncateLSO: // T21
+				if res.TruncatedFrom != f.mirrorEnd || len(res.Truncated) != 2 || res.LastMirrorOffset != f.firstOpen {
+					t.Fatalf("result %+v", res)
+				}
+			case AbortOpen: // T20
+				if len(res.Aborted) != 2 || res.Aborted[0].ProducerID != 9 || res.TruncatedFrom != -1 {
+					t.Fatalf("result %+v", res)
+				}
+				// read_committed never sees 9's or 11's records.
+				l := f.b.log()
+				aborted, err := l.AbortedTransactions(0, l.LogEndOffset())
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []int64
+				for _, a := range aborted {
+					got = append(got, a.ProducerID)
+				}
+				slices.Sort(got)
+				if !slices.Equal(got, []int64{9, 11}) {
+					t.Fatalf("aborted transactions %v", got)
+				}
+			}
+			checkStopped(t, f.b.p, policy, f.firstOpen, f.mirrorEnd)
+			// A second Stop is a no-op with the recorded result.
+			again, err := f.b.p.Stop(bg, policy)
+			if err != nil || again.BarrierOffset != res.BarrierOffset {
+				t.Fatalf("second stop: %+v %v", again, err)
+			}
+			if n := len(barrierOffsets(t, f.b.log())); n != 1 {
+				t.Fatalf("%d barriers after a second Stop", n)
+			}
+		})
+	}
+}
+
+// stopCrashPoints are the crash points of STOPPING, with the hit at which
+// to crash (the ABORT point is hit once per marker).
+var stopCrashPoints = []struct {
+	pt  crashPoint
+	hit int
+}{
+	{crashStopIntent, 1},
+	{crashStopTruncatedUnflushed, 1},
+	{crashStopTruncated, 1},
+	{crashStopPositionRecorded, 1},
+	{crashStopEpochBumped, 1},
+	{crashStopAbortAppended, 1},
+	{crashStopAbortAppended, 2},
+	{crashStopAbortsSynced, 1},
+	{crashStopAbortsWritten, 1},
+	{crashStopBarrierAppended, 1},
+	{crashStopBarrierSynced, 1},
+	{crashStopBarrierWritten, 1},
+	{crashStopped, 1},
+}
+
+// TestStopCrashPoints (T22-T27): for each policy, crash after every step
+// of STOPPING (and between an append and its fsync), with two disk images
+// each: the page cache survived (process crash) or only what was fsynced
+// (power failure). Reopening the log and the partition must finish the
+// stop with exactly one barrier, as a stop without crash does.
+func TestStopCrashPoints(t *testing.T) {
+	for _, policy := range []StopPolicy{TruncateLSO, AbortOpen} {
+		for _, cp := range stopCrashPoints {
+			for _, image := range []string{"cache", "synced"} {
+				name := fmt.Sprintf("%s/%s#%d/%s", policy, cp.pt, cp.hit, image)
+				t.Run(name, func(t *testing.T) {
+					imageDir := filepath.Join(t.TempDir(), "image")
+					var f *stopFixture
+					hits := 0
+					crashed := false
+					var lmoAtCrash int64 = -1
+					opts := Options{crash: func(pt crashPoint) bool {
+						if pt != cp.pt || crashed {
+							return false
+						}
+						if hits++; hits != cp.hit {
+							return false
+						}
+						crashed = true
+						lmoAtCrash = f.b.p.cp.LastMirrorOffset
+						if image == "cache" {
+							copyDir(t, f.mirrorDir, imageDir)
+						} else {
+							syncedImage(t, f.b.log(), imageDir)
+						}
+						return true
+					}}
+					f = newStopFixture(t, opts)
+					_, err := f.b.p.Stop(bg, policy)
+					if !crashed {
+						t.Skipf("crash point not reached with %s (err %v)", policy, err)
+					}
+					if !errors.Is(err, ErrCrashed) {
+						t.Fatalf("stop: %v, want ErrCrashed", err)
+					}
+					// T28: the crashed incarnation stays refused.
+					if _, err := f.b.p.AppendClient(dataBatch(t, 5, 0, 0, 1, false, batch.CompressionNone), 14); err == nil {
+						t.Fatal("append after the crash point succeeded")
+					}
+					l := openLog(t, imageDir)
+					p := openPartition(t, l, Options{LeaderEpoch: 13}) // the broker's persisted epoch
+					if p.State() != StateStopped {
+						t.Fatalf("after restart: state %s step %s, failure %v", p.State(), p.Step(), p.Failure())
+					}
+					// T23: a recorded position is reused unchanged.
+					if lmoAtCrash >= 0 && p.Checkpoint().LastMirrorOffset != lmoAtCrash {
+						t.Fatalf("LMO %d after restart, recorded %d", p.Checkpoint().LastMirrorOffset, lmoAtCrash)
+					}
+					checkStopped(t, p, policy, f.firstOpen, f.mirrorEnd)
+				})
+			}
+		}
+	}
+}
+
+// TestT28StoppingRefusesAppends: at every step of STOPPING, Client and
+// Coordinator appends are refused and mirror appends are fenced, and
+// LastMirrorPosition answers "not ready".
+func TestT28StoppingRefusesAppends(t *testing.T) {
+	for _, policy := range []StopPolicy{TruncateLSO, AbortOpen} {
+		t.Run(policy.String(), func(t *testing.T) {
+			var f *stopFixture
+			seen := 0
+			f = newStopFixture(t, Options{crash: func(pt crashPoint) bool {
+				if f == nil {
+					return false
+				}
+				p := f.b.p
+				if p.cp.State != StateStopping {
+					return false
+				}
+				seen++
+				if err := p.checkWritableLocked(); !errors.Is(err, ErrReadOnly) {
+					t.Errorf("%s: client append check: %v", pt, err)
+				}
+				if _, err := p.LastMirrorPosition("A", topic, 0); !errors.Is(err, ErrNotReady) {
+					t.Errorf("%s: position lookup: %v", pt, err)
+				}
+				return false
+			}})
+			if _, err := f.b.p.Stop(bg, policy); err != nil {
+				t.Fatal(err)
+			}
+			if seen < 5 {
+				t.Fatalf("only %d steps observed", seen)
+			}
+		})
+	}
+}
+
+// TestT30LateFetchAfterS1: a fetch response of the old session delivered
+// after the stop began is discarded.
+func TestT30LateFetchAfterS1(t *testing.T) {
+	f := newStopFixture(t, Options{})
+	f.a.produce(5, 0, 5, 1, false)
+	v, err := f.a.log().Read(f.mirrorEnd, 1<<20, f.a.log().LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := slices.Clone(v.Records)
+	v.Release()
+	if _, err := f.b.p.Stop(bg, AbortOpen); err != nil {
+		t.Fatal(err)
+	}
+	leo := f.b.log().LogEndOffset()
+	_, err = f.b.p.AppendMirror(f.session, late)
+	if !errors.Is(err, ErrNotMirroring) {
+		t.Fatalf("late append: %v", err)
+	}
+	if f.b.log().LogEndOffset() != leo {
+		t.Fatal("late fetch appended")
+	}
+	// And in a new session, the old session id is fenced.
+	if _, err := f.b.p.Start(StartRequest{SourceClusterID: "A", TopicID: topic, SourcePosition: Position{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.b.p.AppendMirror(f.session, late); !errors.Is(err, ErrFencedSession) {
+		t.Fatalf("old session append: %v", err)
+	}
+	mustState(t, f.b.p, StateMirroring)
+}
+
+// TestStopPositionLost: a restart at POSITION_RECORDED whose log ends
+// below the recorded LMO goes FAILED (mirror.md §2.8).
+func TestStopPositionLost(t *testing.T) {
+	var f *stopFixture
+	f = newStopFixture(t, Options{crash: func(pt crashPoint) bool { return pt == crashStopPositionRecorded }})
+	if _, err := f.b.p.Stop(bg, AbortOpen); !errors.Is(err, ErrCrashed) {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "image")
+	copyDir(t, f.mirrorDir, dir)
+	l := openLog(t, dir)
+	if err := l.TruncateTo(f.firstOpen); err != nil { // the disk lost the tail
+		t.Fatal(err)
+	}
+	p := openPartition(t, l, Options{})
+	mustState(t, p, StateFailed)
+	if !errors.Is(p.Failure(), ErrPositionLost) {
+		t.Fatalf("failure %v", p.Failure())
+	}
+	if _, err := p.AppendClient(dataBatch(t, 5, 0, 0, 1, false, batch.CompressionNone), 20); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("append: %v", err)
+	}
+	if n := len(barrierOffsets(t, l)); n != 0 {
+		t.Fatalf("%d barriers", n)
+	}
+}
+
+var _ = partlog.ErrClosed
