@@ -47,6 +47,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newInfoCommand(stdout, stderr))
 	root.AddCommand(newProducersCommand(stdout, stderr))
 	root.AddCommand(newDemoCommand(stdout, stderr))
+	root.AddCommand(newSimulateCommand(stdout, stderr))
 	return root
 }
 
