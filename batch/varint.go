@@ -51,6 +51,10 @@ func VarintSize(v int32) int {
 // bits of the 5th byte above the 32nd are dropped and non-minimal
 // encodings are accepted.
 func ReadVarint(b []byte) (v int32, n int) {
+	if len(b) > 0 && b[0] < 0x80 { // one byte: most lengths and deltas
+		c := int32(b[0])
+		return c>>1 ^ -(c & 1), 1
+	}
 	var u uint32
 	for i := 0; i < 5; i++ {
 		if i >= len(b) {
@@ -68,6 +72,10 @@ func ReadVarint(b []byte) (v int32, n int) {
 // ReadVarlong decodes a zig-zag varlong (at most 10 bytes), with the same
 // conventions as ReadVarint.
 func ReadVarlong(b []byte) (v int64, n int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		c := int64(b[0])
+		return c>>1 ^ -(c & 1), 1
+	}
 	var u uint64
 	for i := 0; i < 10; i++ {
 		if i >= len(b) {

@@ -96,34 +96,56 @@ func (x *run) applyData(kept []*seg) error {
 	return x.syncDir()
 }
 
+// indexBuilder computes a segment's offset and time index with Kafka's
+// per-batch rule (recovery.md §2.6), one batch at a time in position order:
+// an entry for a batch that starts more than interval bytes after the last
+// indexed batch, a time entry beside it when the largest timestamp grew,
+// and (finish) a final time entry with the segment's largest timestamp.
+type indexBuilder struct {
+	base, interval      int64
+	offsets, times      []byte
+	maxTs, offMax       int64
+	lastTs, lastIndexed int64
+}
+
+func newIndexBuilder(base, interval int64) indexBuilder {
+	return indexBuilder{base: base, interval: interval, offsets: []byte{}, times: []byte{},
+		maxTs: batch.NoTimestamp, offMax: base, lastTs: index.NoTimestamp}
+}
+
+// add accounts for the batch v at position pos.
+func (b *indexBuilder) add(pos int64, v batch.View) {
+	if ts := v.MaxTimestamp(); ts > b.maxTs {
+		b.maxTs, b.offMax = ts, v.LastOffset()
+	}
+	if pos-b.lastIndexed > b.interval {
+		b.offsets, _ = index.AppendOffsetEntry(b.offsets, b.base, index.OffsetEntry{Offset: v.LastOffset(), Position: int32(pos)})
+		if b.maxTs > b.lastTs {
+			b.times, _ = index.AppendTimeEntry(b.times, b.base, index.TimeEntry{Timestamp: b.maxTs, Offset: b.offMax})
+			b.lastTs = b.maxTs
+		}
+		b.lastIndexed = pos
+	}
+}
+
+// finish returns the two indexes of the batches added; b is not used
+// afterwards.
+func (b *indexBuilder) finish() (offsets, times []byte) {
+	if b.maxTs > b.lastTs {
+		b.times, _ = index.AppendTimeEntry(b.times, b.base, index.TimeEntry{Timestamp: b.maxTs, Offset: b.offMax})
+	}
+	return b.offsets, b.times
+}
+
 // buildIndexes returns the offset and time index of a segment's kept data,
-// rebuilt with Kafka's per-batch rule (recovery.md §2.6): an entry for a
-// batch that starts more than interval bytes after the last indexed batch,
-// a time entry beside it when the largest timestamp grew, and a final time
-// entry with the segment's largest timestamp.
+// rebuilt with Kafka's per-batch rule (indexBuilder).
 func buildIndexes(data []byte, base, interval int64) (offsets, times []byte) {
-	offsets, times = []byte{}, []byte{}
-	maxTs, offMax := int64(batch.NoTimestamp), base
-	lastTs := int64(index.NoTimestamp)
-	var lastIndexed int64
+	b := newIndexBuilder(base, interval)
 	walk(data, func(pos int64, v batch.View) bool {
-		if ts := v.MaxTimestamp(); ts > maxTs {
-			maxTs, offMax = ts, v.LastOffset()
-		}
-		if pos-lastIndexed > interval {
-			offsets, _ = index.AppendOffsetEntry(offsets, base, index.OffsetEntry{Offset: v.LastOffset(), Position: int32(pos)})
-			if maxTs > lastTs {
-				times, _ = index.AppendTimeEntry(times, base, index.TimeEntry{Timestamp: maxTs, Offset: offMax})
-				lastTs = maxTs
-			}
-			lastIndexed = pos
-		}
+		b.add(pos, v)
 		return true
 	})
-	if maxTs > lastTs {
-		times, _ = index.AppendTimeEntry(times, base, index.TimeEntry{Timestamp: maxTs, Offset: offMax})
-	}
-	return offsets, times
+	return b.finish()
 }
 
 // rebuildIndexes rewrites the offset and time index of every recovered
@@ -135,20 +157,24 @@ func (x *run) rebuildIndexes(kept []*seg) error {
 			continue
 		}
 		var offsets, times []byte
-		if s.keepEnd > 0 {
-			m, err := x.o.openMapped(s.logPath)
+		switch {
+		case s.keepEnd == 0:
+			offsets, times = []byte{}, []byte{}
+		case s.scan != nil && s.scan.idx != nil && s.scan.idx.end == s.keepEnd:
+			// Computed by the validating scan over exactly these bytes.
+			offsets, times = s.scan.idx.offsets, s.scan.idx.times
+		default:
+			m, done, err := x.mapSeg(s)
 			if err != nil {
 				return err
 			}
 			ferr := guard(s.logPath, func() {
 				offsets, times = buildIndexes(m.data[:s.keepEnd], s.base, x.o.Segment.IndexIntervalBytes)
 			})
-			m.close()
+			done()
 			if ferr != nil {
 				return ferr
 			}
-		} else {
-			offsets, times = []byte{}, []byte{}
 		}
 		rebuilt := false
 		for _, f := range []struct {

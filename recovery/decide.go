@@ -193,11 +193,11 @@ func (x *run) flushed(segs []*seg, i int, pos int64) bool {
 	}
 	s := segs[i]
 	rpPos := s.keepEnd
-	m, err := x.o.openMapped(s.logPath)
+	m, done, err := x.mapSeg(s)
 	if err != nil {
 		return false
 	}
-	defer m.close()
+	defer done()
 	_ = guard(s.logPath, func() {
 		walk(m.data[:s.keepEnd], func(p int64, v batch.View) bool {
 			if v.LastOffset() >= rp {
@@ -214,11 +214,11 @@ func (x *run) flushed(segs []*seg, i int, pos int64) bool {
 // of segs[i] and records what the cut loses (reporting only).
 func (x *run) salvage(segs []*seg, i int) {
 	s := segs[i]
-	m, err := x.o.openMapped(s.logPath)
+	m, done, err := x.mapSeg(s)
 	if err != nil {
 		return
 	}
-	defer m.close()
+	defer done()
 	var sv *Salvage
 	_ = guard(s.logPath, func() { sv = resync(m.data, s.keepEnd+1) })
 	for j := i + 1; j < len(segs); j++ {
@@ -316,11 +316,11 @@ func (x *run) setTruncation(s *seg, pos, off int64, reason, class string, remove
 // offset is ≥ target, with the last offset and count of the batches before
 // it.
 func (x *run) positionOf(s *seg, target int64) (pos, last int64, n int, err error) {
-	m, err := x.o.openMapped(s.logPath)
+	m, done, err := x.mapSeg(s)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	defer m.close()
+	defer done()
 	pos, last = s.keepEnd, -1
 	ferr := guard(s.logPath, func() {
 		walk(m.data[:s.keepEnd], func(p int64, v batch.View) bool {

@@ -58,7 +58,22 @@ func (x *run) epochs(kept []*seg, leo, logStart int64, wiped bool) error {
 		if s.created || s.keepEnd == 0 || (!rebuild && !s.recover) {
 			continue
 		}
-		mp, err := x.o.openMapped(s.logPath)
+		if s.scan != nil && s.keepEnd <= s.scan.validEnd {
+			// The scan listed the batches whose epoch rises above every
+			// earlier one of the segment: no other batch can pass the
+			// test below, whose bound only grows with the segment's
+			// running maximum.
+			for _, e := range s.scan.epochs {
+				if e.pos >= s.keepEnd {
+					break
+				}
+				if len(list) == 0 || e.epoch > list[len(list)-1].Epoch {
+					add(e.epoch, e.start)
+				}
+			}
+			continue
+		}
+		mp, done, err := x.mapSeg(s)
 		if err != nil {
 			return err
 		}
@@ -69,7 +84,7 @@ func (x *run) epochs(kept []*seg, leo, logStart int64, wiped bool) error {
 				}
 			})
 		})
-		mp.close()
+		done()
 		if ferr != nil {
 			return ferr
 		}

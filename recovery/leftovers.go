@@ -159,7 +159,7 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 			return err
 		}
 		var res scanResult
-		ferr := guard(n.String(), func() { res = scanSegment(m.data, n.Offset) })
+		ferr := guard(n.String(), func() { res = scanSegment(m.data, n.Offset, nil) })
 		m.close()
 		if ferr != nil {
 			return ferr

@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -137,9 +138,28 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 	replayProblems := 0
 	for _, s := range kept {
 		if wiped || s.created || s.keepEnd == 0 || s.next() <= start {
+			s.releaseMap()
 			continue
 		}
-		mp, err := x.o.openMapped(s.logPath)
+		// A segment validated from byte 0 lists the positions of the
+		// batches with a producer id or the control flag: the only ones
+		// that change producer state (the others only move the map end
+		// offset, which is set to the LEO after the replay).
+		var positions []uint32
+		listed := s.recover && s.scan != nil && !s.scan.replayAll && s.keepEnd <= s.scan.validEnd
+		if listed {
+			positions = s.scan.replay
+			n := len(positions)
+			if s.keepEnd <= math.MaxUint32 {
+				n, _ = slices.BinarySearch(positions, uint32(s.keepEnd))
+			}
+			positions = positions[:n]
+			if len(positions) == 0 {
+				s.releaseMap()
+				continue
+			}
+		}
+		mp, done, err := x.mapSeg(s)
 		if err != nil {
 			return err
 		}
@@ -165,19 +185,26 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 			}
 		}
 		ferr := guard(s.logPath, func() {
-			if s.recover {
+			switch {
+			case listed:
+				for _, p := range positions {
+					b := data[p:]
+					each(batch.View(b[:frameSize(b)]))
+				}
+			case s.recover:
 				walk(data, func(_ int64, v batch.View) bool { each(v); return true })
-				return
-			}
-			it := batch.NewIterator(data, 0)
-			for v, ok := it.Next(); ok; v, ok = it.Next() {
-				each(v)
-			}
-			if err := it.Err(); err != nil {
-				x.r.problem(s.logName, it.Position(), kindReplayIncomplete, "producer replay stopped in a trusted segment: %v", err)
+			default:
+				it := batch.NewIterator(data, 0)
+				for v, ok := it.Next(); ok; v, ok = it.Next() {
+					each(v)
+				}
+				if err := it.Err(); err != nil {
+					x.r.problem(s.logName, it.Position(), kindReplayIncomplete, "producer replay stopped in a trusted segment: %v", err)
+				}
 			}
 		})
-		mp.close()
+		done()
+		s.releaseMap()
 		if ferr != nil {
 			return ferr
 		}

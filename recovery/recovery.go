@@ -22,6 +22,7 @@ type seg struct {
 	recover bool   // validated from byte 0 and indexes rebuilt
 	why     string // why a trusted segment is recovered after all
 	scan    *scanResult
+	m       *mapped // the .log mapped by the scan, kept until the replay
 
 	// Known after the decisions: the bytes kept, the batches in them.
 	keepEnd    int64
@@ -83,6 +84,12 @@ func (x *run) runSteps() error {
 		}
 	}
 	x.o.scanAll(segs, todo)
+	scanned := segs
+	defer func() {
+		for _, s := range scanned {
+			s.releaseMap()
+		}
+	}()
 	for _, i := range todo {
 		if err := segs[i].scan.err; err != nil {
 			return err
@@ -309,7 +316,7 @@ func (x *run) checkTail(s *seg, data []byte, last index.OffsetEntry, entries int
 			return fmt.Sprintf("last offset-index entry %d points to a batch starting at %d", last.Offset, v.BaseOffset())
 		}
 	}
-	r := scanSegment(data[start:], s.base)
+	r := scanSegment(data[start:], s.base, nil)
 	if r.fail != failNone {
 		if r.fail == failZero {
 			return "zero padding after the data (a lost trim)"

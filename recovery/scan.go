@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/partlog/partlog/batch"
-	"github.com/partlog/partlog/internal/mmapfile"
+	"golang.org/x/sys/unix"
 )
 
 // failKind says what stopped a segment scan.
@@ -37,24 +39,95 @@ type scanResult struct {
 	lastEpoch, prevEpoch int32
 	lastPos              int64
 	firstEpoch           int32
-	// epochs lists (epoch, base offset) where a batch's epoch rises above
-	// every earlier epoch of the segment.
+	// epochs lists (epoch, base offset, position) where a batch's epoch
+	// rises above every earlier epoch of the segment.
 	epochs []epochEntry
-	err    error // I/O error: Run fails
+	// Collected for the later steps when the scan covers a whole segment
+	// (scanOne), so that they need not walk the data again: the rebuilt
+	// indexes of the valid batches (nil when not collected or over the
+	// budget), and the positions of the batches the producer replay needs
+	// (those with a producer id or the control flag; replayAll when they
+	// were not collected and the replay must walk every batch).
+	idx       *indexPlan
+	replay    []uint32
+	replayAll bool
+	err       error // I/O error: Run fails
 }
 
 type epochEntry struct {
 	epoch int32
 	start int64
+	pos   int64
+}
+
+// indexPlan is a segment's offset and time index rebuilt over [0, end).
+type indexPlan struct {
+	end            int64
+	offsets, times []byte
+}
+
+// collector gathers, batch by batch in position order, what scanResult
+// collects for the later steps.
+type collector struct {
+	ib        indexBuilder
+	replay    []uint32
+	replayAll bool
+}
+
+func newCollector(base, interval int64) *collector {
+	return &collector{ib: newIndexBuilder(base, interval)}
+}
+
+func (c *collector) add(pos int64, v batch.View) {
+	c.ib.add(pos, v)
+	if c.replayAll || !(v.IsControl() || v.ProducerID() >= 0) {
+		return
+	}
+	if pos > math.MaxUint32 {
+		c.replay, c.replayAll = nil, true
+		return
+	}
+	c.replay = append(c.replay, uint32(pos))
+}
+
+// done stores the collected data in r, whose valid batches end at
+// r.validEnd.
+func (c *collector) done(r *scanResult) {
+	if c == nil {
+		r.replayAll = true
+		return
+	}
+	offsets, times := c.ib.finish()
+	r.idx = &indexPlan{end: r.validEnd, offsets: offsets, times: times}
+	r.replay, r.replayAll = c.replay, c.replayAll
+	if r.replayAll {
+		r.replay = nil
+	}
+}
+
+// collectedBytes is the heap the collected data of r holds.
+func (r *scanResult) collectedBytes() int64 {
+	n := int64(cap(r.replay)) * 4
+	if r.idx != nil {
+		n += int64(cap(r.idx.offsets) + cap(r.idx.times))
+	}
+	return n
+}
+
+// dropCollected forgets the collected data: the later steps walk the
+// mapped data instead.
+func (r *scanResult) dropCollected() {
+	r.idx, r.replay, r.replayAll = nil, nil, true
 }
 
 // errFault is returned when touching a mapping raised SIGBUS/SIGSEGV (a
 // device error under the mapping, recovery.md §9 item 4).
 var errFault = errors.New("partlog/recovery: memory fault while reading a mapped file")
 
-// mapped is a read-only view of a file.
+// mapped is a read-only view of a file. It holds no file descriptor: the
+// file is closed as soon as it is mapped, so that many segments may stay
+// mapped between the steps of a Run.
 type mapped struct {
-	f    *mmapfile.File
 	data []byte
 }
 
@@ -64,20 +137,62 @@ func (o *Options) openMapped(path string) (*mapped, error) {
 			return nil, fmt.Errorf("partlog/recovery: open %s: %w", path, err)
 		}
 	}
-	f, err := mmapfile.Open(path, 0, false)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("partlog/recovery: open %s: %w", path, err)
 	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("partlog/recovery: open %s: %w", path, err)
+	}
+	size := st.Size()
+	if size == 0 {
+		return &mapped{}, nil
+	}
+	if size != int64(int(size)) {
+		return nil, fmt.Errorf("partlog/recovery: open %s: length %d does not fit in memory", path, size)
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("partlog/recovery: mmap %s: %w", path, err)
+	}
 	// Map every page in one madvise(MADV_POPULATE_READ) instead of one
 	// page fault per 4 KiB as the scan touches them: recovery reads the
-	// whole file anyway, and each of its passes maps it anew.
-	_ = f.Prefault(0, f.Size())
-	return &mapped{f: f, data: f.Bytes()}, nil
+	// whole file anyway. Older kernels lack it (EINVAL): read-ahead is
+	// asked for instead. Any other failure (an I/O error under the
+	// mapping) is left to the scan, which turns the fault into an error.
+	if err := unix.Madvise(data, unix.MADV_POPULATE_READ); errors.Is(err, unix.EINVAL) {
+		_ = unix.Madvise(data, unix.MADV_WILLNEED)
+	}
+	return &mapped{data: data}, nil
 }
 
 func (m *mapped) close() {
-	if m != nil && m.f != nil {
-		_ = m.f.Close()
+	if m != nil && m.data != nil {
+		_ = unix.Munmap(m.data)
+		m.data = nil
+	}
+}
+
+// mapSeg returns the mapping of s's .log: the one kept from the scan, or a
+// new one. done releases what mapSeg opened.
+func (x *run) mapSeg(s *seg) (m *mapped, done func(), err error) {
+	if s.m != nil {
+		return s.m, func() {}, nil
+	}
+	m, err = x.o.openMapped(s.logPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, m.close, nil
+}
+
+// releaseMap unmaps the mapping kept from s's scan, if any.
+func (s *seg) releaseMap() {
+	if s.m != nil {
+		s.m.close()
+		s.m = nil
 	}
 }
 
@@ -102,7 +217,10 @@ func guard(path string, fn func()) (err error) {
 // base offset is base: batch.Iterator's checks plus the structural rules of
 // recovery.md §7.1 (offsets ≥ base, strictly increasing, within the
 // relative range; epochs never decreasing except for an isolated spike).
-func scanSegment(data []byte, base int64) scanResult {
+//
+// When c is not nil, every valid batch is also passed to c, and what it
+// collected is stored in the result.
+func scanSegment(data []byte, base int64, c *collector) scanResult {
 	r := scanResult{size: int64(len(data)), firstBase: -1, lastOffset: -1,
 		lastEpoch: batch.NoLeaderEpoch, prevEpoch: batch.NoLeaderEpoch, firstEpoch: batch.NoLeaderEpoch, lastPos: -1}
 	it := batch.NewIterator(data, 0)
@@ -117,12 +235,17 @@ func scanSegment(data []byte, base int64) scanResult {
 			if why == blamePrevious {
 				reason := fmt.Sprintf("isolated leader epoch spike %d (between %d and %d)", r.lastEpoch, r.prevEpoch, v.PartitionLeaderEpoch())
 				cut := r.lastPos
-				nr := scanSegmentPrefix(data[:cut], r.size)
+				var nc *collector
+				if c != nil {
+					nc = newCollector(c.ib.base, c.ib.interval)
+				}
+				nr := scanSegmentPrefix(data[:cut], r.size, nc)
 				nr.fail, nr.reason = failStructural, reason
 				return nr
 			}
 			r.fail, r.reason = failStructural, why
 			r.validEnd = pos
+			c.done(&r)
 			return r
 		}
 		if r.firstBase < 0 {
@@ -131,7 +254,10 @@ func scanSegment(data []byte, base int64) scanResult {
 		}
 		if e := v.PartitionLeaderEpoch(); e >= 0 && e > maxEpoch {
 			maxEpoch = e
-			r.epochs = append(r.epochs, epochEntry{epoch: e, start: v.BaseOffset()})
+			r.epochs = append(r.epochs, epochEntry{epoch: e, start: v.BaseOffset(), pos: pos})
+		}
+		if c != nil {
+			c.add(pos, v)
 		}
 		r.batches++
 		r.lastOffset = v.LastOffset()
@@ -140,6 +266,7 @@ func scanSegment(data []byte, base int64) scanResult {
 		pos += int64(len(v))
 	}
 	r.validEnd = pos
+	c.done(&r)
 	var tt *batch.TornTailError
 	var ce *batch.CorruptionError
 	switch err := it.Err(); {
@@ -184,8 +311,9 @@ func (r *scanResult) structural(v batch.View, base, pos int64) string {
 }
 
 // scanSegmentPrefix recounts a prefix of a segment of the given size that
-// is known to hold whole valid batches.
-func scanSegmentPrefix(prefix []byte, size int64) scanResult {
+// is known to hold whole valid batches, passing them to c when it is not
+// nil.
+func scanSegmentPrefix(prefix []byte, size int64, c *collector) scanResult {
 	r := scanResult{size: size, firstBase: -1, lastOffset: -1, lastEpoch: batch.NoLeaderEpoch,
 		prevEpoch: batch.NoLeaderEpoch, firstEpoch: batch.NoLeaderEpoch, lastPos: -1}
 	maxEpoch := int32(-1)
@@ -195,7 +323,10 @@ func scanSegmentPrefix(prefix []byte, size int64) scanResult {
 		}
 		if e := v.PartitionLeaderEpoch(); e >= 0 && e > maxEpoch {
 			maxEpoch = e
-			r.epochs = append(r.epochs, epochEntry{epoch: e, start: v.BaseOffset()})
+			r.epochs = append(r.epochs, epochEntry{epoch: e, start: v.BaseOffset(), pos: pos})
+		}
+		if c != nil {
+			c.add(pos, v)
 		}
 		r.batches++
 		r.lastOffset = v.LastOffset()
@@ -204,6 +335,7 @@ func scanSegmentPrefix(prefix []byte, size int64) scanResult {
 		r.validEnd = pos + int64(len(v))
 		return true
 	})
+	c.done(&r)
 	return r
 }
 
@@ -229,38 +361,64 @@ func walk(prefix []byte, fn func(pos int64, v batch.View) bool) {
 	}
 }
 
+// Bounds on what the scan keeps for the later steps (memory bounded,
+// package doc): at most maxKeptMappings segments stay mapped from the scan
+// to the producer replay, and the collected index entries and replay
+// positions of all segments together take at most maxCollectedBytes (a
+// segment over the budget has its data walked again instead).
+const (
+	maxKeptMappings   = 1024
+	maxCollectedBytes = 256 << 20
+)
+
 // scanAll validates the segments of todo in parallel (a pool of
-// o.Parallelism workers). results[i] belongs to segs[todo[i]].
+// o.Parallelism workers), storing each result in segs[i].scan.
 func (o *Options) scanAll(segs []*seg, todo []int) {
 	var wg sync.WaitGroup
 	next := make(chan int)
 	workers := min(o.Parallelism, len(todo))
+	var budget atomic.Int64
+	budget.Store(maxCollectedBytes)
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				s := segs[i]
-				s.scan = o.scanOne(s)
+			for k := range next {
+				s := segs[todo[k]]
+				s.scan, s.m = o.scanOne(s, k < maxKeptMappings)
+				if r := s.scan; r.err == nil {
+					if n := r.collectedBytes(); budget.Add(-n) < 0 {
+						budget.Add(n)
+						r.dropCollected()
+					}
+				}
 			}
 		}()
 	}
-	for _, i := range todo {
-		next <- i
+	for k := range todo {
+		next <- k
 	}
 	close(next)
 	wg.Wait()
 }
 
-func (o *Options) scanOne(s *seg) *scanResult {
+// scanOne validates the whole .log of s, collecting what the later steps
+// need; the mapping is returned when keep is set (and the scan succeeded),
+// else released.
+func (o *Options) scanOne(s *seg, keep bool) (*scanResult, *mapped) {
 	m, err := o.openMapped(s.logPath)
 	if err != nil {
-		return &scanResult{err: err}
+		return &scanResult{err: err}, nil
 	}
-	defer m.close()
 	var r scanResult
-	if err := guard(s.logPath, func() { r = scanSegment(m.data, s.base) }); err != nil {
-		return &scanResult{err: err}
+	c := newCollector(s.base, o.Segment.IndexIntervalBytes)
+	if err := guard(s.logPath, func() { r = scanSegment(m.data, s.base, c) }); err != nil {
+		m.close()
+		return &scanResult{err: err}, nil
 	}
-	return &r
+	if !keep {
+		m.close()
+		m = nil
+	}
+	return &r, m
 }
