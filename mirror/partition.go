@@ -123,7 +123,9 @@ func Open(l *partlog.Log, opts Options) (*Partition, error) {
 	case StateFailed:
 		p.failure = &FailedError{Op: "open", From: StateFailed, Reason: errors.New("FAILED recorded in " + CheckpointFile)}
 	case StateULERecovery:
-		p.failLocked("open", errors.New("ULE_RECOVERY is not implemented"))
+		// Unclean-election recovery on the source is out of the engine's
+		// scope (mirror.md §2.2): the partition goes FAILED.
+		p.failLocked("open", errors.New("ULE_RECOVERY recorded: unclean-election recovery is out of scope, the partition is FAILED"))
 	case StatePausing:
 		err = p.setStateLocked(StatePaused, StepNone)
 	case StateEpochFencing:

@@ -476,7 +476,7 @@ func TestT58SecondSource_T35Loop(t *testing.T) {
 	}
 }
 
-// TestULERecoveryFails: a checkpoint in ULE_RECOVERY (not implemented)
+// TestULERecoveryFails: a checkpoint in ULE_RECOVERY (out of scope)
 // opens FAILED.
 func TestULERecoveryFails(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "t-0")

@@ -3,6 +3,7 @@ package producerstate
 import (
 	"math/bits"
 	"slices"
+	"strconv"
 	"sync"
 )
 
@@ -41,7 +42,7 @@ func (o Origin) String() string {
 	if o >= 0 && int(o) < len(originNames) {
 		return originNames[o]
 	}
-	return "Origin(" + itoa(int64(o)) + ")"
+	return "Origin(" + strconv.Itoa(int(o)) + ")"
 }
 
 // trusted reports whether the origin copies an existing log (no sequence
@@ -397,27 +398,4 @@ func cmp64(a, b int64) int {
 		return 1
 	}
 	return 0
-}
-
-func itoa(v int64) string {
-	var b [20]byte
-	i := len(b)
-	neg := v < 0
-	u := uint64(v)
-	if neg {
-		u = uint64(-v)
-	}
-	for {
-		i--
-		b[i] = byte('0' + u%10)
-		u /= 10
-		if u == 0 {
-			break
-		}
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
 }
