@@ -52,6 +52,11 @@ type Log struct {
 	flushMu sync.Mutex // serializes flushes; taken before appendMu
 	syncMu  sync.Mutex // guards syncing
 	syncing *syncGroup // the flush Sync callers currently share, if any
+	// syncers counts the callers inside Sync; lastFlushNs is how long the
+	// last group flush took (both steer how long a flush leader waits for
+	// its group).
+	syncers     atomic.Int64
+	lastFlushNs atomic.Int64
 	// flushFault, set by tests, makes a flush fail as an fsync would.
 	flushFault func() error
 	jitterMs   int64 // per active segment, drawn at creation
