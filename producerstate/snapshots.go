@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/partlog/partlog/snapshot"
 )
@@ -19,26 +20,54 @@ func (m *Manager) SnapshotEntries() []snapshot.Entry {
 }
 
 func (m *Manager) snapshotEntriesLocked() []snapshot.Entry {
-	out := make([]snapshot.Entry, m.count)
-	i := 0
-	for s := range m.shards {
-		for _, e := range m.shards[s].producers {
-			x := &out[i]
-			x.ProducerID = e.producerID
-			x.ProducerEpoch = e.epoch
-			x.Timestamp = e.lastTimestamp
-			x.CoordinatorEpoch = e.coordinatorEpoch
-			x.CurrentTxnFirstOffset = e.txnFirstOffset
-			if e.n > 0 {
-				b := &e.batches[e.n-1]
-				x.LastSequence, x.LastOffset, x.OffsetDelta = b.LastSequence, b.LastOffset, b.OffsetDelta
-			} else {
-				x.LastSequence, x.LastOffset, x.OffsetDelta = -1, -1, 0
+	// Each shard fills its own range of out. With many producers the
+	// walk is bound by memory latency (a map iteration chasing entry
+	// pointers), so the shards are split between two goroutines.
+	starts := make([]int, len(m.shards)+1)
+	for i := range m.shards {
+		starts[i+1] = starts[i] + len(m.shards[i].producers)
+	}
+	out := make([]snapshot.Entry, starts[len(m.shards)])
+	fill := func(from, to int) {
+		for s := from; s < to; s++ {
+			i := starts[s]
+			for _, e := range m.shards[s].producers {
+				exportSnapshotEntry(&out[i], e)
+				i++
 			}
-			i++
 		}
 	}
-	return out[:i]
+	if len(out) < parallelSnapshotEntries || len(m.shards) < 2 {
+		fill(0, len(m.shards))
+		return out
+	}
+	half := len(m.shards) / 2
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); fill(half, len(m.shards)) }()
+	fill(0, half)
+	wg.Wait()
+	return out
+}
+
+// parallelSnapshotEntries is the producer count from which
+// snapshotEntriesLocked uses a second goroutine.
+const parallelSnapshotEntries = 64 << 10
+
+// exportSnapshotEntry fills x with e in snapshot form: only the newest
+// cached batch is kept (formats.md §5.2).
+func exportSnapshotEntry(x *snapshot.Entry, e *entry) {
+	x.ProducerID = e.producerID
+	x.ProducerEpoch = e.epoch
+	x.Timestamp = e.lastTimestamp
+	x.CoordinatorEpoch = e.coordinatorEpoch
+	x.CurrentTxnFirstOffset = e.txnFirstOffset
+	if e.n > 0 {
+		b := &e.batches[e.n-1]
+		x.LastSequence, x.LastOffset, x.OffsetDelta = b.LastSequence, b.LastOffset, b.OffsetDelta
+	} else {
+		x.LastSequence, x.LastOffset, x.OffsetDelta = -1, -1, 0
+	}
 }
 
 // LoadSnapshot replaces the state with entries, the content of the
