@@ -221,8 +221,7 @@ func guard(path string, fn func()) (err error) {
 // When c is not nil, every valid batch is also passed to c, and what it
 // collected is stored in the result.
 func scanSegment(data []byte, base int64, c *collector) scanResult {
-	r := scanResult{size: int64(len(data)), firstBase: -1, lastOffset: -1,
-		lastEpoch: batch.NoLeaderEpoch, prevEpoch: batch.NoLeaderEpoch, firstEpoch: batch.NoLeaderEpoch, lastPos: -1}
+	r := newScanResult(int64(len(data)))
 	it := batch.NewIterator(data, 0)
 	maxEpoch := int32(-1)
 	var pos int64
@@ -248,21 +247,7 @@ func scanSegment(data []byte, base int64, c *collector) scanResult {
 			c.done(&r)
 			return r
 		}
-		if r.firstBase < 0 {
-			r.firstBase = v.BaseOffset()
-			r.firstEpoch = v.PartitionLeaderEpoch()
-		}
-		if e := v.PartitionLeaderEpoch(); e >= 0 && e > maxEpoch {
-			maxEpoch = e
-			r.epochs = append(r.epochs, epochEntry{epoch: e, start: v.BaseOffset(), pos: pos})
-		}
-		if c != nil {
-			c.add(pos, v)
-		}
-		r.batches++
-		r.lastOffset = v.LastOffset()
-		r.prevEpoch, r.lastEpoch = r.lastEpoch, v.PartitionLeaderEpoch()
-		r.lastPos = pos
+		r.accept(pos, v, &maxEpoch, c)
 		pos += int64(len(v))
 	}
 	r.validEnd = pos
@@ -282,6 +267,32 @@ func scanSegment(data []byte, base int64, c *collector) scanResult {
 		r.fail, r.reason = failCorrupt, err.Error()
 	}
 	return r
+}
+
+// newScanResult is the result of a scan that has accepted nothing yet.
+func newScanResult(size int64) scanResult {
+	return scanResult{size: size, firstBase: -1, lastOffset: -1, lastEpoch: batch.NoLeaderEpoch,
+		prevEpoch: batch.NoLeaderEpoch, firstEpoch: batch.NoLeaderEpoch, lastPos: -1}
+}
+
+// accept records v, a valid batch at pos, in r: first offset and epoch,
+// the epoch changes (an epoch above every earlier one, tracked in
+// maxEpoch), counts and the last batch; c, when not nil, collects it too.
+func (r *scanResult) accept(pos int64, v batch.View, maxEpoch *int32, c *collector) {
+	if r.firstBase < 0 {
+		r.firstBase, r.firstEpoch = v.BaseOffset(), v.PartitionLeaderEpoch()
+	}
+	if e := v.PartitionLeaderEpoch(); e >= 0 && e > *maxEpoch {
+		*maxEpoch = e
+		r.epochs = append(r.epochs, epochEntry{epoch: e, start: v.BaseOffset(), pos: pos})
+	}
+	if c != nil {
+		c.add(pos, v)
+	}
+	r.batches++
+	r.lastOffset = v.LastOffset()
+	r.prevEpoch, r.lastEpoch = r.lastEpoch, v.PartitionLeaderEpoch()
+	r.lastPos = pos
 }
 
 // blamePrevious is returned by structural when the previous batch is an
@@ -314,24 +325,10 @@ func (r *scanResult) structural(v batch.View, base, pos int64) string {
 // is known to hold whole valid batches, passing them to c when it is not
 // nil.
 func scanSegmentPrefix(prefix []byte, size int64, c *collector) scanResult {
-	r := scanResult{size: size, firstBase: -1, lastOffset: -1, lastEpoch: batch.NoLeaderEpoch,
-		prevEpoch: batch.NoLeaderEpoch, firstEpoch: batch.NoLeaderEpoch, lastPos: -1}
+	r := newScanResult(size)
 	maxEpoch := int32(-1)
 	walk(prefix, func(pos int64, v batch.View) bool {
-		if r.firstBase < 0 {
-			r.firstBase, r.firstEpoch = v.BaseOffset(), v.PartitionLeaderEpoch()
-		}
-		if e := v.PartitionLeaderEpoch(); e >= 0 && e > maxEpoch {
-			maxEpoch = e
-			r.epochs = append(r.epochs, epochEntry{epoch: e, start: v.BaseOffset(), pos: pos})
-		}
-		if c != nil {
-			c.add(pos, v)
-		}
-		r.batches++
-		r.lastOffset = v.LastOffset()
-		r.prevEpoch, r.lastEpoch = r.lastEpoch, v.PartitionLeaderEpoch()
-		r.lastPos = pos
+		r.accept(pos, v, &maxEpoch, c)
 		r.validEnd = pos + int64(len(v))
 		return true
 	})
