@@ -39,14 +39,20 @@ type scan struct {
 // validate checks every batch of records (batch.Check: framing, magic 2,
 // CRC-32C, header rules), for a client Kafka's leader rules, and, when
 // the offsets are kept as they are (follower, mirror), that they
-// increase from batch to batch. The
+// increase from batch to batch; in the same walk it stages each batch in
+// the producer state (l.stage), which appendLocked commits. The
 // bytes must be exactly a sequence of whole batches. It does not
 // allocate.
-func (l *Log) validate(records []byte, leader, keptOffsets bool, s *scan) error {
+func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan) error {
 	*s = scan{firstBase: -1, lastOffset: -1, maxTimestamp: batch.NoTimestamp}
 	if len(records) == 0 {
 		return fmt.Errorf("%w: empty append", ErrInvalidRecords)
 	}
+	leader := origin == OriginClient
+	// The producer state stages each batch in the same walk, at the
+	// offset it will have: as fetched, or assigned from the log end.
+	l.psm.Begin(&l.stage, origin, 0) // the manager does not read the clock
+	next := l.logEndOffset.Load()
 	it := batch.NewIterator(records, 0)
 	prevLast := int64(-1)
 	for v, ok := it.Next(); ok; v, ok = it.Next() {
@@ -64,6 +70,14 @@ func (l *Log) validate(records []byte, leader, keptOffsets bool, s *scan) error 
 		} else {
 			s.epochsDecrease = s.epochsDecrease || e < s.lastEpoch
 			s.lastEpoch = e
+		}
+		base := v.BaseOffset()
+		if !keptOffsets {
+			base = next
+			next += int64(v.LastOffsetDelta()) + 1
+		}
+		if err := l.psm.Validate(&l.stage, v, base); err != nil {
+			return err
 		}
 		prevLast = v.LastOffset()
 		s.lastOffset = prevLast
@@ -146,7 +160,7 @@ func (l *Log) appendAssigned(records []byte, leaderEpoch int32, origin Origin) (
 		return AppendInfo{}, err
 	}
 	var s scan
-	if err := l.validate(records, origin == OriginClient, false, &s); err != nil {
+	if err := l.validate(records, origin, false, &s); err != nil {
 		return AppendInfo{}, err
 	}
 	if latest := l.epochs.latest(); leaderEpoch < latest {
@@ -159,7 +173,7 @@ func (l *Log) appendAssigned(records []byte, leaderEpoch int32, origin Origin) (
 		}
 	}
 	leo := l.logEndOffset.Load()
-	return l.appendLocked(records, &s, segment.Stamp{Assign: true, NextOffset: leo, LeaderEpoch: leaderEpoch}, leo, leo+s.offsetSlots-1, origin)
+	return l.appendLocked(records, &s, segment.Stamp{Assign: true, NextOffset: leo, LeaderEpoch: leaderEpoch}, leo, leo+s.offsetSlots-1)
 }
 
 // AppendAsFollower appends batches fetched from a leader as they are:
@@ -188,7 +202,7 @@ func (l *Log) appendKept(records []byte, origin Origin) (AppendInfo, error) {
 		return AppendInfo{}, err
 	}
 	var s scan
-	if err := l.validate(records, false, true, &s); err != nil {
+	if err := l.validate(records, origin, true, &s); err != nil {
 		return AppendInfo{}, err
 	}
 	leo := l.logEndOffset.Load()
@@ -200,32 +214,15 @@ func (l *Log) appendKept(records []byte, origin Origin) (AppendInfo, error) {
 		return AppendInfo{}, fmt.Errorf("%w: fetched batch at offset %d has epoch %d, latest %d",
 			ErrStaleLeaderEpoch, s.firstBase, s.firstEpoch, latest)
 	}
-	return l.appendLocked(records, &s, segment.Stamp{}, s.firstBase, s.lastOffset, origin)
+	return l.appendLocked(records, &s, segment.Stamp{}, s.firstBase, s.lastOffset)
 }
 
-// appendLocked checks the producer state, rolls if needed, records
-// epochs, appends, commits the producer state and advances the log end
-// offset (invariant order of doc.go: the bytes are in the log before the
+// appendLocked rolls if needed, records epochs, appends, commits the
+// producer state staged by validate and advances the log end offset
+// (invariant order of doc.go: the bytes are in the log before the
 // producer state changes). Caller holds appendMu and has validated
 // records.
-func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, last int64, origin Origin) (AppendInfo, error) {
-	// Stage the producer-state effect of every batch at its final offset.
-	// The manager does not read the clock it is given.
-	l.psm.Begin(&l.stage, origin, 0)
-	next := first
-	for p := 0; p < len(records); {
-		v := batch.View(records[p:])
-		v = v[:v.Size()]
-		base := v.BaseOffset()
-		if st.Assign {
-			base = next
-			next += int64(v.LastOffsetDelta()) + 1
-		}
-		if err := l.psm.Validate(&l.stage, v, base); err != nil {
-			return AppendInfo{}, err
-		}
-		p += len(v)
-	}
+func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, last int64) (AppendInfo, error) {
 	active := l.active()
 	if active.ShouldRoll(int64(len(records)), last, s.maxTimestamp, l.opts.SegmentMs, l.jitterMs, l.opts.Now) {
 		if err := l.rollLocked(first); err != nil {
@@ -233,7 +230,7 @@ func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, las
 		}
 		active = l.active()
 	}
-	if err := l.recordEpochs(records, st, first); err != nil {
+	if err := l.recordEpochs(records, s, st, first); err != nil {
 		return AppendInfo{}, err
 	}
 	var out segment.Appended
@@ -291,12 +288,17 @@ func containsBarrier(records []byte) bool {
 // recordEpochs adds new leader epochs to the cache: the leader's epoch at
 // the first assigned offset, or each new epoch met in a follower's
 // batches at that batch's base offset.
-func (l *Log) recordEpochs(records []byte, st segment.Stamp, first int64) error {
+func (l *Log) recordEpochs(records []byte, s *scan, st segment.Stamp, first int64) error {
 	latest := l.epochs.latest()
 	if st.Assign {
 		if st.LeaderEpoch > latest {
 			return l.epochs.assign(st.LeaderEpoch, first)
 		}
+		return nil
+	}
+	// Kept-offset appends have non-decreasing epochs (validate checked),
+	// so the last batch's epoch says whether there is anything new.
+	if s.lastEpoch <= latest {
 		return nil
 	}
 	// records was validated: walk the headers without checking again.
