@@ -96,6 +96,9 @@ func TestOpenDirLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !d.CleanShutdown() || len(d.Reports()) != 0 {
+		for _, r := range d.Reports() {
+			t.Log(r.Summary())
+		}
 		t.Fatalf("clean reopen: clean %v reports %d", d.CleanShutdown(), len(d.Reports()))
 	}
 	if ok, _ := checkpoint.CleanShutdownExists(filepath.Join(root, checkpoint.CleanShutdownFile)); ok {

@@ -25,13 +25,17 @@ type epochCache struct {
 	latestEpoch atomic.Int32
 }
 
-func loadEpochCache(dir string) (*epochCache, error) {
+// loadEpochCache makes the cache of dir holding entries (what recovery
+// decided), or, when entries is nil, what leader-epoch-checkpoint holds.
+func loadEpochCache(dir string, entries []EpochEntry) (*epochCache, error) {
 	c := &epochCache{path: filepath.Join(dir, checkpoint.LeaderEpochFile)}
-	entries, err := checkpoint.ReadLeaderEpochs(c.path)
-	if err != nil {
-		return nil, err
+	if entries == nil {
+		var err error
+		if entries, err = checkpoint.ReadLeaderEpochs(c.path); err != nil {
+			return nil, err
+		}
 	}
-	c.entries = entries
+	c.entries = slices.Clone(entries)
 	c.publishLatest()
 	return c, nil
 }

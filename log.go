@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -80,6 +78,8 @@ type Log struct {
 	psm    *producerstate.Manager // mutated under appendMu; read by anyone
 	report *recovery.Report       // set by open when recovery ran
 	stage  producerstate.Append   // reused by appends, under appendMu
+	// replaySkipped counts batches refused by producer-state rebuilds.
+	replaySkipped atomic.Int64
 }
 
 // Open opens the partition directory dir, creating it (and a first empty
@@ -122,28 +122,23 @@ func Open(dir string, opts *Options) (*Log, error) {
 	return l, nil
 }
 
-// open loads the directory, recovering it first when it was not closed
-// cleanly (or when its clean load finds it was not): one code path,
-// package recovery, shared with the CLI.
+// open loads the directory through package recovery, the one place that
+// decides what a partition directory holds, and adopts its result: the
+// segment list, the offsets, the leader epochs and the producer state.
+// With the clean-shutdown marker recovery trusts the segments that pass
+// their checks (indexes sane, tail ending exactly at the end of the file)
+// and validates only those that fail them; without it every segment from
+// the recovery point on is validated and repaired. A new directory (no
+// file of the segment family) gets a first empty segment.
 func (l *Log) open() error {
-	fresh, err := l.isFresh()
+	fresh, err := recovery.IsNew(l.dir)
 	if err != nil {
 		return err
 	}
 	if fresh {
-		return l.load() // a new partition: nothing to recover
+		return l.create()
 	}
-	if l.opts.CleanShutdown {
-		err := l.load()
-		if err == nil || !errors.Is(err, ErrNeedsRecovery) {
-			return err
-		}
-		// The marker said clean but the files say otherwise (recovery.md
-		// §8 H3): recover, and say so in the report.
-		l.closeSegments()
-		l.segments, l.keys = nil, map[*segment.Segment]uint64{}
-	}
-	rep, err := recovery.Run(l.dir, recovery.Options{
+	ld, err := recovery.Load(l.dir, recovery.Options{
 		Clean:                  l.opts.CleanShutdown,
 		RecoveryPoint:          l.opts.RecoveryPoint,
 		LogStartOffset:         l.opts.LogStartOffset,
@@ -155,31 +150,91 @@ func (l *Log) open() error {
 	if err != nil {
 		return err
 	}
-	l.report = rep
+	rep := ld.Report
+	if !l.opts.CleanShutdown || rep.Status != recovery.StatusOK {
+		l.report = rep
+	}
 	if l.opts.Strict && rep.Status != recovery.StatusOK {
 		return fmt.Errorf("%w: %s", ErrNeedsRecovery, rep.Summary())
 	}
-	if err := l.load(); err != nil {
+	return l.adopt(ld)
+}
+
+// create starts a new partition: one empty segment at the log start
+// offset.
+func (l *Log) create() error {
+	start := max(l.opts.LogStartOffset, 0)
+	s, err := segment.Create(l.dir, start, l.segConfig(), l.opts.Now())
+	if err != nil {
 		return err
 	}
-	// Recovery never advances the recovery point (KAFKA-10101).
-	l.recoveryPoint.Store(min(rep.RecoveryPoint, l.logEndOffset.Load()))
+	l.segments = []*segment.Segment{s}
+	l.dirDirty = true
+	if l.epochs, err = loadEpochCache(l.dir, nil); err != nil {
+		return err
+	}
+	for _, o := range []*atomic.Int64{&l.logStartOffset, &l.logEndOffset, &l.recoveryPoint, &l.highWatermark} {
+		o.Store(start)
+	}
+	l.newJitter()
+	if err := l.epochs.truncateFromEnd(start); err != nil {
+		return err
+	}
+	l.psm.Reset(start)
+	l.psm.OnLogStartOffsetIncremented(start)
 	return nil
 }
 
-// isFresh reports whether the directory holds no file of the segment
-// family at all (a new partition).
-func (l *Log) isFresh() (bool, error) {
-	entries, err := os.ReadDir(l.dir)
-	if err != nil {
-		return false, err
+// adopt opens the segments recovery kept, with the sizes it decided, and
+// takes over its offsets, leader epochs and producer state. Nothing is
+// listed, checked or replayed again.
+func (l *Log) adopt(ld *recovery.Loaded) error {
+	rep := ld.Report
+	segs := rep.Segments
+	if len(segs) == 0 {
+		return fmt.Errorf("partlog: %s: recovery kept no segment", l.dir)
 	}
-	for _, e := range entries {
-		if _, err := segment.ParseFileName(e.Name()); err == nil {
-			return false, nil
+	now := l.opts.Now()
+	cfg := l.segConfig()
+	for i, sr := range segs {
+		var s *segment.Segment
+		var err error
+		if i == len(segs)-1 {
+			s, err = segment.OpenRecovered(l.dir, sr.BaseOffset, sr.SizeBytes, cfg, now)
+		} else {
+			s, err = segment.OpenSealed(l.dir, sr.BaseOffset, cfg, now)
+			if err == nil {
+				s.SetNextOffset(segs[i+1].BaseOffset)
+				l.keys[s] = l.cache.register(s)
+			}
 		}
+		if err != nil {
+			return err
+		}
+		l.segments = append(l.segments, s)
 	}
-	return true, nil
+	leo := rep.LogEndOffset
+	if got := l.active().NextOffset(); got != leo {
+		return fmt.Errorf("partlog: %s: the active segment ends at offset %d, recovery found the log end at %d", l.dir, got, leo)
+	}
+	var err error
+	if l.epochs, err = loadEpochCache(l.dir, append([]EpochEntry{}, ld.Epochs...)); err != nil {
+		return err
+	}
+	l.logStartOffset.Store(rep.LogStartOffset)
+	l.logEndOffset.Store(leo)
+	// Recovery never advances the recovery point (KAFKA-10101).
+	l.recoveryPoint.Store(rep.RecoveryPoint)
+	l.highWatermark.Store(rep.LogStartOffset)
+	l.newJitter()
+	l.psm = ld.Producers
+	// Recovery left a snapshot at the log end (unless the log is empty at
+	// its start, or under Strict where nothing is written and nothing was
+	// needed); the next one is due at the next roll or close.
+	if leo > rep.LogStartOffset && !l.opts.Strict {
+		l.psm.SetLastSnapshotOffset(leo)
+	}
+	return nil
 }
 
 // closeSegments closes whatever load opened (on a failed open).
@@ -229,103 +284,6 @@ func (l *Log) segConfig() segment.Config {
 		IndexIntervalBytes: l.opts.IndexIntervalBytes,
 		Prefault:           pre,
 	}
-}
-
-// load reads the directory listing and opens the segments.
-func (l *Log) load() error {
-	entries, err := os.ReadDir(l.dir)
-	if err != nil {
-		return err
-	}
-	var bases []int64
-	logs := map[int64]bool{}
-	var indexes []segment.FileName
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasSuffix(name, ".tmp") {
-			if _, err := segment.ParseFileName(strings.TrimSuffix(name, ".tmp")); err == nil {
-				return fmt.Errorf("%w: leftover temporary file %s", ErrNeedsRecovery, name)
-			}
-			// A checkpoint's temporary file (a crash between its write
-			// and its rename): never read; the next write replaces it.
-			continue
-		}
-		n, err := segment.ParseFileName(name)
-		if err != nil {
-			continue // checkpoints, partition.metadata, foreign files
-		}
-		if n.Transient != "" {
-			return fmt.Errorf("%w: interrupted operation left %s", ErrNeedsRecovery, name)
-		}
-		switch n.Kind {
-		case segment.LogSuffix:
-			bases = append(bases, n.Offset)
-			logs[n.Offset] = true
-		case segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix:
-			indexes = append(indexes, n)
-		}
-	}
-	for _, n := range indexes {
-		if !logs[n.Offset] {
-			return fmt.Errorf("%w: index %s has no .log", ErrNeedsRecovery, n)
-		}
-	}
-	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
-	if l.epochs, err = loadEpochCache(l.dir); err != nil {
-		return err
-	}
-	now := l.opts.Now()
-	cfg := l.segConfig()
-	if len(bases) == 0 {
-		s, err := segment.Create(l.dir, 0, cfg, now)
-		if err != nil {
-			return err
-		}
-		l.segments = []*segment.Segment{s}
-		l.dirDirty = true
-	}
-	for i, base := range bases {
-		var s *segment.Segment
-		if i == len(bases)-1 {
-			s, err = segment.OpenActive(l.dir, base, cfg, now)
-			if errors.Is(err, segment.ErrNeedsRecovery) {
-				err = fmt.Errorf("%w: %w", ErrNeedsRecovery, err)
-			}
-		} else {
-			s, err = segment.OpenSealed(l.dir, base, cfg, now)
-			if err == nil {
-				s.SetNextOffset(bases[i+1])
-				l.keys[s] = l.cache.register(s)
-			}
-		}
-		if err != nil {
-			return err
-		}
-		l.segments = append(l.segments, s)
-	}
-	active := l.active()
-	if len(l.segments) > 1 && active.NextOffset() < active.BaseOffset() {
-		return fmt.Errorf("%w: active segment below its predecessor", ErrNeedsRecovery)
-	}
-	leo := active.NextOffset()
-	start := max(l.opts.LogStartOffset, l.segments[0].BaseOffset())
-	if start > leo {
-		return fmt.Errorf("%w: log start offset %d is past the log end %d", ErrNeedsRecovery, start, leo)
-	}
-	l.logStartOffset.Store(start)
-	l.logEndOffset.Store(leo)
-	l.recoveryPoint.Store(leo)
-	l.highWatermark.Store(start)
-	l.newJitter()
-	if err := l.epochs.truncateFromEnd(leo); err != nil {
-		return err
-	}
-	// Producer state at the log end: newest snapshot + replay, then a
-	// snapshot at the log end (as Kafka writes at the end of a load).
-	if err := l.loadProducerState(leo); err != nil {
-		return err
-	}
-	return l.takeSnapshot()
 }
 
 func (l *Log) newJitter() {
@@ -477,6 +435,9 @@ func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
 		l.appendMu.Lock()
 		defer l.appendMu.Unlock()
+		if closeCheck != nil && l.failed == nil {
+			closeCheck(l)
+		}
 		var errs []error
 		if l.failed == nil {
 			errs = append(errs, l.flushLocked(), l.takeSnapshot())
@@ -502,6 +463,11 @@ func (l *Log) Close() error {
 	})
 	return l.closeErr
 }
+
+// closeCheck, set only by this package's tests, runs the shared
+// consistency check on every Log as it closes, with appendMu held (no
+// append can move the log meanwhile).
+var closeCheck func(*Log)
 
 // removeSegmentsLocked deletes segs (renamed .deleted, then removed) and
 // drops them from the list. Caller holds appendMu and mu exclusively.

@@ -86,44 +86,33 @@ func (l *Log) AbortedTransactions(fetchOffset, upperBound int64) ([]index.Aborte
 	return out, nil
 }
 
-// loadProducerState rebuilds the producer state at target from the newest
-// valid snapshot at or below it plus a replay of the log after it
-// (barriers included). Snapshots above target or at or below the log
+// loadProducerState rebuilds the producer state at target (a truncation
+// point) from the newest valid snapshot at or below it plus a replay of
+// the log after it, barriers included (producerstate.Rebuild, the one
+// rebuild the engine has). Snapshots above target or at or below the log
 // start are deleted. No snapshot means a replay from the log start: an
 // empty state is never assumed (a barrier may have emptied it, or the
-// snapshots may have been lost). Caller holds appendMu.
+// snapshots may have been lost). A batch the replay refuses is skipped and
+// counted (ReplaySkipped). Caller holds appendMu.
 func (l *Log) loadProducerState(target int64) error {
 	start := l.logStartOffset.Load()
 	entries, at, found, err := producerstate.LoadLatest(l.dir, target, start)
 	if err != nil {
 		return err
 	}
-	now := l.opts.Now().UnixMilli()
 	l.psm.TruncateAndReset()
-	if found {
-		l.psm.LoadSnapshot(entries, at, now)
-	} else {
-		at = start
-		l.psm.Reset(start)
-	}
-	if err := l.replay(at, target); err != nil {
-		return err
-	}
-	l.psm.SetMapEndOffset(target)
-	// The first unstable offset never lies below the log start (§1.4).
-	l.psm.OnLogStartOffsetIncremented(start)
-	return nil
+	return l.psm.Rebuild(&producerstate.Rebuild{
+		Snapshot: entries, SnapshotOffset: at, HasSnapshot: found,
+		LogStart: start, End: target, NowMs: l.opts.Now().UnixMilli(),
+		Batches:  l.scanBatches,
+		Rejected: func(batch.View, error) { l.replaySkipped.Add(1) },
+	})
 }
 
-// replay applies every batch with offsets in [from, to) to the producer
-// state with the replay origin, one batch per staged append so a barrier
-// acts exactly at its position. Caller holds appendMu.
-func (l *Log) replay(from, to int64) error {
-	if from >= to {
-		return nil
-	}
-	var a producerstate.Append
-	now := l.opts.Now().UnixMilli()
+// scanBatches calls yield with every batch of the log from the segment
+// holding from on, in offset order, until yield returns false (the
+// Batches source of a producer-state rebuild). Caller holds appendMu.
+func (l *Log) scanBatches(from int64, yield func(batch.View) bool) error {
 	l.mu.RLock()
 	segs := append([]*segment.Segment(nil), l.segments...)
 	l.mu.RUnlock()
@@ -131,30 +120,26 @@ func (l *Log) replay(from, to int64) error {
 		if i+1 < len(segs) && segs[i+1].BaseOffset() <= from {
 			continue
 		}
-		if s.BaseOffset() >= to {
-			break
-		}
-		stop := errStopReplay
 		err := s.Scan(func(_ int64, v batch.View) error {
-			if v.BaseOffset() >= to {
-				return stop
+			if !yield(v) {
+				return errStopReplay
 			}
-			if v.LastOffset() < from {
-				return nil
-			}
-			l.psm.Begin(&a, producerstate.Replay, now)
-			if err := l.psm.Validate(&a, v, v.BaseOffset()); err != nil {
-				return fmt.Errorf("partlog: replaying batch at offset %d: %w", v.BaseOffset(), err)
-			}
-			l.psm.Commit(&a)
 			return nil
 		})
-		if err != nil && err != stop {
+		if err == errStopReplay {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// ReplaySkipped counts the batches that producer-state rebuilds of this
+// Log (at truncations) refused and skipped since it was opened; the
+// batches refused by the rebuild at open are listed in RecoveryReport.
+func (l *Log) ReplaySkipped() int64 { return l.replaySkipped.Load() }
 
 var errStopReplay = fmt.Errorf("partlog: stop replay")
 

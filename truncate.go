@@ -172,12 +172,13 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	if len(doomed) > 0 {
 		l.mu.Lock()
 		err = l.removeSegmentsLocked(doomed)
-		first := l.segments[0].BaseOffset()
 		l.mu.Unlock()
-		// Snapshots below the first segment can never seed a replay.
-		_, serr := snapshot.DeleteBelow(l.dir, first)
-		err = errors.Join(err, serr)
 	}
+	// Snapshots at or below the log start never seed a replay: a load
+	// rebuilds from the log start and deletes them (as Kafka's does), so
+	// they go now rather than as a repair at the next open.
+	_, serr := snapshot.DeleteAtOrBelow(l.dir, offset)
+	err = errors.Join(err, serr)
 	l.psm.OnLogStartOffsetIncremented(offset)
 	return errors.Join(err, l.epochs.truncateFromStart(offset))
 }

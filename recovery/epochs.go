@@ -108,6 +108,7 @@ func (x *run) epochs(kept []*seg, leo, logStart int64, wiped bool) error {
 		// data; dropping it makes an interrupted wipe (E9) converge.
 		list = slices.DeleteFunc(list, func(e checkpoint.EpochEntry) bool { return e.StartOffset >= leo })
 	}
+	x.epochList = list
 	for _, e := range list {
 		x.r.Epochs = append(x.r.Epochs, EpochReport{Epoch: e.Epoch, StartOffset: e.StartOffset})
 	}

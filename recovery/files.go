@@ -3,12 +3,17 @@ package recovery
 import (
 	"errors"
 	"fmt"
+	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/producerstate"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
+
+	"github.com/partlog/partlog/segment"
 )
 
 // sprintf is fmt.Sprintf without arguments being formatted when there are
@@ -42,6 +47,9 @@ type run struct {
 	createAt int64
 	// all is every segment found, kept or dropped.
 	all []*seg
+	// What the log that opens the directory adopts (Load).
+	state     *producerstate.Manager
+	epochList []checkpoint.EpochEntry
 }
 
 func (x *run) path(name string) string {
@@ -267,4 +275,22 @@ func (x *run) readFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
 	}
 	return b, nil
+}
+
+// IsNew reports whether dir holds no file of the segment family at all
+// (no segment, index, snapshot or transient file of one, whatever its
+// type): a new partition, which a log creates instead of loading. Any
+// such name makes the directory one that Load must decide about.
+func IsNew(dir string) (bool, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return false, fmt.Errorf("partlog/recovery: list %s: %w", dir, err)
+	}
+	for _, de := range des {
+		name := strings.TrimSuffix(de.Name(), tempSuffix)
+		if _, err := segment.ParseFileName(name); err == nil || looksLikeSegmentFile(name) {
+			return false, nil
+		}
+	}
+	return true, nil
 }

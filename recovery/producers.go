@@ -87,6 +87,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 	}
 
 	m := producerstate.New(producerstate.Config{ProducerIDExpirationMs: x.o.ProducerIDExpirationMs})
+	x.state = m
 	nowMs := x.o.Now().UnixMilli()
 	// The replay must start at or below every recovered segment, whose
 	// transaction index it rebuilds, and at or below the recovery point.
@@ -99,7 +100,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 			target = min(target, s.base)
 		}
 	}
-	start := logStart
+	rb := &producerstate.Rebuild{LogStart: logStart, End: leo, NowMs: nowMs}
 	loadedAt := int64(-1)
 	for i := len(remaining) - 1; i >= 0 && !wiped; i-- {
 		f := remaining[i]
@@ -122,97 +123,52 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 			}
 			continue
 		}
-		m.LoadSnapshot(entries, f.offset, nowMs)
-		start, loadedAt = f.offset, f.offset
+		rb.Snapshot, rb.SnapshotOffset, rb.HasSnapshot = entries, f.offset, true
+		loadedAt = f.offset
 		off := f.offset
 		x.r.SnapshotsUsed = &off
 		break
 	}
-	if loadedAt < 0 {
-		m.Reset(logStart)
+	if wiped {
+		rb.End = logStart
 	}
 
-	// Replay.
+	// Replay (producerstate.Rebuild), with the batches of the kept
+	// segments as its source.
 	aborted := make(map[int64][]index.AbortedTxn) // by segment base
-	var a producerstate.Append
 	replayProblems := 0
-	for _, s := range kept {
-		if wiped || s.created || s.keepEnd == 0 || s.next() <= start {
-			s.releaseMap()
-			continue
+	var cur *seg
+	rb.Rejected = func(v batch.View, err error) {
+		if replayProblems < maxReplayProblems {
+			x.r.problem(cur.logName, -1, kindProducerReplay, "batch at offset %d not applied to producer state (skipped): %v", v.BaseOffset(), err)
 		}
-		// A segment validated from byte 0 lists the positions of the
-		// batches with a producer id or the control flag: the only ones
-		// that change producer state (the others only move the map end
-		// offset, which is set to the LEO after the replay).
-		var positions []uint32
-		listed := s.recover && s.scan != nil && !s.scan.replayAll && s.keepEnd <= s.scan.validEnd
-		if listed {
-			positions = s.scan.replay
-			n := len(positions)
-			if s.keepEnd <= math.MaxUint32 {
-				n, _ = slices.BinarySearch(positions, uint32(s.keepEnd))
+		replayProblems++
+	}
+	rb.Applied = func(_ batch.View, a *producerstate.Append) {
+		for _, t := range a.CompletedTxns() {
+			if t.Aborted {
+				aborted[cur.base] = append(aborted[cur.base], index.AbortedTxn{ProducerID: t.ProducerID,
+					FirstOffset: t.FirstOffset, LastOffset: t.LastOffset, LastStableOffset: t.LastStableOffset})
 			}
-			positions = positions[:n]
-			if len(positions) == 0 {
+		}
+	}
+	rb.Batches = func(start int64, yield func(batch.View) bool) error {
+		for _, s := range kept {
+			if wiped || s.created || s.keepEnd == 0 || s.next() <= start {
 				s.releaseMap()
 				continue
 			}
-		}
-		mp, done, err := x.mapSeg(s)
-		if err != nil {
-			return err
-		}
-		data := mp.data[:s.keepEnd]
-		each := func(v batch.View) {
-			if v.LastOffset() < start {
-				return
-			}
-			m.Begin(&a, producerstate.Replay, nowMs)
-			if err := m.Validate(&a, v, v.BaseOffset()); err != nil {
-				if replayProblems < maxReplayProblems {
-					x.r.problem(s.logName, -1, kindProducerReplay, "batch at offset %d not applied to producer state: %v", v.BaseOffset(), err)
-				}
-				replayProblems++
-				return
-			}
-			m.Commit(&a)
-			for _, t := range a.CompletedTxns() {
-				if t.Aborted {
-					aborted[s.base] = append(aborted[s.base], index.AbortedTxn{ProducerID: t.ProducerID,
-						FirstOffset: t.FirstOffset, LastOffset: t.LastOffset, LastStableOffset: t.LastStableOffset})
-				}
+			cur = s
+			more, err := x.replaySegment(s, yield)
+			if err != nil || !more {
+				return err
 			}
 		}
-		ferr := guard(s.logPath, func() {
-			switch {
-			case listed:
-				for _, p := range positions {
-					b := data[p:]
-					each(batch.View(b[:frameSize(b)]))
-				}
-			case s.recover:
-				walk(data, func(_ int64, v batch.View) bool { each(v); return true })
-			default:
-				it := batch.NewIterator(data, 0)
-				for v, ok := it.Next(); ok; v, ok = it.Next() {
-					each(v)
-				}
-				if err := it.Err(); err != nil {
-					x.r.problem(s.logName, it.Position(), kindReplayIncomplete, "producer replay stopped in a trusted segment: %v", err)
-				}
-			}
-		})
-		done()
-		s.releaseMap()
-		if ferr != nil {
-			return ferr
-		}
+		return nil
 	}
-	if wiped {
-		m.Reset(logStart)
+	if err := m.Rebuild(rb); err != nil {
+		return err
 	}
-	m.SetMapEndOffset(leo)
 
 	// Transaction indexes of the recovered segments.
 	for _, s := range kept {
@@ -294,6 +250,60 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 	x.r.changed = true
 	x.files[name] = x.path(name)
 	return nil
+}
+
+// replaySegment passes the batches of s that may change producer state
+// to yield, in order. It reports whether yield asked for more.
+func (x *run) replaySegment(s *seg, yield func(batch.View) bool) (bool, error) {
+	defer s.releaseMap()
+	// A segment validated from byte 0 lists the positions of the batches
+	// with a producer id or the control flag: the only ones that change
+	// producer state (the others only move the map end offset, which the
+	// rebuild sets to the LEO).
+	var positions []uint32
+	listed := s.recover && s.scan != nil && !s.scan.replayAll && s.keepEnd <= s.scan.validEnd
+	if listed {
+		positions = s.scan.replay
+		n := len(positions)
+		if s.keepEnd <= math.MaxUint32 {
+			n, _ = slices.BinarySearch(positions, uint32(s.keepEnd))
+		}
+		positions = positions[:n]
+		if len(positions) == 0 {
+			return true, nil
+		}
+	}
+	mp, done, err := x.mapSeg(s)
+	if err != nil {
+		return false, err
+	}
+	defer done()
+	data := mp.data[:s.keepEnd]
+	more := true
+	ferr := guard(s.logPath, func() {
+		switch {
+		case listed:
+			for _, p := range positions {
+				b := data[p:]
+				if more = yield(batch.View(b[:frameSize(b)])); !more {
+					return
+				}
+			}
+		case s.recover:
+			walk(data, func(_ int64, v batch.View) bool { more = yield(v); return more })
+		default:
+			it := batch.NewIterator(data, 0)
+			for v, ok := it.Next(); ok; v, ok = it.Next() {
+				if more = yield(v); !more {
+					return
+				}
+			}
+			if err := it.Err(); err != nil {
+				x.r.problem(s.logName, it.Position(), kindReplayIncomplete, "producer replay stopped in a trusted segment: %v", err)
+			}
+		}
+	})
+	return more, ferr
 }
 
 func sortEntries(e []snapshot.Entry) {

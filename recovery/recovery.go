@@ -9,6 +9,8 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
 )
 
@@ -52,6 +54,31 @@ func (s *seg) name(kind string) string { return segment.MakeFileName(s.base, kin
 // It returns an error, and changes no segment data, when a file cannot be
 // read or written (I/O errors are never treated as damaged data).
 func Run(dir string, opts Options) (*Report, error) {
+	l, err := Load(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return l.Report, nil
+}
+
+// Loaded is the outcome of Load: the report, and the state it rebuilt,
+// which a log opening the directory adopts as it is. It is the one place
+// that decides what a partition directory holds: a log opens exactly the
+// segments of Report.Segments (with their sizes and last offsets) and
+// lists, checks and replays nothing itself.
+type Loaded struct {
+	// Report says what was found and done.
+	Report *Report
+	// Producers is the producer state at the log end offset, rebuilt from
+	// the snapshot and the replay (its map end offset is the LEO).
+	Producers *producerstate.Manager
+	// Epochs is the leader-epoch cache after recovery (what
+	// leader-epoch-checkpoint holds unless DryRun).
+	Epochs []checkpoint.EpochEntry
+}
+
+// Load is Run, returning also the state a log adopts.
+func Load(dir string, opts Options) (*Loaded, error) {
 	x := &run{o: opts.withDefaults(), dir: dir, swapped: map[int64]bool{}, createAt: -1}
 	x.r = &Report{Dir: dir, CleanShutdown: opts.Clean, Segments: []SegmentReport{}, IndexesRebuilt: []int64{},
 		Barriers: []int64{}, Problems: []Problem{}, RemovedFiles: []string{}, SnapshotsDiscarded: []int64{},
@@ -60,7 +87,7 @@ func Run(dir string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	x.r.finish(x.o.DryRun)
-	return x.r, nil
+	return &Loaded{Report: x.r, Producers: x.state, Epochs: x.epochList}, nil
 }
 
 func (x *run) runSteps() error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/partlog/partlog/batch"
@@ -24,12 +25,24 @@ var ErrNeedsRecovery = errors.New("partlog/segment: segment needs recovery")
 // the file (a cleanly closed .log is trimmed to its data). The file is
 // then preallocated to SegmentBytes and mapped writable.
 func OpenActive(dir string, base int64, cfg Config, now time.Time) (*Segment, error) {
-	s := newSegment(dir, base, cfg, now)
-	st, err := os.Stat(s.Path(LogSuffix))
+	st, err := os.Stat(filepath.Join(dir, MakeFileName(base, LogSuffix)))
 	if err != nil {
 		return nil, err
 	}
-	dataLen := st.Size()
+	return openActive(dir, base, st.Size(), cfg, now, true)
+}
+
+// OpenRecovered opens for appending the last segment of a directory that
+// package recovery has just loaded, whose .log holds exactly size bytes of
+// valid batches and whose indexes recovery checked or rebuilt: nothing is
+// checked again. Only the batches after the last offset-index entry are
+// read, for the next offset and the timestamps.
+func OpenRecovered(dir string, base, size int64, cfg Config, now time.Time) (*Segment, error) {
+	return openActive(dir, base, size, cfg, now, false)
+}
+
+func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, check bool) (*Segment, error) {
+	s := newSegment(dir, base, cfg, now)
 	for _, kind := range []string{IndexSuffix, TimeIndexSuffix} {
 		if _, err := os.Stat(s.Path(kind)); errors.Is(err, fs.ErrNotExist) {
 			// Kafka creates index files lazily: an absent index of a
@@ -43,9 +56,11 @@ func OpenActive(dir string, base int64, cfg Config, now time.Time) (*Segment, er
 		_ = s.closeFiles()
 		return nil, err
 	}
-	if err := errors.Join(s.offsetIndex.Sanity(), s.timeIndex.Sanity(), s.txnIndex.Sanity()); err != nil {
-		_ = s.closeFiles()
-		return nil, fmt.Errorf("%w: %w", ErrNeedsRecovery, err)
+	if check {
+		if err := errors.Join(s.offsetIndex.Sanity(), s.timeIndex.Sanity(), s.txnIndex.Sanity()); err != nil {
+			_ = s.closeFiles()
+			return nil, fmt.Errorf("%w: %w", ErrNeedsRecovery, err)
+		}
 	}
 	f, err := mmapfile.Open(s.Path(LogSuffix), max(cfg.SegmentBytes, dataLen), true)
 	if err != nil {

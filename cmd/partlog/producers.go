@@ -222,7 +222,7 @@ func loadProducerState(dir string, rep *recovery.Report, target int64, now time.
 		limit = *rep.SnapshotsUsed
 	}
 	limit = min(limit, target)
-	start := rep.LogStartOffset
+	rb := &producerstate.Rebuild{LogStart: rep.LogStartOffset, End: target, NowMs: nowMs}
 	for i := len(snaps) - 1; i >= 0; i-- {
 		f := snaps[i]
 		if f.Offset > limit || f.Offset <= rep.LogStartOffset || discarded[f.Offset] {
@@ -236,80 +236,70 @@ func loadProducerState(dir string, rep *recovery.Report, target int64, now time.
 			st.notes = append(st.notes, fmt.Sprintf("snapshot %d skipped: %v", f.Offset, err))
 			continue
 		}
-		st.m.LoadSnapshot(entries, f.Offset, nowMs)
-		st.snapshot, start = f.Offset, f.Offset
+		rb.Snapshot, rb.SnapshotOffset, rb.HasSnapshot = entries, f.Offset, true
+		st.snapshot = f.Offset
 		break
 	}
-	if st.snapshot < 0 {
-		st.m.Reset(rep.LogStartOffset)
+	var name string // the segment being replayed
+	rb.Rejected = func(v batch.View, err error) {
+		if st.rejected < maxReplayNotes {
+			st.notes = append(st.notes, fmt.Sprintf("%s: batch at offset %d not applied to producer state (skipped): %v", name, v.BaseOffset(), err))
+		}
+		st.rejected++
 	}
-	if err := replaySegments(dir, rep.Segments, start, target, nowMs, st); err != nil {
+	rb.Batches = func(from int64, yield func(batch.View) bool) error {
+		return readSegments(dir, rep.Segments, from, st, &name, yield)
+	}
+	if err := st.m.Rebuild(rb); err != nil {
 		return nil, err
 	}
-	st.m.SetMapEndOffset(target)
 	return st, nil
 }
 
 // maxReplayNotes bounds the rejected batches reported one by one.
 const maxReplayNotes = 10
 
-// replaySegments applies the batches with offsets in [from, to) of the
-// given segments (each read up to its SizeBytes) to st.m.
-func replaySegments(dir string, segs []recovery.SegmentReport, from, to, nowMs int64, st *producerState) error {
-	var a producerstate.Append
+// readSegments passes the batches of the given segments (each read up to
+// its SizeBytes, with buffered reads: the directory is not mapped) from
+// the segment holding from on to yield, in order, until yield returns
+// false. *name is the file being read. Bytes that are not a valid batch
+// end the replay with a note.
+func readSegments(dir string, segs []recovery.SegmentReport, from int64, st *producerState, name *string, yield func(batch.View) bool) error {
 	var buf []byte
 	for i, s := range segs {
 		if i+1 < len(segs) && segs[i+1].BaseOffset <= from {
 			continue
 		}
-		if s.BaseOffset >= to || s.SizeBytes == 0 {
-			if s.BaseOffset >= to {
-				break
-			}
+		if s.SizeBytes == 0 {
 			continue
 		}
-		name := segment.MakeFileName(s.BaseOffset, segment.LogSuffix)
-		f, err := os.Open(filepath.Join(dir, name))
+		*name = segment.MakeFileName(s.BaseOffset, segment.LogSuffix)
+		f, err := os.Open(filepath.Join(dir, *name))
 		if err != nil {
 			return err
 		}
 		r := bufio.NewReaderSize(io.LimitReader(f, s.SizeBytes), 1<<16)
 		var pos int64
-		done := false
-		for pos < s.SizeBytes && !done {
+		more := true
+		for pos < s.SizeBytes && more {
 			var v batch.View
 			v, buf, err = readBatch(r, buf, pos, s.SizeBytes)
 			if err != nil {
 				if !isFormatError(err) {
 					_ = f.Close()
-					return fmt.Errorf("read %s: %w", name, err)
+					return fmt.Errorf("read %s: %w", *name, err)
 				}
-				st.notes = append(st.notes, fmt.Sprintf("%s: replay stopped at position %d: %v", name, pos, err))
+				st.notes = append(st.notes, fmt.Sprintf("%s: replay stopped at position %d: %v", *name, pos, err))
 				st.rejected++
 				break
 			}
 			pos += int64(len(v))
-			switch {
-			case v.BaseOffset() >= to:
-				done = true
-				continue
-			case v.LastOffset() < from:
-				continue
-			}
-			st.m.Begin(&a, producerstate.Replay, nowMs)
-			if err := st.m.Validate(&a, v, v.BaseOffset()); err != nil {
-				if st.rejected < maxReplayNotes {
-					st.notes = append(st.notes, fmt.Sprintf("%s: batch at offset %d not applied to producer state: %v", name, v.BaseOffset(), err))
-				}
-				st.rejected++
-				continue
-			}
-			st.m.Commit(&a)
+			more = yield(v)
 		}
 		if err := f.Close(); err != nil {
 			return err
 		}
-		if done {
+		if !more {
 			break
 		}
 	}

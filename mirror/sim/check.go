@@ -189,67 +189,23 @@ func controlType(v batch.View) (batch.ControlType, bool) {
 // entry that another producer wrote.
 func (h *Harness) checkReplica(p *Partition) error {
 	m := producerstate.New(producerstate.Config{ProducerIDExpirationMs: expirationMs})
-	m.Reset(p.log.LogStartOffset())
-	var a producerstate.Append
 	owner := map[int64]string{}    // pid → producer whose batch the entry last took
 	txnOwner := map[int64]string{} // pid → producer whose batch opened the open transaction
 	negOwner := map[int64]string{} // rewritten negative pid → producer
 	ei := 0
 	leo := p.log.LogEndOffset()
-	err := forEachBatch(p.log, p.log.LogStartOffset(), leo, func(v batch.View) error {
-		for ei < len(p.expiries) && p.expiries[ei].offset <= v.BaseOffset() {
-			m.RemoveExpired(p.expiries[ei].nowMs)
-			ei++
-		}
-		w := h.owners[v.MaxTimestamp()]
-		pid := v.ProducerID()
-		barrier := isBarrier(v)
-		var before producerstate.Entry
-		had := false
-		switch {
-		case barrier:
-			clear(owner)
-			clear(txnOwner)
-			clear(negOwner)
-		case pid >= 0:
-			before, had = m.Producer(pid)
-			switch {
-			case !had:
-			case v.IsControl():
-				if t := txnOwner[pid]; before.CurrentTxnFirstOffset >= 0 && t != "" && t != w {
-					h.res.flag(&h.res.Cases[2], "case 3 on %s at %d: %s's %s closes %s's transaction open at %d",
-						p, v.BaseOffset(), h.ownerName(w), describeBatch(v), h.ownerName(t), before.CurrentTxnFirstOffset)
-				}
-			case owner[pid] == "" || owner[pid] == w:
-			case v.ProducerEpoch() == before.ProducerEpoch:
-				h.res.flag(&h.res.Cases[0], "case 1 on %s at %d: %s's %s accepted onto %s's entry {%d: e%d s%d}",
-					p, v.BaseOffset(), h.ownerName(w), describeBatch(v), h.ownerName(owner[pid]), pid, before.ProducerEpoch, before.LastSequence)
-			default:
-				h.res.flag(&h.res.Cases[1], "case 2 on %s at %d: %s's %s accepted onto %s's entry {%d: e%d s%d}",
-					p, v.BaseOffset(), h.ownerName(w), describeBatch(v), h.ownerName(owner[pid]), pid, before.ProducerEpoch, before.LastSequence)
-			}
-		case pid != batch.NoProducerID:
-			if o := negOwner[pid]; o != "" && o != w {
-				h.res.flag(&h.res.Clash, "clash on %s at %d: %s's %s stored under the id %s's batches have (invisible to the producer state)",
-					p, v.BaseOffset(), h.ownerName(w), describeBatch(v), h.ownerName(o))
-			}
-			negOwner[pid] = w
-		}
-		m.Begin(&a, producerstate.Replay, 0)
-		if err := m.Validate(&a, v, v.BaseOffset()); err != nil {
-			h.res.flag(&h.res.PSMMismatch, "replay of %s fails at %d: %v", p, v.BaseOffset(), err)
-			return nil
-		}
-		m.Commit(&a)
-		if !barrier && pid >= 0 {
-			if !v.IsControl() && v.IsTransactional() && (!had || before.CurrentTxnFirstOffset < 0) {
-				txnOwner[pid] = w
-			}
-			owner[pid] = w
-		}
-		return nil
-	})
-	if err != nil {
+	rejected := false // set by Rejected for the batch being replayed
+	rb := &producerstate.Rebuild{LogStart: p.log.LogStartOffset(), End: leo}
+	rb.Rejected = func(v batch.View, err error) {
+		rejected = true
+		h.res.flag(&h.res.PSMMismatch, "replay of %s fails at %d: %v", p, v.BaseOffset(), err)
+	}
+	rb.Batches = func(from int64, yield func(batch.View) bool) error {
+		return forEachBatch(p.log, from, leo, func(v batch.View) error {
+			return h.replayChecked(p, m, v, yield, &rejected, &ei, owner, txnOwner, negOwner)
+		})
+	}
+	if err := m.Rebuild(rb); err != nil {
 		return err
 	}
 	for ; ei < len(p.expiries); ei++ {
@@ -263,6 +219,62 @@ func (h *Harness) checkReplica(p *Partition) error {
 	}
 	if a, b := p.log.LastStableOffset(), m.LastStableOffset(p.log.HighWatermark()); a != b {
 		h.res.flag(&h.res.PSMMismatch, "last stable offset of %s is %d, the replay of its log gives %d", p, a, b)
+	}
+	return nil
+}
+
+// replayChecked looks at one batch of p's log for the corruption cases
+// before passing it to the rebuild (yield), then records whose batch the
+// entry took. ei is the index of p's next expiration event.
+func (h *Harness) replayChecked(p *Partition, m *producerstate.Manager, v batch.View, yield func(batch.View) bool,
+	rejected *bool, ei *int, owner, txnOwner, negOwner map[int64]string) error {
+	for *ei < len(p.expiries) && p.expiries[*ei].offset <= v.BaseOffset() {
+		m.RemoveExpired(p.expiries[*ei].nowMs)
+		*ei++
+	}
+	w := h.owners[v.MaxTimestamp()]
+	pid := v.ProducerID()
+	barrier := isBarrier(v)
+	var before producerstate.Entry
+	had := false
+	switch {
+	case barrier:
+		clear(owner)
+		clear(txnOwner)
+		clear(negOwner)
+	case pid >= 0:
+		before, had = m.Producer(pid)
+		switch {
+		case !had:
+		case v.IsControl():
+			if t := txnOwner[pid]; before.CurrentTxnFirstOffset >= 0 && t != "" && t != w {
+				h.res.flag(&h.res.Cases[2], "case 3 on %s at %d: %s's %s closes %s's transaction open at %d",
+					p, v.BaseOffset(), h.ownerName(w), describeBatch(v), h.ownerName(t), before.CurrentTxnFirstOffset)
+			}
+		case owner[pid] == "" || owner[pid] == w:
+		case v.ProducerEpoch() == before.ProducerEpoch:
+			h.res.flag(&h.res.Cases[0], "case 1 on %s at %d: %s's %s accepted onto %s's entry {%d: e%d s%d}",
+				p, v.BaseOffset(), h.ownerName(w), describeBatch(v), h.ownerName(owner[pid]), pid, before.ProducerEpoch, before.LastSequence)
+		default:
+			h.res.flag(&h.res.Cases[1], "case 2 on %s at %d: %s's %s accepted onto %s's entry {%d: e%d s%d}",
+				p, v.BaseOffset(), h.ownerName(w), describeBatch(v), h.ownerName(owner[pid]), pid, before.ProducerEpoch, before.LastSequence)
+		}
+	case pid != batch.NoProducerID:
+		if o := negOwner[pid]; o != "" && o != w {
+			h.res.flag(&h.res.Clash, "clash on %s at %d: %s's %s stored under the id %s's batches have (invisible to the producer state)",
+				p, v.BaseOffset(), h.ownerName(w), describeBatch(v), h.ownerName(o))
+		}
+		negOwner[pid] = w
+	}
+	*rejected = false
+	if !yield(v) {
+		return errStop
+	}
+	if !*rejected && !barrier && pid >= 0 {
+		if !v.IsControl() && v.IsTransactional() && (!had || before.CurrentTxnFirstOffset < 0) {
+			txnOwner[pid] = w
+		}
+		owner[pid] = w
 	}
 	return nil
 }
