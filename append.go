@@ -2,6 +2,7 @@ package partlog
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
@@ -60,6 +61,10 @@ func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan)
 			if err := l.leaderRules(v, it.Position()-int64(len(v))); err != nil {
 				return err
 			}
+		} else if origin == OriginCoordinator {
+			if err := coordinatorRules(v, it.Position()-int64(len(v))); err != nil {
+				return err
+			}
 		} else if keptOffsets && s.batches > 0 && v.BaseOffset() <= prevLast {
 			return &OffsetError{Err: ErrUnexpectedOffset, Offset: v.BaseOffset(),
 				LogStartOffset: l.logStartOffset.Load(), LogEndOffset: l.logEndOffset.Load()}
@@ -74,6 +79,14 @@ func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan)
 		base := v.BaseOffset()
 		if !keptOffsets {
 			base = next
+		}
+		// The batch's offsets and the log end after it must be int64s:
+		// checked here, before anything (a roll) is written.
+		if base < 0 || base > math.MaxInt64-1-int64(v.LastOffsetDelta()) {
+			return &OffsetError{Err: ErrUnexpectedOffset, Offset: base,
+				LogStartOffset: l.logStartOffset.Load(), LogEndOffset: l.logEndOffset.Load()}
+		}
+		if !keptOffsets {
 			next += int64(v.LastOffsetDelta()) + 1
 		}
 		if err := l.psm.Validate(&l.stage, v, base); err != nil {
@@ -124,6 +137,20 @@ func (l *Log) leaderRules(v batch.View, pos int64) error {
 		if err := batch.CheckRecords(v, data, true); err != nil {
 			return fmt.Errorf("%w: batch at %d: %w", ErrInvalidRecords, pos, err)
 		}
+	}
+	return nil
+}
+
+// coordinatorRules are the checks of a batch the broker writes for a
+// transaction coordinator or the mirroring control plane: a control batch
+// whose record count matches its offset range, as a leader requires of
+// every batch whose offsets it assigns.
+func coordinatorRules(v batch.View, pos int64) error {
+	switch {
+	case !v.IsControl():
+		return fmt.Errorf("%w: data batch at %d from a coordinator (only control batches)", ErrPolicy, pos)
+	case v.RecordsCount() <= 0 || int64(v.LastOffsetDelta())+1 != int64(v.RecordsCount()):
+		return fmt.Errorf("%w: batch at %d has %d records but last offset delta %d", ErrPolicy, pos, v.RecordsCount(), v.LastOffsetDelta())
 	}
 	return nil
 }

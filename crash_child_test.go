@@ -230,13 +230,13 @@ func (w *crashWorkload) barrier() error {
 	buf := batch.AppendMirrorPidResetBatch(nil, batch.ControlSpec{PartitionLeaderEpoch: batch.NoLeaderEpoch,
 		Timestamp: time.Now().UnixMilli()}, "crash-source")
 	if w.rng.IntN(2) == 0 {
-		// A batch after the barrier in the same append. Its incoming base
-		// offset must be above the barrier's although both are reassigned
+		// A second barrier in the same append. Its incoming base offset
+		// must be above the first's although both are reassigned
 		// (TestRegression_CoordinatorMultiBatchOffsets).
-		var err error
-		if buf, _, err = w.batch(buf, batch.NewBatchSpec(1)); err != nil {
-			return err
-		}
+		next := batch.AppendMirrorPidResetBatch(nil, batch.ControlSpec{PartitionLeaderEpoch: batch.NoLeaderEpoch,
+			Timestamp: time.Now().UnixMilli()}, "crash-source")
+		batch.View(next).SetBaseOffset(1)
+		buf = append(buf, next...)
 	}
 	return w.appendCoordinator(buf)
 }

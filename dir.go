@@ -61,6 +61,10 @@ type Dir struct {
 	lockFile *os.File
 	logs     map[TopicPartition]*Log
 	problems []DirProblem
+	// unloaded holds the checkpoint entries of the partitions that failed
+	// to load: they are written back unchanged (never dropped), and while
+	// there are any, Close writes no clean-shutdown marker.
+	unloaded map[TopicPartition]unloadedEntry
 	clean    bool
 	mu       sync.Mutex // serializes Checkpoint and Close
 	closed   bool
@@ -72,6 +76,13 @@ var partitionDirRE = regexp.MustCompile(`^(.+)-(\d+)$`)
 
 // kafkaSuffixedDirRE matches Kafka's delete/future/stray directories.
 var kafkaSuffixedDirRE = regexp.MustCompile(`^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$`)
+
+// unloadedEntry is what the checkpoints said of a partition that failed
+// to load.
+type unloadedEntry struct {
+	recoveryPoint, logStart       int64
+	hasRecoveryPoint, hasLogStart bool
+}
 
 // OpenDir opens a Kafka log directory: it takes the directory's .lock the
 // way Kafka does (a POSIX record lock, which a running broker holds), reads
@@ -101,7 +112,7 @@ func OpenDir(path string, opts *DirOptions) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dir{path: path, opts: o, lockFile: lock, logs: map[TopicPartition]*Log{}}
+	d := &Dir{path: path, opts: o, lockFile: lock, logs: map[TopicPartition]*Log{}, unloaded: map[TopicPartition]unloadedEntry{}}
 	if err := d.load(); err != nil {
 		for _, l := range d.logs {
 			_ = l.Close()
@@ -205,6 +216,10 @@ func (d *Dir) load() error {
 			defer mu.Unlock()
 			if err != nil {
 				d.problems = append(d.problems, DirProblem{Name: j.name, Kind: "failed", Detail: err.Error()})
+				u := unloadedEntry{}
+				u.recoveryPoint, u.hasRecoveryPoint = rps[j.tp]
+				u.logStart, u.hasLogStart = starts[j.tp]
+				d.unloaded[j.tp] = u
 				return
 			}
 			d.logs[j.tp] = l
@@ -285,14 +300,23 @@ func (d *Dir) checkpointLocked() error {
 			starts[tp] = l.LogStartOffset()
 		}
 	}
+	for tp, u := range d.unloaded {
+		if u.hasRecoveryPoint {
+			rps[tp] = u.recoveryPoint
+		}
+		if u.hasLogStart {
+			starts[tp] = u.logStart
+		}
+	}
 	return errors.Join(
 		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.RecoveryPointFile), rps),
 		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.LogStartOffsetFile), starts))
 }
 
-// Close flushes and closes every partition, writes both checkpoints and,
-// if everything closed cleanly, the clean-shutdown marker; then it
-// releases the directory's lock. It is idempotent.
+// Close flushes and closes every partition, writes both checkpoints (the
+// entries of partitions that failed to load kept as they were) and, if
+// every partition loaded and closed cleanly, the clean-shutdown marker;
+// then it releases the directory's lock. It is idempotent.
 func (d *Dir) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -305,7 +329,10 @@ func (d *Dir) Close() error {
 		errs = append(errs, l.Close())
 	}
 	errs = append(errs, d.checkpointLocked())
-	if err := errors.Join(errs...); err == nil {
+	// A partition that failed to load was not recovered: the next open
+	// must not trust the directory as cleanly shut down (Kafka takes the
+	// whole log directory offline instead).
+	if err := errors.Join(errs...); err == nil && len(d.unloaded) == 0 {
 		errs = append(errs, checkpoint.WriteCleanShutdown(filepath.Join(d.path, checkpoint.CleanShutdownFile), d.opts.BrokerEpoch))
 	}
 	errs = append(errs, d.lockFile.Close())

@@ -176,3 +176,82 @@ func TestOpenDirBadCheckpoint(t *testing.T) {
 		t.Fatalf("problems %+v logs %d", d.Problems(), len(d.Logs()))
 	}
 }
+
+// TestOpenDirFailedPartitionKeepsCheckpoints: a partition that fails to
+// load keeps its recovery point and log start offset in the checkpoints
+// (records deleted by a raised log start must not come back), and Close
+// writes no clean-shutdown marker while it is not loaded.
+func TestOpenDirFailedPartitionKeepsCheckpoints(t *testing.T) {
+	root := t.TempDir()
+	d, err := OpenDir(root, dirOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"bad-0", "good-0"} {
+		l, err := Open(filepath.Join(root, name), smallOpts(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 4; i++ {
+			if _, err := l.AppendAsLeader(makeBatch(t, 5, 10, 1000), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.SetLogStartOffset(7); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err = OpenDir(root, dirOpts(t)) // loads both, records their checkpoints
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range d.Logs() {
+		if err := l.SetLogStartOffset(7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bad := TopicPartition{Topic: "bad", Partition: 0}
+	rps0, _ := checkpoint.ReadOffsets(filepath.Join(root, checkpoint.RecoveryPointFile))
+	starts0, _ := checkpoint.ReadOffsets(filepath.Join(root, checkpoint.LogStartOffsetFile))
+	if starts0[bad] != 7 {
+		t.Fatalf("log starts %v, want bad-0 at 7", starts0)
+	}
+	// Damage bad-0 so that a strict open refuses it.
+	logPath := filepath.Join(root, "bad-0", "00000000000000000000.log")
+	st, err := os.Stat(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(logPath, st.Size()-3); err != nil {
+		t.Fatal(err)
+	}
+	o := dirOpts(t)
+	o.Log.Strict = true
+	d, err = OpenDir(root, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Log(bad); ok {
+		t.Fatal("the damaged partition loaded under Strict")
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rps, _ := checkpoint.ReadOffsets(filepath.Join(root, checkpoint.RecoveryPointFile))
+	starts, _ := checkpoint.ReadOffsets(filepath.Join(root, checkpoint.LogStartOffsetFile))
+	if rps[bad] != rps0[bad] || starts[bad] != 7 {
+		t.Fatalf("after a failed load: recovery points %v log starts %v, want bad-0 kept at %d and 7", rps, starts, rps0[bad])
+	}
+	if ok, _ := checkpoint.CleanShutdownExists(filepath.Join(root, checkpoint.CleanShutdownFile)); ok {
+		t.Fatal("clean-shutdown marker written although a partition was not loaded")
+	}
+}

@@ -389,8 +389,11 @@ func (l *Log) rollLocked(base int64) error {
 	l.mu.Unlock()
 	l.dirDirty = true
 	l.newJitter()
-	// A snapshot at the new segment's base offset (the producer state's
-	// map end offset is the log end), as Kafka writes on roll.
+	// A snapshot named after the new segment's base offset, as Kafka
+	// writes on roll: the map end offset moves to the base first (above
+	// the log end after a follower's gap), so the snapshot is never a
+	// stray that the next load deletes.
+	l.psm.SetMapEndOffset(base)
 	if err := l.takeSnapshot(); err != nil {
 		l.failed = err
 		return err

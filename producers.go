@@ -61,7 +61,11 @@ func (l *Log) ExpireProducers() int {
 
 // AbortedTransactions returns the aborted transactions that overlap
 // [fetchOffset, upperBound) from the transaction indexes, for a
-// read-committed fetch (recovery.md §4.4).
+// read-committed fetch. An aborted transaction is listed in the index of
+// the segment holding its ABORT marker, which may lie past upperBound (a
+// transaction open across a roll and aborted later), so the search goes
+// on through later segments until an entry ending at or past upperBound
+// proves it complete, as Kafka's LocalLog does.
 func (l *Log) AbortedTransactions(fetchOffset, upperBound int64) ([]index.AbortedTxn, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -69,9 +73,6 @@ func (l *Log) AbortedTransactions(fetchOffset, upperBound int64) ([]index.Aborte
 	for i, s := range l.segments {
 		if i+1 < len(l.segments) && l.segments[i+1].BaseOffset() <= fetchOffset {
 			continue
-		}
-		if s.BaseOffset() >= upperBound {
-			break
 		}
 		var complete bool
 		var err error

@@ -3,7 +3,9 @@ package recovery
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
+	"math"
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
@@ -23,6 +25,7 @@ func (x *run) logBounds(segs []*seg) (kept []*seg, leo, logStart int64, wiped bo
 	if x.createAt >= 0 {
 		kept = append(kept, x.newEmpty(x.createAt))
 	}
+	kept = x.dropUnusableTail(kept)
 	logStart = max(x.o.LogStartOffset, 0)
 	if len(kept) > 0 {
 		logStart = max(logStart, kept[0].base)
@@ -48,6 +51,41 @@ func (x *run) logBounds(segs []*seg) (kept []*seg, leo, logStart int64, wiped bo
 		leo = logStart
 	}
 	return kept, leo, logStart, wiped
+}
+
+// maxAppendBase is the largest base offset of a segment that can still
+// take a batch (its relative offsets fit in 31 bits without overflowing
+// an int64 offset).
+const maxAppendBase = math.MaxInt64 - math.MaxInt32
+
+// dropUnusableTail drops a last segment that holds no batch when its name
+// would move the log end offset past the data for nothing: a base offset
+// too large to take any append (09223372036854775807.log), or bytes that
+// are no batch at all under a base beyond the previous segment's end. The
+// log end then stays at the data (an empty segment at the log start
+// replaces it when nothing else is left).
+func (x *run) dropUnusableTail(kept []*seg) []*seg {
+	n := len(kept)
+	if n == 0 {
+		return kept
+	}
+	s := kept[n-1]
+	if s.created || s.lastOffset >= 0 {
+		return kept
+	}
+	var why string
+	switch {
+	case s.base > maxAppendBase:
+		why = "its base offset leaves no room for any batch"
+	case n > 1 && s.size > 0 && s.base > kept[n-2].next():
+		why = fmt.Sprintf("it holds no valid batch and its base offset lies beyond the end %d of segment %d", kept[n-2].next(), kept[n-2].base)
+	default:
+		return kept
+	}
+	x.r.problem(s.logName, -1, kindSegmentDropped, "segment %d (%d bytes) removed: %s; the log end stays at the data", s.base, s.size, why)
+	s.drop = true
+	x.r.changed = true
+	return kept[:n-1]
 }
 
 func (x *run) newEmpty(base int64) *seg {

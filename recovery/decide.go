@@ -24,6 +24,9 @@ func (x *run) decide(segs []*seg) error {
 	for i, s := range segs {
 		if s.recover {
 			r := s.scan
+			if d := r.epochDrop; d != nil && d.pos < r.validEnd {
+				x.r.problem(s.logName, d.pos, kindEpochDecrease, "leader epoch decreases from %d to %d at offset %d; kept, as Kafka does", d.from, d.to, d.offset)
+			}
 			s.keepEnd, s.batches = r.validEnd, r.batches
 			s.firstBase, s.lastOffset = r.firstBase, r.lastOffset
 			s.firstEpoch, s.lastEpoch, s.prevEpoch, s.lastPos = r.firstEpoch, r.lastEpoch, r.prevEpoch, r.lastPos
@@ -83,21 +86,9 @@ func (x *run) boundary(segs []*seg, i int, prev, s *seg) (stop bool, err error) 
 			prev.next(), s.firstBase-1, prev.base, s.base)
 	}
 	if e := s.firstEpoch; e >= 0 && prev.lastEpoch >= 0 && e < prev.lastEpoch {
-		if prev.prevEpoch >= 0 && e >= prev.prevEpoch && prev.lastPos >= 0 {
-			// The previous segment's last batch is an isolated spike.
-			pos := prev.lastPos
-			x.r.problem(prev.logName, pos, kindEpochSpike, "isolated leader epoch spike %d", prev.lastEpoch)
-			_, last, n, err := x.positionOf(prev, prev.lastOffset)
-			if err != nil {
-				return false, err
-			}
-			x.cutAt(segs, indexOf(segs, prev), pos, last, n, ClassCorruptUnflushed,
-				fmt.Sprintf("isolated leader epoch spike %d", prev.lastEpoch), failStructural)
-			return true, nil
-		}
-		x.cutAt(segs, i, 0, -1, 0, ClassCorruptUnflushed,
-			fmt.Sprintf("leader epoch decreases from %d to %d across segments", prev.lastEpoch, e), failStructural)
-		return true, nil
+		// Kept, as Kafka keeps it (see structural).
+		x.r.problem(s.logName, 0, kindEpochDecrease, "leader epoch decreases from %d to %d at offset %d (the first batch of segment %d); kept, as Kafka does",
+			prev.lastEpoch, e, s.firstBase, s.base)
 	}
 	return false, nil
 }

@@ -221,7 +221,7 @@ type EpochReport struct {
 
 // noteKinds are problem kinds that inform without making the status
 // "problems" on their own.
-var noteKinds = map[string]bool{kindFullRecovery: true}
+var noteKinds = map[string]bool{kindFullRecovery: true, kindEpochDecrease: true}
 
 // Problem kinds.
 const (
@@ -243,7 +243,7 @@ const (
 	kindProducerReplay   = "producer-replay"
 	kindSegmentDropped   = "segment-dropped"
 	kindSegmentCreated   = "segment-created"
-	kindEpochSpike       = "epoch"
+	kindEpochDecrease    = "epoch-decrease"
 	kindReplayIncomplete = "replay-incomplete"
 )
 

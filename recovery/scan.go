@@ -42,6 +42,9 @@ type scanResult struct {
 	// epochs lists (epoch, base offset, position) where a batch's epoch
 	// rises above every earlier epoch of the segment.
 	epochs []epochEntry
+	// epochDrop is the first batch whose epoch is below its predecessor's
+	// (kept, reported), or nil.
+	epochDrop *epochDrop
 	// Collected for the later steps when the scan covers a whole segment
 	// (scanOne), so that they need not walk the data again: the rebuilt
 	// indexes of the valid batches (nil when not collected or over the
@@ -216,7 +219,7 @@ func guard(path string, fn func()) (err error) {
 // scanSegment validates every batch of data, a segment's whole .log whose
 // base offset is base: batch.Iterator's checks plus the structural rules of
 // recovery.md §7.1 (offsets ≥ base, strictly increasing, within the
-// relative range; epochs never decreasing except for an isolated spike).
+// relative range).
 //
 // When c is not nil, every valid batch is also passed to c, and what it
 // collected is stored in the result.
@@ -231,17 +234,6 @@ func scanSegment(data []byte, base int64, c *collector) scanResult {
 			break
 		}
 		if why := r.structural(v, base, pos); why != "" {
-			if why == blamePrevious {
-				reason := fmt.Sprintf("isolated leader epoch spike %d (between %d and %d)", r.lastEpoch, r.prevEpoch, v.PartitionLeaderEpoch())
-				cut := r.lastPos
-				var nc *collector
-				if c != nil {
-					nc = newCollector(c.ib.base, c.ib.interval)
-				}
-				nr := scanSegmentPrefix(data[:cut], r.size, nc)
-				nr.fail, nr.reason = failStructural, reason
-				return nr
-			}
 			r.fail, r.reason = failStructural, why
 			r.validEnd = pos
 			c.done(&r)
@@ -295,12 +287,11 @@ func (r *scanResult) accept(pos int64, v batch.View, maxEpoch *int32, c *collect
 	r.lastPos = pos
 }
 
-// blamePrevious is returned by structural when the previous batch is an
-// isolated epoch spike and must be cut instead of v.
-const blamePrevious = "\x00previous"
-
 // structural applies the header rules to v (at pos) given the batches
-// accepted so far; "" means v is acceptable.
+// accepted so far; "" means v is acceptable. A leader epoch lower than the
+// previous batch's is not one of them: Kafka keeps and serves such a
+// batch (its epoch cache only takes increases), so recovery keeps it too
+// and reports it (epochDrop).
 func (r *scanResult) structural(v batch.View, base, pos int64) string {
 	b := v.BaseOffset()
 	switch {
@@ -311,14 +302,17 @@ func (r *scanResult) structural(v batch.View, base, pos int64) string {
 	case r.lastOffset >= 0 && b <= r.lastOffset:
 		return fmt.Sprintf("offsets not increasing: batch base %d after last offset %d", b, r.lastOffset)
 	}
-	e := v.PartitionLeaderEpoch()
-	if e >= 0 && r.lastEpoch >= 0 && e < r.lastEpoch {
-		if r.prevEpoch >= 0 && e >= r.prevEpoch {
-			return blamePrevious
-		}
-		return fmt.Sprintf("leader epoch decreases from %d to %d", r.lastEpoch, e)
+	if e := v.PartitionLeaderEpoch(); e >= 0 && r.lastEpoch >= 0 && e < r.lastEpoch && r.epochDrop == nil {
+		r.epochDrop = &epochDrop{pos: pos, offset: b, from: r.lastEpoch, to: e}
 	}
 	return ""
+}
+
+// epochDrop is the first batch of a segment whose leader epoch is lower
+// than the previous batch's.
+type epochDrop struct {
+	pos, offset int64
+	from, to    int32
 }
 
 // scanSegmentPrefix recounts a prefix of a segment of the given size that
