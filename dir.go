@@ -34,9 +34,10 @@ type DirOptions struct {
 	BrokerEpoch int64
 }
 
-// ErrDirLocked is returned by OpenDir when another process (a running
-// broker, another partlog) holds the log directory's .lock.
-var ErrDirLocked = errors.New("partlog: log directory is locked by another process")
+// ErrDirLocked is returned by OpenDir when another holder (a running
+// broker, another partlog, another Dir of this process) holds the log
+// directory's .lock. It satisfies errors.Is(err, ErrLocked).
+var ErrDirLocked = fmt.Errorf("%w: log directory .lock is held", ErrLocked)
 
 // DirProblem is something OpenDir found and did not load.
 type DirProblem struct {
@@ -73,8 +74,9 @@ var partitionDirRE = regexp.MustCompile(`^(.+)-(\d+)$`)
 // kafkaSuffixedDirRE matches Kafka's delete/future/stray directories.
 var kafkaSuffixedDirRE = regexp.MustCompile(`^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$`)
 
-// OpenDir opens a Kafka log directory: it takes the directory's .lock the
-// way Kafka does (a POSIX record lock, which a running broker holds), reads
+// OpenDir opens a Kafka log directory: it takes the directory's .lock
+// (LockLogDir: it conflicts with a running broker and with another Dir of
+// the same directory in this process, ErrDirLocked), reads
 // and then deletes the clean-shutdown marker (so a crash while loading is
 // seen as unclean next time, KAFKA-10471), reads the recovery-point and
 // log-start checkpoints (a malformed one is reported and treated as
@@ -112,16 +114,22 @@ func OpenDir(path string, opts *DirOptions) (*Dir, error) {
 	return d, nil
 }
 
-// LockLogDir takes an exclusive POSIX record lock on the log directory's
-// .lock file, creating it if needed, as Kafka does (and so conflicts with
-// a running broker). The lock lasts until the returned file is closed.
+// LockLogDir takes an exclusive record lock on the whole of the log
+// directory's .lock file, creating it if needed, where Kafka takes its
+// (FileChannel.tryLock, a POSIX record lock). The lock is an
+// open-file-description lock (F_OFD_SETLK): it conflicts with a broker's
+// POSIX lock on the same file, and, unlike a POSIX lock, also with a
+// second LockLogDir of this process, and closing another descriptor of
+// the file does not drop it. The lock lasts until the returned file is
+// closed.
 func LockLogDir(path string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(path, ".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(path, ".lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, err
 	}
+	// Pid must be 0 for an OFD lock.
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
-	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
+	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
 		_ = f.Close()
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EACCES) {
 			return nil, fmt.Errorf("%w: %s", ErrDirLocked, path)
