@@ -67,10 +67,6 @@ type Dir struct {
 	closed   bool
 }
 
-// partitionDirRE matches "<topic>-<partition>"; the topic is everything
-// before the last '-'.
-var partitionDirRE = regexp.MustCompile(`^(.+)-(\d+)$`)
-
 // kafkaSuffixedDirRE matches Kafka's delete/future/stray directories.
 var kafkaSuffixedDirRE = regexp.MustCompile(`^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$`)
 
@@ -139,17 +135,43 @@ func LockLogDir(path string) (*os.File, error) {
 	return f, nil
 }
 
-// ParsePartitionDir parses a partition directory name "<topic>-<n>".
+// maxTopicLen is the longest topic name Kafka accepts (Topic.validate).
+const maxTopicLen = 249
+
+// ParsePartitionDir parses a partition directory name "<topic>-<n>" the
+// way Kafka does (the topic is everything before the last '-'), and
+// accepts it only if Kafka could have made it: the topic is a legal Kafka
+// topic name (1 to 249 of [a-zA-Z0-9._-], not "." or "..") and n is a
+// partition number in canonical form (decimal, no sign, no leading zero,
+// at most 2^31-1), so that no two names map to the same partition
+// ("t-01" and "t-1"). Since the split is at the last '-', "t--1" is
+// partition 1 of topic "t-", as in Kafka.
 func ParsePartitionDir(name string) (TopicPartition, bool) {
-	m := partitionDirRE.FindStringSubmatch(name)
-	if m == nil || strings.ContainsAny(m[1], "/\x00") {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 || !validTopic(name[:i]) {
 		return TopicPartition{}, false
 	}
-	p, err := strconv.ParseInt(m[2], 10, 32)
-	if err != nil {
+	num := name[i+1:]
+	p, err := strconv.ParseInt(num, 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != num {
 		return TopicPartition{}, false
 	}
-	return TopicPartition{Topic: m[1], Partition: int32(p)}, true
+	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
+}
+
+// validTopic reports whether Kafka accepts topic as a topic name.
+func validTopic(topic string) bool {
+	if topic == "" || len(topic) > maxTopicLen || topic == "." || topic == ".." {
+		return false
+	}
+	for i := 0; i < len(topic); i++ {
+		switch c := topic[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (d *Dir) load() error {
