@@ -253,18 +253,27 @@ func (x *run) truncate(name string, size int64) error {
 	return nil
 }
 
-// readFile reads a whole small file (an index, a checkpoint) through the
-// open hook.
-func (x *run) readFile(name string) ([]byte, error) {
+// readFile reads a whole index file through the open hook, if it holds at
+// most limit bytes; a longer one is not read (fits is false), so a damaged
+// file of any length costs no more memory than what it is compared with.
+func (x *run) readFile(name string, limit int64) (b []byte, fits bool, err error) {
 	p := x.path(name)
 	if x.o.hooks != nil && x.o.hooks.open != nil {
 		if err := x.o.hooks.open(p); err != nil {
-			return nil, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
+			return nil, false, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
 		}
 	}
-	b, err := os.ReadFile(p)
+	f, err := os.Open(p)
 	if err != nil {
-		return nil, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
+		return nil, false, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
 	}
-	return b, nil
+	defer f.Close()
+	b, err = io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, false, nil
+	}
+	return b, true, nil
 }

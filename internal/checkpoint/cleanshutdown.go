@@ -49,14 +49,14 @@ func ParseCleanShutdown(data []byte) (CleanShutdown, error) {
 	if raw, ok := fields["version"]; ok && string(raw) != "null" {
 		v, err := jsonInt(raw, 32)
 		if err != nil {
-			return m, corruptf(0, "version %s: %v", raw, err)
+			return m, corruptf(0, "version %s: %v", string(raw), err)
 		}
 		m.Version = int32(v)
 	}
 	if raw, ok := fields["brokerEpoch"]; ok && string(raw) != "null" {
 		v, err := jsonInt(raw, 64)
 		if err != nil {
-			return m, corruptf(0, "brokerEpoch %s: %v", raw, err)
+			return m, corruptf(0, "brokerEpoch %s: %v", string(raw), err)
 		}
 		m.BrokerEpoch = v
 	}
@@ -91,7 +91,10 @@ func AppendCleanShutdown(dst []byte, m CleanShutdown) []byte {
 // test for presence. Invalid contents give a *CorruptionError naming path;
 // Kafka only logs such a marker and still counts the shutdown as clean.
 func ReadCleanShutdown(path string) (CleanShutdown, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSmall(path)
+	if IsCorrupt(err) {
+		return CleanShutdown{}, err
+	}
 	if err != nil {
 		return CleanShutdown{}, fmt.Errorf("partlog/checkpoint: read: %w", err)
 	}

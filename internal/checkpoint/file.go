@@ -184,11 +184,15 @@ func javaSplit(s string, match func(s string, i int) int) []string {
 }
 
 // readOptional reads path; a missing file reads as empty, which the
-// generic format treats as "no entries".
+// generic format treats as "no entries". A file above
+// fsutil.SmallFileLimit is a *CorruptionError, refused unread.
 func readOptional(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSmall(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
+	}
+	if IsCorrupt(err) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("partlog/checkpoint: read: %w", err)

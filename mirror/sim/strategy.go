@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/fsutil"
 )
 
 // Strategy is how a destination keeps producer state apart from its
@@ -134,7 +135,7 @@ type PIDMap struct {
 // directory dir.
 func LoadPIDMap(dir string) (*PIDMap, error) {
 	m := &PIDMap{dir: dir, owners: map[int64]originKey{}, salts: map[originKey]Collision{}}
-	data, err := os.ReadFile(filepath.Join(dir, CollisionFile))
+	data, err := fsutil.ReadSmall(filepath.Join(dir, CollisionFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return m, nil
 	}
