@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/recovery"
 	"github.com/partlog/partlog/segment"
@@ -175,6 +176,9 @@ func (l *Log) isFresh() (bool, error) {
 		return false, err
 	}
 	for _, e := range entries {
+		if ok, _ := fsutil.Usable(e); !ok {
+			continue
+		}
 		if _, err := segment.ParseFileName(e.Name()); err == nil {
 			return false, nil
 		}
@@ -239,9 +243,18 @@ func (l *Log) load() error {
 	}
 	var bases []int64
 	logs := map[int64]bool{}
-	var indexes []segment.FileName
+	var indexes, badIndexes []segment.FileName
 	for _, e := range entries {
 		name := e.Name()
+		if ok, _ := fsutil.Usable(e); !ok {
+			// A directory or link with a segment name is never loaded,
+			// written or followed (recovery reports it); a link in place
+			// of a loaded segment's index makes recovery rebuild it.
+			if n, err := segment.ParseFileName(name); err == nil && n.Transient == "" && n.Kind != segment.LogSuffix && n.Kind != segment.SnapshotSuffix {
+				badIndexes = append(badIndexes, n)
+			}
+			continue
+		}
 		if strings.HasSuffix(name, ".tmp") {
 			if _, err := segment.ParseFileName(strings.TrimSuffix(name, ".tmp")); err == nil {
 				return fmt.Errorf("%w: leftover temporary file %s", ErrNeedsRecovery, name)
@@ -268,6 +281,11 @@ func (l *Log) load() error {
 	for _, n := range indexes {
 		if !logs[n.Offset] {
 			return fmt.Errorf("%w: index %s has no .log", ErrNeedsRecovery, n)
+		}
+	}
+	for _, n := range badIndexes {
+		if logs[n.Offset] {
+			return fmt.Errorf("%w: index %s is not a regular file", ErrNeedsRecovery, n)
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })

@@ -202,7 +202,7 @@ func (x *run) replace(name string, data []byte) error {
 			return fmt.Errorf("partlog/recovery: write %s: %w", tmp, err)
 		}
 	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return fmt.Errorf("partlog/recovery: write %s: %w", tmp, err)
 	}
@@ -236,7 +236,7 @@ func (x *run) truncate(name string, size int64) error {
 		return err
 	}
 	p := x.path(name)
-	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return fmt.Errorf("partlog/recovery: truncate %s: %w", p, err)
 	}

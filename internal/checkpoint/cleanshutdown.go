@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 )
 
 // Kafka format; do not change (formats.md §6.7).
@@ -120,7 +121,7 @@ func CleanShutdownExists(path string) (bool, error) {
 // be the last write of a clean shutdown.
 func WriteCleanShutdown(path string, brokerEpoch int64) error {
 	data := AppendCleanShutdown(nil, CleanShutdown{Version: CleanShutdownVersion, BrokerEpoch: brokerEpoch})
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return fmt.Errorf("partlog/checkpoint: create %s: %w", path, err)
 	}

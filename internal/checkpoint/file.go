@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -202,12 +203,14 @@ func readOptional(path string) ([]byte, error) {
 
 // WriteFileAtomic replaces path with data the way Kafka replaces checkpoint
 // files: write `<path>.tmp` (truncating a stale one), fsync it, rename it
-// over path, then fsync the directory. A crash leaves either the old or the
+// over path, then fsync the directory. A symbolic link is never written
+// through: a link at the temporary name fails the write, one at path is
+// replaced by the rename. A crash leaves either the old or the
 // new content at path. On failure the temporary file is removed (best
 // effort).
 func WriteFileAtomic(path string, data []byte) (err error) {
 	tmp := path + TempSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return fmt.Errorf("partlog/checkpoint: create %s: %w", tmp, err)
 	}
