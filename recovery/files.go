@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/partlog/partlog/internal/checkpoint"
 )
 
 // sprintf is fmt.Sprintf without arguments being formatted when there are
@@ -126,7 +128,7 @@ func (x *run) removePath(name, p string) error {
 		} else if !errors.Is(err, syscall.EXDEV) {
 			return fmt.Errorf("partlog/recovery: quarantine %s: %w", p, err)
 		}
-		if err := copyFile(p, dst, 0, -1); err != nil {
+		if err := x.copyFile(p, dst, 0, -1); err != nil {
 			return err
 		}
 	}
@@ -137,32 +139,45 @@ func (x *run) removePath(name, p string) error {
 }
 
 // copyFile copies [from, from+n) of src (n < 0: to the end) to a new file
-// dst, fsynced.
-func copyFile(src, dst string, from, n int64) error {
+// dst with checkpoint.WriteFileAtomicFunc (a temporary file, fsynced, then
+// renamed): a copy cut short by a full disk or a crash leaves no partial
+// file under dst's name beside the complete copy of the next run.
+func (x *run) copyFile(src, dst string, from, n int64) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("partlog/recovery: quarantine %s: %w", src, err)
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("partlog/recovery: quarantine %s: %w", dst, err)
-	}
 	var r io.Reader = io.NewSectionReader(in, from, 1<<62)
 	if n >= 0 {
 		r = io.NewSectionReader(in, from, n)
 	}
-	_, err = io.Copy(out, r)
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
+	err = checkpoint.WriteFileAtomicFunc(dst, func(w io.Writer) error {
+		if x.o.hooks != nil && x.o.hooks.copy != nil {
+			w = &hookedWriter{w: w, hook: x.o.hooks.copy, path: dst}
+		}
+		_, err := io.Copy(w, r)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("partlog/recovery: quarantine %s: %w", dst, err)
 	}
 	return nil
+}
+
+// hookedWriter calls the copy hook after each write that succeeded.
+type hookedWriter struct {
+	w    io.Writer
+	hook func(path string) error
+	path string
+}
+
+func (h *hookedWriter) Write(p []byte) (int, error) {
+	n, err := h.w.Write(p)
+	if err == nil {
+		err = h.hook(h.path)
+	}
+	return n, err
 }
 
 // quarantineCopy copies the bytes of the live file name from position from
@@ -180,7 +195,7 @@ func (x *run) quarantineCopy(name string, from int64, label string) error {
 	if err != nil {
 		return err
 	}
-	return copyFile(p, dst, from, -1)
+	return x.copyFile(p, dst, from, -1)
 }
 
 // replace writes data as the live file name: a temporary file beside it,

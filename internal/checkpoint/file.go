@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -208,7 +209,17 @@ func readOptional(path string) ([]byte, error) {
 // replaced by the rename. A crash leaves either the old or the
 // new content at path. On failure the temporary file is removed (best
 // effort).
-func WriteFileAtomic(path string, data []byte) (err error) {
+func WriteFileAtomic(path string, data []byte) error {
+	return WriteFileAtomicFunc(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFileAtomicFunc is WriteFileAtomic with the content written by fill
+// (for content too large to hold in memory, such as a copied segment
+// tail): a failure of fill, or a crash, leaves no partial file at path.
+func WriteFileAtomicFunc(path string, fill func(io.Writer) error) (err error) {
 	tmp := path + TempSuffix
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
@@ -219,7 +230,7 @@ func WriteFileAtomic(path string, data []byte) (err error) {
 			_ = os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
+	if err = fill(f); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("partlog/checkpoint: write %s: %w", tmp, err)
 	}
