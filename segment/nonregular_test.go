@@ -2,6 +2,7 @@ package segment
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -63,5 +64,35 @@ func TestNonRegularSegmentFiles(t *testing.T) {
 	}
 	if st, err := os.Lstat(Path(d2, 5, LogSuffix)); err != nil || !st.IsDir() {
 		t.Fatalf("directory removed by Create: %v %v", st, err)
+	}
+}
+
+// TestTruncateLeavesNonRegularTempAlone: a directory at the name of the
+// truncation's temporary copy is not removed (the truncation fails).
+func TestTruncateLeavesNonRegularTempAlone(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Create(dir, 0, segTestCfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	written := segFill(t, s, 6)
+	if err := s.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	held, err := s.Read(0, 1<<20, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	tmp := s.Path(LogSuffix) + ".tmp"
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TruncateTo(written[3].base, time.Now()); err == nil {
+		t.Fatal("truncation over a directory at its temporary name succeeded")
+	}
+	if st, err := os.Lstat(tmp); err != nil || !st.IsDir() {
+		t.Fatalf("directory removed: %v %v", st, err)
 	}
 }
