@@ -43,9 +43,11 @@ var ErrDirLocked = fmt.Errorf("%w: log directory .lock is held", ErrLocked)
 type DirProblem struct {
 	// Name is the entry of the log directory concerned.
 	Name string
-	// Kind is "unrecognized" (not a partition directory name),
-	// "scheduled-for-deletion", "future", "stray" (Kafka's suffixed
-	// directories, left alone), "bad-checkpoint" or "failed".
+	// Kind is "unrecognized" (not a partition directory name Kafka could
+	// have made), "scheduled-for-deletion", "future", "stray" (Kafka's
+	// suffixed directories, left alone), "metadata-log" (KRaft's
+	// __cluster_metadata-0, which Kafka's log manager does not load
+	// either), "bad-checkpoint" or "failed".
 	Kind string
 	// Detail says more.
 	Detail string
@@ -135,6 +137,9 @@ func LockLogDir(path string) (*os.File, error) {
 	return f, nil
 }
 
+// metadataTopic is KRaft's metadata log, which Kafka's log manager skips.
+const metadataTopic = "__cluster_metadata"
+
 // maxTopicLen is the longest topic name Kafka accepts (Topic.validate).
 const maxTopicLen = 249
 
@@ -210,6 +215,10 @@ func (d *Dir) load() error {
 		tp, ok := ParsePartitionDir(name)
 		if !ok {
 			d.problems = append(d.problems, DirProblem{Name: name, Kind: "unrecognized", Detail: "not a topic-partition directory; left alone"})
+			continue
+		}
+		if tp.Topic == metadataTopic {
+			d.problems = append(d.problems, DirProblem{Name: name, Kind: "metadata-log", Detail: "KRaft metadata log (the Raft layer's); left alone"})
 			continue
 		}
 		jobs = append(jobs, job{tp, name})

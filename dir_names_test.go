@@ -48,11 +48,13 @@ func TestParsePartitionDirKafkaRules(t *testing.T) {
 }
 
 // TestOpenDirOddNames: directories whose names Kafka would not have made
-// are reported as unrecognized and left alone (nothing created inside,
+// (and KRaft's metadata log, which Kafka's log manager skips too) are
+// reported and left alone (nothing created inside,
 // the rest of the directory served), also on reopen.
 func TestOpenDirOddNames(t *testing.T) {
 	root := t.TempDir()
-	odd := []string{"a b-0", "\x01-0", "t-01", "t-+1", "..-0", strings.Repeat("x", maxTopicLen+1) + "-0", "t-0.0123abcd-delete"}
+	odd := []string{"a b-0", "\x01-0", "t-01", "t-+1", "..-0", strings.Repeat("x", maxTopicLen+1) + "-0", "t-0.0123abcd-delete",
+		"remote-log-index-cache", "__cluster_metadata-0"}
 	for _, name := range append([]string{"t-1"}, odd...) {
 		if err := os.Mkdir(filepath.Join(root, name), 0o755); err != nil {
 			t.Fatal(err)
@@ -79,8 +81,11 @@ func TestOpenDirOddNames(t *testing.T) {
 		}
 		for _, name := range odd {
 			want := "unrecognized"
-			if strings.HasSuffix(name, "-delete") {
+			switch {
+			case strings.HasSuffix(name, "-delete"):
 				want = "scheduled-for-deletion"
+			case strings.HasPrefix(name, metadataTopic):
+				want = "metadata-log"
 			}
 			if kinds[name] != want {
 				t.Errorf("round %d: %q reported as %q, want %q (problems %+v)", round, name, kinds[name], want, d.Problems())
