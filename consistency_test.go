@@ -230,3 +230,10 @@ func TestConsistencyCheckSeesBadOffsets(t *testing.T) {
 		})
 	}
 }
+
+// verifyLog runs the consistency check now and returns its error.
+func verifyLog(l *Log) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	return checkConsistency(l)
+}

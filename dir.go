@@ -34,17 +34,20 @@ type DirOptions struct {
 	BrokerEpoch int64
 }
 
-// ErrDirLocked is returned by OpenDir when another process (a running
-// broker, another partlog) holds the log directory's .lock.
-var ErrDirLocked = errors.New("partlog: log directory is locked by another process")
+// ErrDirLocked is returned by OpenDir when another holder (a running
+// broker, another partlog, another Dir of this process) holds the log
+// directory's .lock. It satisfies errors.Is(err, ErrLocked).
+var ErrDirLocked = fmt.Errorf("%w: log directory .lock is held", ErrLocked)
 
 // DirProblem is something OpenDir found and did not load.
 type DirProblem struct {
 	// Name is the entry of the log directory concerned.
 	Name string
-	// Kind is "unrecognized" (not a partition directory name),
-	// "scheduled-for-deletion", "future", "stray" (Kafka's suffixed
-	// directories, left alone), "bad-checkpoint" or "failed".
+	// Kind is "unrecognized" (not a partition directory name Kafka could
+	// have made), "scheduled-for-deletion", "future", "stray" (Kafka's
+	// suffixed directories, left alone), "metadata-log" (KRaft's
+	// __cluster_metadata-0, which Kafka's log manager does not load
+	// either), "bad-checkpoint" or "failed".
 	Kind string
 	// Detail says more.
 	Detail string
@@ -70,10 +73,6 @@ type Dir struct {
 	closed   bool
 }
 
-// partitionDirRE matches "<topic>-<partition>"; the topic is everything
-// before the last '-'.
-var partitionDirRE = regexp.MustCompile(`^(.+)-(\d+)$`)
-
 // kafkaSuffixedDirRE matches Kafka's delete/future/stray directories.
 var kafkaSuffixedDirRE = regexp.MustCompile(`^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$`)
 
@@ -84,8 +83,9 @@ type unloadedEntry struct {
 	hasRecoveryPoint, hasLogStart bool
 }
 
-// OpenDir opens a Kafka log directory: it takes the directory's .lock the
-// way Kafka does (a POSIX record lock, which a running broker holds), reads
+// OpenDir opens a Kafka log directory: it takes the directory's .lock
+// (LockLogDir: it conflicts with a running broker and with another Dir of
+// the same directory in this process, ErrDirLocked), reads
 // and then deletes the clean-shutdown marker (so a crash while loading is
 // seen as unclean next time, KAFKA-10471), reads the recovery-point and
 // log-start checkpoints (a malformed one is reported and treated as
@@ -123,16 +123,22 @@ func OpenDir(path string, opts *DirOptions) (*Dir, error) {
 	return d, nil
 }
 
-// LockLogDir takes an exclusive POSIX record lock on the log directory's
-// .lock file, creating it if needed, as Kafka does (and so conflicts with
-// a running broker). The lock lasts until the returned file is closed.
+// LockLogDir takes an exclusive record lock on the whole of the log
+// directory's .lock file, creating it if needed, where Kafka takes its
+// (FileChannel.tryLock, a POSIX record lock). The lock is an
+// open-file-description lock (F_OFD_SETLK): it conflicts with a broker's
+// POSIX lock on the same file, and, unlike a POSIX lock, also with a
+// second LockLogDir of this process, and closing another descriptor of
+// the file does not drop it. The lock lasts until the returned file is
+// closed.
 func LockLogDir(path string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(path, ".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(path, ".lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, err
 	}
+	// Pid must be 0 for an OFD lock.
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
-	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
+	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
 		_ = f.Close()
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EACCES) {
 			return nil, fmt.Errorf("%w: %s", ErrDirLocked, path)
@@ -142,17 +148,46 @@ func LockLogDir(path string) (*os.File, error) {
 	return f, nil
 }
 
-// ParsePartitionDir parses a partition directory name "<topic>-<n>".
+// metadataTopic is KRaft's metadata log, which Kafka's log manager skips.
+const metadataTopic = "__cluster_metadata"
+
+// maxTopicLen is the longest topic name Kafka accepts (Topic.validate).
+const maxTopicLen = 249
+
+// ParsePartitionDir parses a partition directory name "<topic>-<n>" the
+// way Kafka does (the topic is everything before the last '-'), and
+// accepts it only if Kafka could have made it: the topic is a legal Kafka
+// topic name (1 to 249 of [a-zA-Z0-9._-], not "." or "..") and n is a
+// partition number in canonical form (decimal, no sign, no leading zero,
+// at most 2^31-1), so that no two names map to the same partition
+// ("t-01" and "t-1"). Since the split is at the last '-', "t--1" is
+// partition 1 of topic "t-", as in Kafka.
 func ParsePartitionDir(name string) (TopicPartition, bool) {
-	m := partitionDirRE.FindStringSubmatch(name)
-	if m == nil || strings.ContainsAny(m[1], "/\x00") {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 || !validTopic(name[:i]) {
 		return TopicPartition{}, false
 	}
-	p, err := strconv.ParseInt(m[2], 10, 32)
-	if err != nil {
+	num := name[i+1:]
+	p, err := strconv.ParseInt(num, 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != num {
 		return TopicPartition{}, false
 	}
-	return TopicPartition{Topic: m[1], Partition: int32(p)}, true
+	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
+}
+
+// validTopic reports whether Kafka accepts topic as a topic name.
+func validTopic(topic string) bool {
+	if topic == "" || len(topic) > maxTopicLen || topic == "." || topic == ".." {
+		return false
+	}
+	for i := 0; i < len(topic); i++ {
+		switch c := topic[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (d *Dir) load() error {
@@ -191,6 +226,10 @@ func (d *Dir) load() error {
 		tp, ok := ParsePartitionDir(name)
 		if !ok {
 			d.problems = append(d.problems, DirProblem{Name: name, Kind: "unrecognized", Detail: "not a topic-partition directory; left alone"})
+			continue
+		}
+		if tp.Topic == metadataTopic {
+			d.problems = append(d.problems, DirProblem{Name: name, Kind: "metadata-log", Detail: "KRaft metadata log (the Raft layer's); left alone"})
 			continue
 		}
 		jobs = append(jobs, job{tp, name})

@@ -10,8 +10,9 @@ var (
 	// ErrClosed: the Log was closed.
 	ErrClosed = errors.New("partlog: log is closed")
 	// ErrLocked: another Log (in this or another process) holds the
-	// partition directory.
-	ErrLocked = errors.New("partlog: partition directory is locked by another log")
+	// partition directory, or another holder the log directory
+	// (ErrDirLocked wraps it).
+	ErrLocked = errors.New("partlog: directory is locked by another holder")
 	// ErrNeedsRecovery: Open found a directory that was not closed
 	// cleanly (a torn or padded tail, leftovers of interrupted renames,
 	// indexes failing their checks). Recovery opens it.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // txnReadChunk is how many entries are read per pread.
@@ -47,9 +48,9 @@ type TxnIndex struct {
 // errors.Is(err, fs.ErrNotExist).
 func OpenTxnIndex(path string, baseOffset int64, readOnly bool) (*TxnIndex, error) {
 	t := &TxnIndex{path: path, baseOffset: baseOffset, writable: !readOnly}
-	flag := os.O_RDWR
+	flag := os.O_RDWR | syscall.O_NOFOLLOW // never write through a symbolic link
 	if readOnly {
-		flag = os.O_RDONLY
+		flag = os.O_RDONLY | syscall.O_NOFOLLOW
 	}
 	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
@@ -62,6 +63,10 @@ func OpenTxnIndex(path string, baseOffset int64, readOnly bool) (*TxnIndex, erro
 	if err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("partlog/index: stat transaction index: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, fmt.Errorf("partlog/index: open transaction index %s: not a regular file", path)
 	}
 	t.f = f
 	t.size.Store(st.Size())
@@ -131,7 +136,7 @@ func (t *TxnIndex) ensureFile() error {
 	if t.f != nil {
 		return nil
 	}
-	f, err := os.OpenFile(t.path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(t.path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return fmt.Errorf("partlog/index: create transaction index: %w", err)
 	}

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/fsutil"
 )
 
 // CheckpointFile is the name of the mirror checkpoint in a partition
@@ -114,8 +114,10 @@ func (e *CheckpointError) Error() string {
 // Is reports whether target is ErrCorruptCheckpoint.
 func (e *CheckpointError) Is(target error) bool { return target == ErrCorruptCheckpoint }
 
+// corruptCheckpoint builds a *CheckpointError; string and []byte
+// arguments (bad input) are shortened to an excerpt of ~100 bytes.
 func corruptCheckpoint(line int, format string, args ...any) *CheckpointError {
-	return &CheckpointError{Line: line, Reason: fmt.Sprintf(format, args...)}
+	return &CheckpointError{Line: line, Reason: fmt.Sprintf(format, fsutil.Clip(args)...)}
 }
 
 // maxCheckpointSize bounds what ParseCheckpoint accepts; a valid file is
@@ -362,13 +364,17 @@ func (c *Checkpoint) set(key, v string) string {
 }
 
 // ReadCheckpoint reads dir's mirror.checkpoint. A missing file gives
-// found == false and no error; a corrupt one a *CheckpointError with Path
+// found == false and no error; a corrupt one (also one above
+// fsutil.SmallFileLimit, refused unread) a *CheckpointError with Path
 // set; other errors are I/O errors.
 func ReadCheckpoint(dir string) (c Checkpoint, found bool, err error) {
 	path := filepath.Join(dir, CheckpointFile)
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadSmall(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return newCheckpoint(), false, nil
+	}
+	if pe := (*fs.PathError)(nil); errors.Is(err, fsutil.ErrTooLarge) && errors.As(err, &pe) {
+		return newCheckpoint(), true, &CheckpointError{Path: path, Reason: pe.Err.Error()}
 	}
 	if err != nil {
 		return newCheckpoint(), false, fmt.Errorf("partlog/mirror: read %s: %w", path, err)

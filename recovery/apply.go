@@ -253,12 +253,12 @@ func (x *run) sameContent(name string, data []byte) (bool, error) {
 	if !x.exists(name) {
 		return false, nil
 	}
-	b, err := x.readFile(name)
+	b, fits, err := x.readFile(name, int64(len(data)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	return bytes.Equal(b, data), nil
+	return fits && bytes.Equal(b, data), nil
 }

@@ -3,8 +3,6 @@ package recovery
 import (
 	"errors"
 	"fmt"
-	"github.com/partlog/partlog/internal/checkpoint"
-	"github.com/partlog/partlog/producerstate"
 	"io"
 	"io/fs"
 	"os"
@@ -13,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
 )
 
@@ -134,7 +134,7 @@ func (x *run) removePath(name, p string) error {
 		} else if !errors.Is(err, syscall.EXDEV) {
 			return fmt.Errorf("partlog/recovery: quarantine %s: %w", p, err)
 		}
-		if err := copyFile(p, dst, 0, -1); err != nil {
+		if err := x.copyFile(p, dst, 0, -1); err != nil {
 			return err
 		}
 	}
@@ -145,32 +145,45 @@ func (x *run) removePath(name, p string) error {
 }
 
 // copyFile copies [from, from+n) of src (n < 0: to the end) to a new file
-// dst, fsynced.
-func copyFile(src, dst string, from, n int64) error {
+// dst with checkpoint.WriteFileAtomicFunc (a temporary file, fsynced, then
+// renamed): a copy cut short by a full disk or a crash leaves no partial
+// file under dst's name beside the complete copy of the next run.
+func (x *run) copyFile(src, dst string, from, n int64) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("partlog/recovery: quarantine %s: %w", src, err)
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("partlog/recovery: quarantine %s: %w", dst, err)
-	}
 	var r io.Reader = io.NewSectionReader(in, from, 1<<62)
 	if n >= 0 {
 		r = io.NewSectionReader(in, from, n)
 	}
-	_, err = io.Copy(out, r)
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
+	err = checkpoint.WriteFileAtomicFunc(dst, func(w io.Writer) error {
+		if x.o.hooks != nil && x.o.hooks.copy != nil {
+			w = &hookedWriter{w: w, hook: x.o.hooks.copy, path: dst}
+		}
+		_, err := io.Copy(w, r)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("partlog/recovery: quarantine %s: %w", dst, err)
 	}
 	return nil
+}
+
+// hookedWriter calls the copy hook after each write that succeeded.
+type hookedWriter struct {
+	w    io.Writer
+	hook func(path string) error
+	path string
+}
+
+func (h *hookedWriter) Write(p []byte) (int, error) {
+	n, err := h.w.Write(p)
+	if err == nil {
+		err = h.hook(h.path)
+	}
+	return n, err
 }
 
 // quarantineCopy copies the bytes of the live file name from position from
@@ -188,7 +201,7 @@ func (x *run) quarantineCopy(name string, from int64, label string) error {
 	if err != nil {
 		return err
 	}
-	return copyFile(p, dst, from, -1)
+	return x.copyFile(p, dst, from, -1)
 }
 
 // replace writes data as the live file name: a temporary file beside it,
@@ -210,7 +223,7 @@ func (x *run) replace(name string, data []byte) error {
 			return fmt.Errorf("partlog/recovery: write %s: %w", tmp, err)
 		}
 	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return fmt.Errorf("partlog/recovery: write %s: %w", tmp, err)
 	}
@@ -244,7 +257,7 @@ func (x *run) truncate(name string, size int64) error {
 		return err
 	}
 	p := x.path(name)
-	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return fmt.Errorf("partlog/recovery: truncate %s: %w", p, err)
 	}
@@ -261,20 +274,29 @@ func (x *run) truncate(name string, size int64) error {
 	return nil
 }
 
-// readFile reads a whole small file (an index, a checkpoint) through the
-// open hook.
-func (x *run) readFile(name string) ([]byte, error) {
+// readFile reads a whole index file through the open hook, if it holds at
+// most limit bytes; a longer one is not read (fits is false), so a damaged
+// file of any length costs no more memory than what it is compared with.
+func (x *run) readFile(name string, limit int64) (b []byte, fits bool, err error) {
 	p := x.path(name)
 	if x.o.hooks != nil && x.o.hooks.open != nil {
 		if err := x.o.hooks.open(p); err != nil {
-			return nil, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
+			return nil, false, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
 		}
 	}
-	b, err := os.ReadFile(p)
+	f, err := os.Open(p)
 	if err != nil {
-		return nil, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
+		return nil, false, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
 	}
-	return b, nil
+	defer f.Close()
+	b, err = io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, false, nil
+	}
+	return b, true, nil
 }
 
 // IsNew reports whether dir holds no file of the segment family at all

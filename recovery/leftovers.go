@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/segment"
 )
 
@@ -51,15 +52,13 @@ func (x *run) leftovers() error {
 	for _, de := range des {
 		name := de.Name()
 		p := filepath.Join(x.dir, name)
-		if de.IsDir() {
-			if name == quarantineDirName || filepath.Clean(p) == quarantine {
+		if ok, what := fsutil.Usable(de); !ok {
+			if de.IsDir() && (name == quarantineDirName || filepath.Clean(p) == quarantine) {
 				continue
 			}
-			x.r.problem(name, -1, kindForeignName, "directory ignored")
-			continue
-		}
-		if !de.Type().IsRegular() {
-			x.r.problem(name, -1, kindForeignName, "not a regular file; ignored")
+			// Never read, written, renamed or removed: a link may point
+			// outside the directory.
+			x.r.problem(name, -1, kindForeignName, "%s ignored", what)
 			continue
 		}
 		if base, ok := strings.CutSuffix(name, tempSuffix); ok {

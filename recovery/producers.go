@@ -182,11 +182,11 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 		}
 		if len(want) == 0 {
 			if x.exists(name) {
-				b, err := x.readFile(name)
+				_, empty, err := x.readFile(name, 0)
 				if err != nil {
 					return err
 				}
-				if len(b) == 0 {
+				if empty {
 					continue
 				}
 				x.r.problem(name, -1, kindIndex, "transaction index of segment %d lists aborted transactions the log does not hold; removed", s.base)

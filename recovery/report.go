@@ -56,6 +56,10 @@ type hooks struct {
 	// write is called before a replacement file is created; a non-nil
 	// error is returned as the create's error.
 	write func(path string) error
+	// copy is called after each write into a quarantine copy (the file
+	// then holds some bytes); a non-nil error fails that write, as a full
+	// disk would.
+	copy func(path string) error
 	// step is called after each step that changes the directory; a
 	// non-nil error stops Run there, as a crash would.
 	step func(name string) error

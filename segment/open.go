@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/partlog/partlog/batch"
@@ -24,8 +25,12 @@ var ErrNeedsRecovery = errors.New("partlog/segment: segment needs recovery")
 // after the last offset-index entry must be valid up to the exact end of
 // the file (a cleanly closed .log is trimmed to its data). The file is
 // then preallocated to SegmentBytes and mapped writable.
+//
+// A file of the segment that is a symbolic link, a directory or another
+// non-regular file fails with ErrNeedsRecovery (recovery ignores it and
+// rebuilds what is missing): nothing is ever written through a link.
 func OpenActive(dir string, base int64, cfg Config, now time.Time) (*Segment, error) {
-	st, err := os.Stat(filepath.Join(dir, MakeFileName(base, LogSuffix)))
+	st, err := os.Lstat(filepath.Join(dir, MakeFileName(base, LogSuffix)))
 	if err != nil {
 		return nil, err
 	}
@@ -43,13 +48,21 @@ func OpenRecovered(dir string, base, size int64, cfg Config, now time.Time) (*Se
 
 func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, check bool) (*Segment, error) {
 	s := newSegment(dir, base, cfg, now)
-	for _, kind := range []string{IndexSuffix, TimeIndexSuffix} {
-		if _, err := os.Stat(s.Path(kind)); errors.Is(err, fs.ErrNotExist) {
+	for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
+		st, err := os.Lstat(s.Path(kind))
+		switch {
+		case err == nil && !st.Mode().IsRegular():
+			return nil, fmt.Errorf("%w: %s is not a regular file", ErrNeedsRecovery, s.Path(kind))
+		case err == nil && kind == LogSuffix && st.Size() != dataLen:
+			return nil, fmt.Errorf("%w: %s holds %d bytes, expected %d", ErrNeedsRecovery, s.Path(kind), st.Size(), dataLen)
+		case errors.Is(err, fs.ErrNotExist) && (kind == IndexSuffix || kind == TimeIndexSuffix):
 			// Kafka creates index files lazily: an absent index of a
 			// segment too small to be indexed is legal. Make it empty.
-			if err := os.WriteFile(s.Path(kind), nil, 0o644); err != nil {
+			if err := createEmpty(s.Path(kind)); err != nil {
 				return nil, err
 			}
+		case err != nil && !(errors.Is(err, fs.ErrNotExist) && kind == TxnIndexSuffix):
+			return nil, err
 		}
 	}
 	if err := s.openWritableIndexes(false); err != nil {
@@ -76,6 +89,16 @@ func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, chec
 	s.active = true
 	s.startPrefault()
 	return s, nil
+}
+
+// createEmpty creates an empty file at path, failing if the name exists
+// (a symbolic link included, even a dangling one).
+func createEmpty(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // loadTail validates the batches after the last offset-index entry and

@@ -146,10 +146,14 @@ func (s *Segment) Path(kind string) string { return Path(s.dir, s.base, kind) }
 // Create makes a new, empty active segment at base in dir: the .log
 // preallocated to cfg.SegmentBytes (fallocate: a full disk fails here, not
 // with SIGBUS later), both indexes preallocated to cfg.MaxIndexBytes. Files
-// left under the same names are replaced.
+// left under the same names are replaced, unless one is not a regular
+// file (a directory, a symbolic link): that is left alone and Create fails.
 func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error) {
 	s := newSegment(dir, base, cfg, now)
 	for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
+		if st, err := os.Lstat(s.Path(kind)); err == nil && !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("partlog/segment: create segment %d: %s exists and is not a regular file", base, s.Path(kind))
+		}
 		if err := os.Remove(s.Path(kind)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}

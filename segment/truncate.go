@@ -101,6 +101,10 @@ func (s *Segment) reactivate(keep, oldSize int64) error {
 		return err
 	}
 	tmp := s.Path(LogSuffix) + ".tmp"
+	if st, err := os.Lstat(tmp); err == nil && !st.Mode().IsRegular() {
+		// Never removed or followed: it is not ours.
+		return fmt.Errorf("partlog/segment: truncate segment %d: %s exists and is not a regular file", s.base, tmp)
+	}
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}

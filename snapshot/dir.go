@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+
+	"github.com/partlog/partlog/internal/fsutil"
 )
 
 // File is one snapshot file found in a directory.
@@ -79,7 +82,7 @@ func writeEntries(f *os.File, entries []Entry) error {
 func writeAtomic(dir, name string, fill func(*os.File) error) (err error) {
 	target := filepath.Join(dir, name)
 	tmp := target + TempSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return fmt.Errorf("partlog/snapshot: create %s: %w", tmp, err)
 	}
@@ -212,7 +215,7 @@ func List(dir string) ([]File, error) {
 	var files []File
 	for _, de := range des {
 		offset, ok := ParseFileName(de.Name())
-		if !ok || !de.Type().IsRegular() {
+		if usable, _ := fsutil.Usable(de); !ok || !usable {
 			continue
 		}
 		files = append(files, File{Offset: offset, Path: filepath.Join(dir, de.Name())})
@@ -320,7 +323,7 @@ func RemoveTempFiles(dir string) ([]string, error) {
 	var firstErr error
 	for _, de := range des {
 		base, ok := strings.CutSuffix(de.Name(), TempSuffix)
-		if !ok || !de.Type().IsRegular() {
+		if usable, _ := fsutil.Usable(de); !ok || !usable {
 			continue
 		}
 		if _, ok := ParseFileName(base); !ok {

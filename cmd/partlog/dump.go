@@ -131,7 +131,9 @@ func (o *dumpOptions) dumpLog(w *bufio.Writer, stderr io.Writer, path string) (b
 				pos += size
 				continue
 			}
-			o.printLegacy(w, m, pos, deep, &lastOffset, &nonConsecutive)
+			if !o.printLegacy(w, m, pos, deep, &lastOffset, &nonConsecutive) || !m.Valid() {
+				problems = true
+			}
 			pos += size
 			continue
 		}
@@ -148,7 +150,11 @@ func (o *dumpOptions) dumpLog(w *bufio.Writer, stderr io.Writer, path string) (b
 		valid := v.CRC() == v.ComputeCRC()
 		printBatchLine(w, v, pos, valid)
 		if deep {
-			scratch = o.printRecords(w, stderr, path, v, pos, scratch, &lastOffset, &nonConsecutive)
+			var ok bool
+			scratch, ok = o.printRecords(w, stderr, path, v, pos, scratch, &lastOffset, &nonConsecutive)
+			// Records that cannot be decoded (a batch over the
+			// decompression cap, a bad record) are problems, as in --json.
+			problems = problems || !ok
 		}
 		if !valid {
 			problems = true
@@ -181,12 +187,14 @@ func printBatchLine(w *bufio.Writer, v batch.View, pos int, valid bool) {
 		horizon, pos, v.TimestampType(), v.MaxTimestamp(), v.Size(), v.Magic(), v.Compression(), v.CRC(), valid)
 }
 
-func (o *dumpOptions) printRecords(w *bufio.Writer, stderr io.Writer, path string, v batch.View, pos int, scratch []byte, lastOffset *int64, nonConsecutive *[][2]int64) []byte {
+// printRecords prints the records of v; ok is false when they could not
+// all be decoded (the error is printed to stderr).
+func (o *dumpOptions) printRecords(w *bufio.Writer, stderr io.Writer, path string, v batch.View, pos int, scratch []byte, lastOffset *int64, nonConsecutive *[][2]int64) (_ []byte, ok bool) {
 	data, err := v.RecordData(scratch, o.maxMessageSize)
 	if err != nil {
 		w.Flush()
 		fmt.Fprintf(stderr, "partlog: %s: batch at position %d: %v\n", path, pos, err)
-		return scratch
+		return scratch, false
 	}
 	if v.Compression() != batch.CompressionNone {
 		scratch = data
@@ -234,8 +242,9 @@ func (o *dumpOptions) printRecords(w *bufio.Writer, stderr io.Writer, path strin
 	if err := it.Err(); err != nil {
 		w.Flush()
 		fmt.Fprintf(stderr, "partlog: %s: batch at position %d: %v\n", path, pos, err)
+		return scratch, false
 	}
-	return scratch
+	return scratch, true
 }
 
 // controlSuffix renders a control record as the dump tool does (the
@@ -274,24 +283,27 @@ func (o *dumpOptions) controlSuffix(r *batch.Record) string {
 	return fmt.Sprintf(" controlType: UNKNOWN(%d)", int16(t))
 }
 
-func (o *dumpOptions) printLegacy(w *bufio.Writer, m batch.LegacyMessage, pos int, deep bool, lastOffset *int64, nonConsecutive *[][2]int64) {
+// printLegacy prints a magic 0/1 entry; ok is false when a compressed
+// wrapper could not be decoded (over the decompression cap, damaged).
+func (o *dumpOptions) printLegacy(w *bufio.Writer, m batch.LegacyMessage, pos int, deep bool, lastOffset *int64, nonConsecutive *[][2]int64) (ok bool) {
 	fmt.Fprintf(w, "offset: %d position: %d %s: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: %t\n",
 		m.Offset(), pos, m.TimestampType(), m.Timestamp(), m.Size(), m.Magic(), m.Compression(), m.CRC(), m.Valid())
 	if !deep {
-		return
+		return true
 	}
 	if m.Compression() == batch.CompressionNone {
 		o.printLegacyRecord(w, m, m.Offset(), m.TimestampType(), m.Timestamp(), lastOffset, nonConsecutive)
-		return
+		return true
 	}
 	inner, err := m.AppendInner(nil, o.maxMessageSize)
 	if err != nil {
 		fmt.Fprintf(w, "| invalid wrapper: %v\n", err)
-		return
+		return false
 	}
 	for _, in := range inner {
 		o.printLegacyRecord(w, in.Message, in.Offset, m.TimestampType(), in.Timestamp, lastOffset, nonConsecutive)
 	}
+	return true
 }
 
 func (o *dumpOptions) printLegacyRecord(w *bufio.Writer, m batch.LegacyMessage, offset int64, tt batch.TimestampType, ts int64, lastOffset *int64, nonConsecutive *[][2]int64) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 )
 
 // Kafka format; do not change (formats.md §6.7).
@@ -49,14 +50,14 @@ func ParseCleanShutdown(data []byte) (CleanShutdown, error) {
 	if raw, ok := fields["version"]; ok && string(raw) != "null" {
 		v, err := jsonInt(raw, 32)
 		if err != nil {
-			return m, corruptf(0, "version %s: %v", raw, err)
+			return m, corruptf(0, "version %s: %v", string(raw), err)
 		}
 		m.Version = int32(v)
 	}
 	if raw, ok := fields["brokerEpoch"]; ok && string(raw) != "null" {
 		v, err := jsonInt(raw, 64)
 		if err != nil {
-			return m, corruptf(0, "brokerEpoch %s: %v", raw, err)
+			return m, corruptf(0, "brokerEpoch %s: %v", string(raw), err)
 		}
 		m.BrokerEpoch = v
 	}
@@ -91,7 +92,10 @@ func AppendCleanShutdown(dst []byte, m CleanShutdown) []byte {
 // test for presence. Invalid contents give a *CorruptionError naming path;
 // Kafka only logs such a marker and still counts the shutdown as clean.
 func ReadCleanShutdown(path string) (CleanShutdown, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSmall(path)
+	if IsCorrupt(err) {
+		return CleanShutdown{}, err
+	}
 	if err != nil {
 		return CleanShutdown{}, fmt.Errorf("partlog/checkpoint: read: %w", err)
 	}
@@ -117,7 +121,7 @@ func CleanShutdownExists(path string) (bool, error) {
 // be the last write of a clean shutdown.
 func WriteCleanShutdown(path string, brokerEpoch int64) error {
 	data := AppendCleanShutdown(nil, CleanShutdown{Version: CleanShutdownVersion, BrokerEpoch: brokerEpoch})
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return fmt.Errorf("partlog/checkpoint: create %s: %w", path, err)
 	}

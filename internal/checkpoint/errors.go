@@ -3,6 +3,9 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+
+	"github.com/partlog/partlog/internal/fsutil"
 )
 
 // ErrCorrupt marks every failure to parse the contents of a checkpoint,
@@ -48,8 +51,27 @@ func (e *CorruptionError) Is(target error) bool { return target == ErrCorrupt }
 // opposed to an I/O error reading it).
 func IsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
 
+// corruptf builds a *CorruptionError; string and []byte arguments (bad
+// input) are shortened to an excerpt, so a message never quotes more than
+// ~100 bytes of a file.
 func corruptf(line int, format string, args ...any) *CorruptionError {
-	return &CorruptionError{Line: line, Reason: fmt.Sprintf(format, args...)}
+	return &CorruptionError{Line: line, Reason: fmt.Sprintf(format, fsutil.Clip(args)...)}
+}
+
+// readSmall reads a whole checkpoint-like file, at most
+// fsutil.SmallFileLimit bytes: a larger one (a crashed file system leaves
+// zero-filled files of any length) is a *CorruptionError naming path,
+// refused before it is read. Other errors are returned as they are.
+func readSmall(path string) ([]byte, error) {
+	b, err := fsutil.ReadSmall(path)
+	if errors.Is(err, fsutil.ErrTooLarge) {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is the CorruptionError's
+		}
+		return nil, &CorruptionError{Path: path, Reason: err.Error()}
+	}
+	return b, err
 }
 
 // withPath sets the path of a *CorruptionError in err, if there is one.

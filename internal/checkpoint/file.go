@@ -3,10 +3,12 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -184,11 +186,15 @@ func javaSplit(s string, match func(s string, i int) int) []string {
 }
 
 // readOptional reads path; a missing file reads as empty, which the
-// generic format treats as "no entries".
+// generic format treats as "no entries". A file above
+// fsutil.SmallFileLimit is a *CorruptionError, refused unread.
 func readOptional(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSmall(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
+	}
+	if IsCorrupt(err) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("partlog/checkpoint: read: %w", err)
@@ -198,12 +204,24 @@ func readOptional(path string) ([]byte, error) {
 
 // WriteFileAtomic replaces path with data the way Kafka replaces checkpoint
 // files: write `<path>.tmp` (truncating a stale one), fsync it, rename it
-// over path, then fsync the directory. A crash leaves either the old or the
+// over path, then fsync the directory. A symbolic link is never written
+// through: a link at the temporary name fails the write, one at path is
+// replaced by the rename. A crash leaves either the old or the
 // new content at path. On failure the temporary file is removed (best
 // effort).
-func WriteFileAtomic(path string, data []byte) (err error) {
+func WriteFileAtomic(path string, data []byte) error {
+	return WriteFileAtomicFunc(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFileAtomicFunc is WriteFileAtomic with the content written by fill
+// (for content too large to hold in memory, such as a copied segment
+// tail): a failure of fill, or a crash, leaves no partial file at path.
+func WriteFileAtomicFunc(path string, fill func(io.Writer) error) (err error) {
 	tmp := path + TempSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return fmt.Errorf("partlog/checkpoint: create %s: %w", tmp, err)
 	}
@@ -212,7 +230,7 @@ func WriteFileAtomic(path string, data []byte) (err error) {
 			_ = os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
+	if err = fill(f); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("partlog/checkpoint: write %s: %w", tmp, err)
 	}

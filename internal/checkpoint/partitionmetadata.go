@@ -3,9 +3,10 @@ package checkpoint
 import (
 	"encoding/base64"
 	"fmt"
-	"os"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/partlog/partlog/internal/fsutil"
 )
 
 // PartitionMetadataVersion is the version Kafka writes in
@@ -32,7 +33,7 @@ func ParseTopicID(s string) (TopicID, error) {
 	case len(s) == 24 && s[22:] == "==":
 		s = s[:22]
 	case len(s) != 22:
-		return id, fmt.Errorf("partlog/checkpoint: topic id %q is not 22 base64 characters", s)
+		return id, fmt.Errorf("partlog/checkpoint: topic id %q is not 22 base64 characters", fsutil.Excerpt(s))
 	}
 	n, err := base64.RawURLEncoding.Decode(id[:], []byte(s))
 	if err != nil || n != len(id) {
@@ -126,7 +127,10 @@ func AppendPartitionMetadata(dst []byte, m PartitionMetadata) ([]byte, error) {
 // error that satisfies errors.Is(err, fs.ErrNotExist); invalid contents give
 // a *CorruptionError naming path.
 func ReadPartitionMetadata(path string) (PartitionMetadata, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSmall(path)
+	if IsCorrupt(err) {
+		return PartitionMetadata{}, err
+	}
 	if err != nil {
 		return PartitionMetadata{}, fmt.Errorf("partlog/checkpoint: read: %w", err)
 	}

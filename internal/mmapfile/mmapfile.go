@@ -56,6 +56,9 @@ var (
 	// ErrCapacity is returned by Grow when the requested size exceeds the
 	// length of the mapping, and by Truncate when asked to lengthen the file.
 	ErrCapacity = errors.New("partlog/mmapfile: size outside the mapping")
+	// ErrNotRegular is returned by Open for a path that is not a regular
+	// file (a directory, a device, a FIFO).
+	ErrNotRegular = errors.New("partlog/mmapfile: not a regular file")
 )
 
 // fallocate reserves blocks for a file. It is a variable so tests can inject
@@ -102,7 +105,8 @@ func Create(path string, size int64) (*File, error) {
 	if size < 0 {
 		return nil, pathError(path, "create", fmt.Errorf("negative size %d", size))
 	}
-	fd, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	// O_EXCL fails on any existing name, a symbolic link included.
+	fd, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, pathError(path, "create", err)
 	}
@@ -114,7 +118,9 @@ func Create(path string, size int64) (*File, error) {
 	return f, nil
 }
 
-// Open maps an existing file.
+// Open maps an existing file. A symbolic link is never followed (its
+// target may lie outside the directory, and a writable open preallocates
+// it) and a path that is not a regular file is refused.
 //
 // A writable file is mapped read-write over max(mapSize, current length); if
 // mapSize is larger than the file, the file is first extended with fallocate
@@ -122,9 +128,9 @@ func Create(path string, size int64) (*File, error) {
 // mapSize is ignored. A zero length yields a File with no mapping and an empty
 // Bytes.
 func Open(path string, mapSize int64, writable bool) (*File, error) {
-	flag := os.O_RDONLY
+	flag := os.O_RDONLY | unix.O_NOFOLLOW
 	if writable {
-		flag = os.O_RDWR
+		flag = os.O_RDWR | unix.O_NOFOLLOW
 	}
 	fd, err := os.OpenFile(path, flag, 0)
 	if err != nil {
@@ -134,6 +140,10 @@ func Open(path string, mapSize int64, writable bool) (*File, error) {
 	if err != nil {
 		_ = fd.Close()
 		return nil, pathError(path, "stat", err)
+	}
+	if !st.Mode().IsRegular() {
+		_ = fd.Close()
+		return nil, pathError(path, "open", ErrNotRegular)
 	}
 	length := st.Size()
 	if writable {

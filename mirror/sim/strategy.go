@@ -10,6 +10,8 @@ import (
 	"sort"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/fsutil"
 )
 
 // Strategy is how a destination keeps producer state apart from its
@@ -134,7 +136,7 @@ type PIDMap struct {
 // directory dir.
 func LoadPIDMap(dir string) (*PIDMap, error) {
 	m := &PIDMap{dir: dir, owners: map[int64]originKey{}, salts: map[originKey]Collision{}}
-	data, err := os.ReadFile(filepath.Join(dir, CollisionFile))
+	data, err := fsutil.ReadSmall(filepath.Join(dir, CollisionFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return m, nil
 	}
@@ -166,38 +168,14 @@ func (m *PIDMap) Collisions() []Collision {
 	return out
 }
 
-// save writes the collision map: temporary file, fsync, rename, directory
-// fsync.
+// save writes the collision map atomically (checkpoint.WriteFileAtomic:
+// temporary file, fsync, rename, directory fsync; never through a link).
 func (m *PIDMap) save() error {
 	data, err := json.Marshal(m.Collisions())
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(m.dir, CollisionFile+".tmp")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(m.dir, CollisionFile)); err != nil {
-		return err
-	}
-	d, err := os.Open(m.dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return checkpoint.WriteFileAtomic(filepath.Join(m.dir, CollisionFile), data)
 }
 
 // Map returns the mapped id of pid from the source cluster clusterID
