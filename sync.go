@@ -59,6 +59,9 @@ func (l *Log) flush() error {
 		if err != nil {
 			break
 		}
+		if l.flushed != nil {
+			l.flushed(s.BaseOffset(), leo)
+		}
 		err = s.Flush()
 	}
 	if err == nil && dirDirty {
