@@ -1,0 +1,287 @@
+package recovery
+
+// Tests that kill the mutants a mutation pass found surviving in this
+// package (issue 10 item 11): each pins one rule the other tests did not
+// look at closely enough to notice a small edit.
+
+import (
+	"bytes"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/segment"
+)
+
+// TestReplayStartsAtRecoveredSegment: in a clean directory whose S1 lost
+// its offset index (so S1 is recovered and its .txnindex rebuilt), the
+// producer replay must start at or below S1's base, not at the snapshot
+// at the log end: a replay from that snapshot sees none of S1's aborted
+// transactions and the rebuilt .txnindex loses them (read_committed
+// consumers would then see aborted records as committed).
+func TestReplayStartsAtRecoveredSegment(t *testing.T) {
+	dir := fixture(t)
+	txnPath := segPath(dir, 300, segment.TxnIndexSuffix)
+	before, err := os.ReadFile(txnPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := index.DecodeTxnIndex(before)
+	if err != nil || len(entries) != 1 || entries[0].ProducerID != 2 || entries[0].LastOffset != 409 {
+		t.Fatalf("fixture .txnindex of S1: %+v (%v)", entries, err)
+	}
+	if err := os.Remove(segPath(dir, 300, segment.IndexSuffix)); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, dir, clean())
+	expectCut(t, r, 750, "")
+	if r.SnapshotsUsed != nil && *r.SnapshotsUsed > 300 {
+		t.Errorf("producer state loaded from the snapshot at %d, above the recovered segment 300", *r.SnapshotsUsed)
+	}
+	after, err := os.ReadFile(txnPath)
+	if err != nil {
+		t.Fatalf("S1's .txnindex after recovery: %v (removed: %v)", err, r.RemovedFiles)
+	}
+	if !bytes.Equal(after, before) {
+		got, _ := index.DecodeTxnIndex(after)
+		t.Fatalf("S1's .txnindex rebuilt as %+v, want %+v", got, entries)
+	}
+	if r.Producers != 2 || r.LastStableOffset != 730 {
+		t.Errorf("producers %d, LSO %d; want 2 and 730 (P2's open transaction)", r.Producers, r.LastStableOffset)
+	}
+}
+
+// TestReplayAppliesBatchAtSnapshotOffset: a one-record batch at exactly
+// the offset of the snapshot the replay starts from (its last offset is
+// the snapshot offset) is after the snapshot and must be replayed.
+func TestReplayAppliesBatchAtSnapshotOffset(t *testing.T) {
+	dir := fixture(t)
+	raw := encodeBatch(fixtureBatch{records: 1, pid: 3}, 750, map[int64]int32{})
+	v := batch.View(raw)
+	v.SetBaseOffset(750)
+	v.SetPartitionLeaderEpoch(1)
+	for _, k := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+		var b []byte
+		if k == segment.LogSuffix {
+			b = raw
+		}
+		if err := os.WriteFile(segPath(dir, 750, k), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := mustRun(t, dir, unclean(750))
+	expectCut(t, r, 751, "")
+	if r.SnapshotsUsed == nil || *r.SnapshotsUsed != 750 {
+		t.Fatalf("snapshot used %v, want the one at 750", r.SnapshotsUsed)
+	}
+	if r.Producers != 3 {
+		t.Fatalf("%d producers after the replay, want 3: the batch of producer 3 at offset 750 was not replayed", r.Producers)
+	}
+}
+
+// TestBatchBaseAtPreviousLastOffsetCut: a batch whose base offset equals
+// the previous batch's last offset reuses an offset; the scan must stop
+// there (offsets strictly increase), not keep it.
+func TestBatchBaseAtPreviousLastOffsetCut(t *testing.T) {
+	dir := fixture(t)
+	last := batchAt(t, dir, 600, 740) // 740..749, after 730..739
+	setField(t, dir, 600, last.pos, batch.OffBaseOffset, be64(739))
+	r := mustRun(t, dir, unclean(600))
+	expectCut(t, r, 740, ClassCorruptUnflushed)
+	if r.Truncation != nil && r.Truncation.Position != last.pos {
+		t.Errorf("cut at position %d, want %d", r.Truncation.Position, last.pos)
+	}
+}
+
+// TestZeroTailBeforeOverlappingSegment: zeros after the data of a sealed
+// segment are a lost trim only when the next segment continues at or
+// after its end. When the next segment starts inside the zero-tailed
+// segment's offsets, it does not continue it: the zeros are a failure of
+// that segment and the cut goes there, dropping the later segment.
+func TestZeroTailBeforeOverlappingSegment(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		next    int64 // base (and first offset) of the segment after S1
+		leo     int64
+		class   string
+		trimmed bool
+	}{
+		{name: "continues", next: 600, leo: 750, class: "", trimmed: true},
+		{name: "overlaps", next: 550, leo: 600, class: ClassCorruptUnflushed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := fixture(t)
+			appendBytes(t, segPath(dir, 300, segment.LogSuffix), make([]byte, 4096))
+			if tc.next != 600 {
+				for _, k := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix} {
+					_ = os.Remove(segPath(dir, 600, k))
+				}
+				_ = os.Remove(dir + "/00000000000000000600.snapshot")
+				_ = os.Remove(dir + "/00000000000000000750.snapshot")
+				writeSegment(t, dir, tc.next, tc.next, tc.next+100)
+			}
+			r := mustRun(t, dir, unclean(300))
+			expectCut(t, r, tc.leo, tc.class)
+			if got := hasProblem(r, kindLostTrim); got != tc.trimmed {
+				t.Errorf("lost-trim reported %v, want %v (problems %+v)", got, tc.trimmed, r.Problems)
+			}
+			if !tc.trimmed {
+				if exists(dir, segment.MakeFileName(tc.next, segment.LogSuffix)) {
+					t.Errorf("segment %d kept after the cut in S1", tc.next)
+				}
+			}
+		})
+	}
+}
+
+// TestDamageInRecoveryPointPage: corruption below the recovery point's
+// position but inside the 4 KiB page holding it may be a page the kernel
+// had not written back (recovery.md §2.8): it is corrupt-unflushed; only
+// corruption in an earlier page is corrupt-flushed.
+func TestDamageInRecoveryPointPage(t *testing.T) {
+	probe := fixture(t)
+	bs := batchesOf(t, probe, 600)
+	j := -1
+	for i := 1; i < len(bs); i++ {
+		page := bs[i].pos &^ (pageSize - 1)
+		if page > 0 && bs[i-1].pos >= page && bs[i-1].pos > bs[0].pos {
+			j = i
+			break
+		}
+	}
+	if j < 0 {
+		t.Fatalf("no two batches of S2 share a page after the first: %+v", bs)
+	}
+	rp := bs[j].base
+	page := bs[j].pos &^ (pageSize - 1)
+	earlier := -1
+	for i := range bs {
+		if bs[i].pos+int64(bs[i].size) <= page && bs[i].pos > 0 {
+			earlier = i
+		}
+	}
+	if earlier < 0 {
+		t.Fatalf("no batch of S2 wholly in a page before %d", page)
+	}
+	for _, tc := range []struct {
+		name   string
+		damage int
+		class  string
+	}{
+		{"same page", j - 1, ClassCorruptUnflushed},
+		{"earlier page", earlier, ClassCorruptFlushed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.class == ClassCorruptFlushed {
+				// Today the walk that locates the recovery point's position
+				// stops at the damage, so damage in the recovery point's own
+				// segment is never corrupt-flushed.
+				t.Skip("fixed by issue 11 item 4: corrupt-flushed in the recovery point's own segment")
+			}
+			dir := fixture(t)
+			b := bs[tc.damage]
+			patch(t, segPath(dir, 600, segment.LogSuffix), func(data []byte) []byte {
+				data[b.pos+batch.HeaderSize+2] ^= 0xff // a record byte: CRC mismatch
+				return data
+			})
+			r := mustRun(t, dir, unclean(rp))
+			expectCut(t, r, b.base, tc.class)
+			if r.Truncation != nil && r.Truncation.Position != b.pos {
+				t.Errorf("cut at %d, want %d (recovery point %d at position %d, page %d)", r.Truncation.Position, b.pos, rp, bs[j].pos, page)
+			}
+		})
+	}
+}
+
+// TestRebuiltIndexIntervalIsMoreThan: with batches of exactly
+// IndexIntervalBytes, an index entry is due only when more than the
+// interval was appended since the last one (the live writer and Kafka's
+// LogSegment: bytesSinceLastIndexEntry > indexIntervalBytes), so the
+// rebuilt offset and time indexes are byte-identical to those the live
+// writer left.
+func TestRebuiltIndexIntervalIsMoreThan(t *testing.T) {
+	dir := t.TempDir()
+	one := func(offset int64) []byte {
+		spec := batch.NewBatchSpec(0)
+		recs := make([]batch.RecordSpec, 2)
+		for i := range recs {
+			recs[i] = batch.RecordSpec{Timestamp: baseTs + offset + int64(i), Key: []byte("k"), Value: []byte("0123456789")}
+		}
+		var bld batch.Builder
+		out, err := bld.AppendBatch(nil, &spec, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	size := int64(len(one(0)))
+	cfg := testCfg
+	cfg.IndexIntervalBytes = size
+	s, err := segment.Create(dir, 0, cfg, testNow())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 12
+	for i := int64(0); i < n; i++ {
+		raw := one(2 * i)
+		if int64(len(raw)) != size {
+			t.Fatalf("batch %d is %d bytes, want %d", i, len(raw), size)
+		}
+		var out segment.Appended
+		if err := s.Append(raw, segment.Stamp{Assign: true, NextOffset: 2 * i, LeaderEpoch: 1}, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	live := map[string][]byte{}
+	for _, k := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
+		b, err := os.ReadFile(segPath(dir, 0, k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		live[k] = b
+		if err := os.Remove(segPath(dir, 0, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// "More than" the interval: entries at positions 2·size, 4·size, …
+	var want []index.OffsetEntry
+	for i := int64(2); i < n; i += 2 {
+		want = append(want, index.OffsetEntry{Offset: 2*i + 1, Position: int32(i * size)})
+	}
+	got := decodeOffsets(t, live[segment.IndexSuffix])
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("live writer's offset index %+v, want %+v", got, want)
+	}
+	o := unclean(0)
+	o.Segment = cfg
+	r := mustRun(t, dir, o)
+	expectRebuilt(t, r, 0)
+	for _, k := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
+		b, err := os.ReadFile(segPath(dir, 0, k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, live[k]) {
+			t.Errorf("rebuilt %s differs from the live writer's: %d bytes, want %d (offset entries %+v)",
+				k, len(b), len(live[k]), decodeOffsets(t, b))
+		}
+	}
+}
+
+// decodeOffsets decodes an offset index file of segment 0.
+func decodeOffsets(t testing.TB, b []byte) []index.OffsetEntry {
+	t.Helper()
+	var out []index.OffsetEntry
+	for len(b) >= 8 {
+		rel := int64(int32(uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])))
+		pos := int32(uint32(b[4])<<24 | uint32(b[5])<<16 | uint32(b[6])<<8 | uint32(b[7]))
+		out = append(out, index.OffsetEntry{Offset: rel, Position: pos})
+		b = b[8:]
+	}
+	return out
+}
