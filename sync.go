@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/partlog/partlog/internal/testhook"
 	"github.com/partlog/partlog/segment"
 )
 
@@ -87,6 +88,9 @@ func (l *Log) flush() error {
 	}
 	if leo > l.recoveryPoint.Load() {
 		l.recoveryPoint.Store(leo)
+	}
+	if f := testhook.LogFlushed.Load(); f != nil {
+		(*f)(l.dir)
 	}
 	return nil
 }

@@ -1,0 +1,14 @@
+// Package testhook holds observation points that the tests of other
+// packages of this module set, for what they cannot see through the
+// exported API (for example when a Log's data became durable). Production
+// code only calls a hook when a test set it; nothing outside this module
+// can import the package.
+package testhook
+
+import "sync/atomic"
+
+// LogFlushed, when set, is called by partlog after each Log flush that
+// succeeded, with the log's directory, while the flush still holds the
+// log's append lock: no write changes the directory during the call, so
+// the files as they are then are what a power failure would leave.
+var LogFlushed atomic.Pointer[func(dir string)]
