@@ -12,3 +12,8 @@ import "sync/atomic"
 // log's append lock: no write changes the directory during the call, so
 // the files as they are then are what a power failure would leave.
 var LogFlushed atomic.Pointer[func(dir string)]
+
+// Fallocate, when set, is called by internal/mmapfile before each
+// fallocate(2) of [off, off+n) on the file fd; an error it returns is
+// returned as fallocate's (ENOSPC to fill a disk without mounting one).
+var Fallocate atomic.Pointer[func(fd int, off, n int64) error]
