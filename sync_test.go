@@ -3,11 +3,15 @@ package partlog
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/partlog/partlog/internal/testhook"
+	"github.com/partlog/partlog/segment"
 )
 
 // TestSyncGroupCommit runs concurrent appenders that each wait for their
@@ -345,4 +349,57 @@ func TestFlushErrorDuringTruncation(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestFlushFsyncsListedSegments checks that a flush really fsyncs the
+// .log of every segment it lists (sealed ones through their file, the
+// active one through its mapping), seen through testhook.Synced: the
+// flushed hook alone would not notice a flush that lists a segment and
+// then skips its fsync.
+func TestFlushFsyncsListedSegments(t *testing.T) {
+	l, dir := openTestLog(t, smallOpts(t))
+	var mu sync.Mutex
+	synced := map[string]int{}
+	hook := func(path string) {
+		mu.Lock()
+		defer mu.Unlock()
+		synced[path]++
+	}
+	if !testhook.Synced.CompareAndSwap(nil, &hook) {
+		t.Fatal("testhook.Synced is already set")
+	}
+	t.Cleanup(func() { testhook.Synced.Store(nil) })
+	took := recordFlushes(l)
+	b := makeBatch(t, 2, 100, 1)
+	for i := 0; i < 3; i++ {
+		if _, err := l.AppendAsLeader(b, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Roll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.AppendAsLeader(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	clear(synced)
+	mu.Unlock()
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	got := took()
+	if len(got.bases) != 4 {
+		t.Fatalf("flush listed segments %v, want the 4 above the recovery point", got.bases)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, base := range got.bases {
+		if p := segment.Path(dir, base, segment.LogSuffix); synced[p] == 0 {
+			t.Errorf("segment %d listed by the flush but its .log was not fsynced (synced: %v)", base, synced)
+		}
+	}
+	if synced[filepath.Clean(dir)] == 0 {
+		t.Errorf("the flush after rolls did not fsync the directory (synced: %v)", synced)
+	}
 }

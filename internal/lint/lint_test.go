@@ -30,7 +30,7 @@ var allowed = map[string][]string{
 	"batch":               {"internal/unsafeutil"},
 	"snapshot":            {"internal/unsafeutil"},
 	"index":               {"internal/mmapfile", "internal/unsafeutil"},
-	"segment":             {"batch", "index", "internal/mmapfile", "internal/unsafeutil"},
+	"segment":             {"batch", "index", "internal/mmapfile", "internal/unsafeutil", "internal/testhook"},
 	"producerstate":       {"batch", "snapshot", "index", "internal/unsafeutil"},
 	"recovery": {"batch", "index", "segment", "producerstate", "snapshot",
 		"internal/mmapfile", "internal/checkpoint", "internal/unsafeutil"},

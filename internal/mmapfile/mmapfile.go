@@ -286,6 +286,9 @@ func (f *File) syncFdatasync() error {
 	if err := unix.Fdatasync(int(f.fd.Fd())); err != nil {
 		return pathError(f.path, "fdatasync", err)
 	}
+	if h := testhook.Synced.Load(); h != nil {
+		(*h)(f.path)
+	}
 	return nil
 }
 

@@ -17,3 +17,9 @@ var LogFlushed atomic.Pointer[func(dir string)]
 // fallocate(2) of [off, off+n) on the file fd; an error it returns is
 // returned as fallocate's (ENOSPC to fill a disk without mounting one).
 var Fallocate atomic.Pointer[func(fd int, off, n int64) error]
+
+// Synced, when set, is called with the path of a segment file or of a
+// directory after each fdatasync or fsync of it that succeeded (in
+// internal/mmapfile, and in package segment for sealed segments and
+// directories), so tests can see what a flush made durable.
+var Synced atomic.Pointer[func(path string)]
