@@ -403,3 +403,44 @@ func TestFlushFsyncsListedSegments(t *testing.T) {
 		t.Errorf("the flush after rolls did not fsync the directory (synced: %v)", synced)
 	}
 }
+
+// TestSyncCountsWaiters checks the bookkeeping that steers how long a
+// flush leader waits for its group: while two callers are inside Sync the
+// flush sees two syncers, and none are counted once they returned.
+func TestSyncCountsWaiters(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	info, err := l.AppendAsLeader(makeBatch(t, 1, 10, 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	seen := make(chan int64, 4)
+	l.flushFault = func() error {
+		seen <- l.syncers.Load()
+		<-release
+		return nil
+	}
+	done := make(chan error, 2)
+	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
+	first := <-seen // the leader is inside its flush
+	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
+	for deadline := time.Now().Add(10 * time.Second); l.syncers.Load() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatalf("a second caller waiting in Sync is not counted: %d syncers", l.syncers.Load())
+		}
+	}
+	close(release)
+	for i := 0; i < 2; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.flushFault = nil
+	if first != 1 {
+		t.Fatalf("the first flush saw %d syncers, want 1", first)
+	}
+	if n := l.syncers.Load(); n != 0 {
+		t.Fatalf("%d syncers counted after every Sync returned", n)
+	}
+}
