@@ -402,6 +402,19 @@ func TestFlushFsyncsListedSegments(t *testing.T) {
 	if synced[filepath.Clean(dir)] == 0 {
 		t.Errorf("the flush after rolls did not fsync the directory (synced: %v)", synced)
 	}
+	// No segment created since: the next flush costs no directory fsync.
+	clear(synced)
+	mu.Unlock()
+	if _, err := l.AppendAsLeader(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if synced[filepath.Clean(dir)] != 0 {
+		t.Errorf("a flush with no new segment fsynced the directory again")
+	}
 }
 
 // TestSyncCountsWaiters checks the bookkeeping that steers how long a
@@ -443,4 +456,38 @@ func TestSyncCountsWaiters(t *testing.T) {
 	if n := l.syncers.Load(); n != 0 {
 		t.Fatalf("%d syncers counted after every Sync returned", n)
 	}
+}
+
+// TestSyncWaitersShareFailure: callers that wait for a flush which fails
+// get that flush's error, exactly, rather than starting flushes of their
+// own on the now failed log.
+func TestSyncWaitersShareFailure(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	info, err := l.AppendAsLeader(makeBatch(t, 1, 10, 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("injected fsync failure")
+	release := make(chan struct{})
+	l.flushFault = func() error { <-release; return boom }
+	const waiters = 4
+	results := make(chan error, waiters)
+	for i := 0; i < waiters; i++ {
+		go func() { results <- l.Sync(context.Background(), info.LastOffset+1) }()
+	}
+	// Every caller is inside Sync while the first flush is still blocked,
+	// so all of them share it.
+	for deadline := time.Now().Add(10 * time.Second); l.syncers.Load() < waiters; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatalf("only %d of %d callers reached Sync", l.syncers.Load(), waiters)
+		}
+	}
+	close(release)
+	for i := 0; i < waiters; i++ {
+		if err := <-results; err != boom {
+			t.Errorf("waiter %d: %v, want the shared flush's error itself", i, err)
+		}
+	}
+	l.flushFault = nil
 }
