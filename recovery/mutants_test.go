@@ -285,3 +285,18 @@ func decodeOffsets(t testing.TB, b []byte) []index.OffsetEntry {
 	}
 	return out
 }
+
+// TestRecoveryPointAfterRun: a clean directory that needed no cut is
+// durable to its end, so the recovery point Run hands the log is the log
+// end even when the checkpointed one lags; an unclean run keeps the
+// checkpointed value (what lies above it was validated, not synced).
+func TestRecoveryPointAfterRun(t *testing.T) {
+	o := clean()
+	o.RecoveryPoint = 0
+	if r := mustRun(t, fixture(t), o); r.RecoveryPoint != 750 {
+		t.Errorf("clean run with recovery point 0: %d, want the log end 750", r.RecoveryPoint)
+	}
+	if r := mustRun(t, fixture(t), unclean(300)); r.RecoveryPoint != 300 {
+		t.Errorf("unclean run from 300: recovery point %d, want 300", r.RecoveryPoint)
+	}
+}
