@@ -300,3 +300,58 @@ func TestRecoveryPointAfterRun(t *testing.T) {
 		t.Errorf("unclean run from 300: recovery point %d, want 300", r.RecoveryPoint)
 	}
 }
+
+// TestSwapAtSmallestCleanedRolledBack: a .swap whose base offset equals
+// the smallest .cleaned one belongs to the interrupted replacement (Kafka
+// deletes every swap at or above the smallest cleaned offset): it is
+// rolled back and the original segment stays as it was, even when the
+// swap is itself a valid segment.
+func TestSwapAtSmallestCleanedRolledBack(t *testing.T) {
+	dir := fixture(t)
+	orig, err := os.ReadFile(segPath(dir, 300, segment.LogSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copySegment(t, dir, 300, 300, segment.CleanedSuffix)
+	copySegment(t, dir, 300, 300, segment.SwapSuffix)
+	// A valid but shorter swap: only S1's first five batches.
+	cut := batchesOf(t, dir, 300)[5].pos
+	if err := os.Truncate(segPath(dir, 300, segment.LogSuffix)+segment.SwapSuffix, cut); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, dir, clean())
+	expectProblem(t, r, kindSwap)
+	expectCut(t, r, 750, "")
+	got, err := os.ReadFile(segPath(dir, 300, segment.LogSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, orig) {
+		t.Fatalf("S1 is %d bytes after recovery, want the original %d: the swap at the smallest cleaned offset was completed", len(got), len(orig))
+	}
+	if exists(dir, segment.MakeFileName(300, segment.LogSuffix)+segment.SwapSuffix) {
+		t.Error("the swap was left in place")
+	}
+}
+
+// TestOverlapDropsEpochsOfCutRegion: when a later segment overlaps S2,
+// S2 is cut before it, and the leader epochs first seen in the cut part
+// of S2 must not enter the rebuilt epoch list (they would shadow the
+// kept segment's lower epochs).
+func TestOverlapDropsEpochsOfCutRegion(t *testing.T) {
+	dir := fixture(t)
+	for _, b := range batchesOf(t, dir, 600) {
+		if b.base >= 720 {
+			setField(t, dir, 600, b.pos, batch.OffPartitionLeaderEpoch, be32(2))
+		}
+	}
+	writeSegment(t, dir, 700, 700, 800) // epoch 1, offsets 700..799
+	r := mustRun(t, dir, unclean(600))
+	if r.LogEndOffset != 800 || r.Truncation == nil || r.Truncation.Offset != 700 {
+		t.Fatalf("LEO %d, truncation %+v; want 800 and S2 cut at 700", r.LogEndOffset, r.Truncation)
+	}
+	expectProblem(t, r, kindOverlap)
+	if want := []EpochReport{{0, 0}, {1, 450}}; !reflect.DeepEqual(r.Epochs, want) {
+		t.Fatalf("epochs %+v, want %+v: an epoch of the cut region of S2 was kept", r.Epochs, want)
+	}
+}
