@@ -6,8 +6,12 @@ package recovery
 
 import (
 	"bytes"
+	"fmt"
+	"math"
 	"os"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/partlog/partlog/batch"
@@ -353,5 +357,205 @@ func TestOverlapDropsEpochsOfCutRegion(t *testing.T) {
 	expectProblem(t, r, kindOverlap)
 	if want := []EpochReport{{0, 0}, {1, 450}}; !reflect.DeepEqual(r.Epochs, want) {
 		t.Fatalf("epochs %+v, want %+v: an epoch of the cut region of S2 was kept", r.Epochs, want)
+	}
+}
+
+// writeLiveSegment writes a closed segment at base with the live writer,
+// one batch per element of bs (stamped from base on at epoch 1).
+func writeLiveSegment(t testing.TB, dir string, base int64, bs [][]byte) {
+	t.Helper()
+	s, err := segment.Create(dir, base, testCfg, testNow())
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := base
+	for _, raw := range bs {
+		var out segment.Appended
+		if err := s.Append(raw, segment.Stamp{Assign: true, NextOffset: next, LeaderEpoch: 1}, &out); err != nil {
+			t.Fatal(err)
+		}
+		next = out.LastOffset + 1
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRelativeOffsetBoundary: a batch whose last offset is exactly
+// MaxInt32 above the segment base still fits the index's relative
+// offsets (Kafka: offset - baseOffset <= Int.MaxValue) and is kept; one
+// more does not fit and is cut.
+func TestRelativeOffsetBoundary(t *testing.T) {
+	for _, tc := range []struct {
+		last int64 // last offset of the second batch
+		leo  int64
+	}{
+		{last: math.MaxInt32, leo: math.MaxInt32 + 1},
+		{last: math.MaxInt32 + 1, leo: 10},
+	} {
+		dir := t.TempDir()
+		var out []byte
+		var bld batch.Builder
+		for _, base := range []int64{0, tc.last} {
+			n := 10
+			if base != 0 {
+				n = 1
+			}
+			spec := batch.NewBatchSpec(base)
+			spec.PartitionLeaderEpoch = 1
+			recs := make([]batch.RecordSpec, n)
+			for i := range recs {
+				recs[i] = batch.RecordSpec{Timestamp: baseTs + int64(i), Value: []byte("x")}
+			}
+			var err error
+			if out, err = bld.AppendBatch(out, &spec, recs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(segPath(dir, 0, segment.LogSuffix), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := mustRun(t, dir, unclean(0))
+		if r.LogEndOffset != tc.leo {
+			t.Errorf("batch with last offset %d in segment 0: LEO %d, want %d (truncation %+v)", tc.last, r.LogEndOffset, tc.leo, r.Truncation)
+		}
+	}
+}
+
+// TestReplayProducerIDZero: producer id 0 is a valid producer id; its
+// batches are replayed into the producer state like any other.
+func TestReplayProducerIDZero(t *testing.T) {
+	dir := t.TempDir()
+	var bs [][]byte
+	seq := map[int64]int32{}
+	for i := int64(0); i < 3; i++ {
+		bs = append(bs, encodeBatch(fixtureBatch{records: 2, pid: 0}, 2*i, seq))
+	}
+	writeLiveSegment(t, dir, 0, bs)
+	r := mustRun(t, dir, unclean(0))
+	if r.Producers != 1 {
+		t.Fatalf("%d producers after replaying batches of producer 0, want 1", r.Producers)
+	}
+}
+
+// TestLogStartIsFirstSegmentBase: the log start offset is at least the
+// first remaining segment's base, whatever the checkpoint says.
+func TestLogStartIsFirstSegmentBase(t *testing.T) {
+	dir := fixture(t)
+	for _, k := range segmentKinds {
+		_ = os.Remove(segPath(dir, 0, k))
+	}
+	r := mustRun(t, dir, unclean(300))
+	if r.LogStartOffset != 300 {
+		t.Fatalf("log start %d with segments from 300 on, want 300", r.LogStartOffset)
+	}
+}
+
+// TestSwapReplacingTwoSegments: a completed compaction's .swap at 300
+// holding the data of S1 and S2 replaces both originals: S2 is removed
+// with the others of the swap's range, not left to overlap it.
+func TestSwapReplacingTwoSegments(t *testing.T) {
+	dir := fixture(t)
+	s1, err := os.ReadFile(segPath(dir, 300, segment.LogSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := os.ReadFile(segPath(dir, 600, segment.LogSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged := append(append([]byte(nil), s1...), s2...)
+	if err := os.WriteFile(segPath(dir, 300, segment.LogSuffix)+segment.SwapSuffix, merged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, dir, clean())
+	expectProblem(t, r, kindSwap)
+	if hasProblem(r, kindOverlap) {
+		t.Errorf("overlap after the swap: %+v", r.Problems)
+	}
+	if exists(dir, segment.MakeFileName(600, segment.LogSuffix)) {
+		t.Error("S2 left beside the swap that replaced it")
+	}
+	got, err := os.ReadFile(segPath(dir, 300, segment.LogSuffix))
+	if err != nil || !bytes.Equal(got, merged) {
+		t.Fatalf("segment 300 after the swap: %d bytes (%v), want the %d of the swap", len(got), err, len(merged))
+	}
+	if r.LogEndOffset != 750 {
+		t.Errorf("LEO %d, want 750", r.LogEndOffset)
+	}
+}
+
+// TestIndexesRebuiltListed: every segment whose index Run rewrote or
+// removed is listed once in IndexesRebuilt.
+func TestIndexesRebuiltListed(t *testing.T) {
+	dir := fixture(t)
+	for _, base := range []int64{0, 300} {
+		if err := os.Remove(segPath(dir, base, segment.IndexSuffix)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// S0 holds no aborted transaction: a .txnindex entry there is stale.
+	stale := index.AppendAbortedTxn(nil, index.AbortedTxn{ProducerID: 2, FirstOffset: 10, LastOffset: 20, LastStableOffset: 10})
+	if err := os.WriteFile(segPath(dir, 0, segment.TxnIndexSuffix), stale, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, dir, clean())
+	if want := []int64{0, 300}; !reflect.DeepEqual(r.IndexesRebuilt, want) {
+		t.Fatalf("indexes rebuilt %v, want %v", r.IndexesRebuilt, want)
+	}
+	if exists(dir, segment.MakeFileName(0, segment.TxnIndexSuffix)) {
+		t.Error("stale .txnindex of S0 kept")
+	}
+
+	// A stale .txnindex alone also counts as a rebuild.
+	dir = fixture(t)
+	if err := os.WriteFile(segPath(dir, 600, segment.TxnIndexSuffix), stale, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = mustRun(t, dir, unclean(600))
+	if !slices.Contains(r.IndexesRebuilt, 600) {
+		t.Fatalf("indexes rebuilt %v, want 600 (stale .txnindex removed)", r.IndexesRebuilt)
+	}
+}
+
+// TestSummaryLimitsProblems: Summary names the first three problems and
+// counts the rest.
+func TestSummaryLimitsProblems(t *testing.T) {
+	r := &Report{Status: StatusProblems}
+	for i := range 5 {
+		r.Problems = append(r.Problems, Problem{File: fmt.Sprintf("f%d", i), Position: -1, Kind: "k", Detail: "d"})
+	}
+	s := r.Summary()
+	for i, want := range []bool{true, true, true, false, false} {
+		if got := strings.Contains(s, fmt.Sprintf("f%d:", i)); got != want {
+			t.Errorf("Summary %q names problem %d: %v, want %v", s, i, got, want)
+		}
+	}
+	if !strings.Contains(s, "and 2 more problems") {
+		t.Errorf("Summary %q does not count the other two problems", s)
+	}
+}
+
+// TestSecondRunWithManyProducers: with many producers (spread over the
+// producer-state shards, whose order is unspecified) the snapshot at the
+// log end that the first run wrote is recognised by the second, which
+// changes nothing.
+func TestSecondRunWithManyProducers(t *testing.T) {
+	dir := t.TempDir()
+	var bs [][]byte
+	seq := map[int64]int32{}
+	for pid := int64(10); pid < 74; pid++ {
+		bs = append(bs, encodeBatch(fixtureBatch{records: 1, pid: pid}, pid-10, seq))
+	}
+	writeLiveSegment(t, dir, 0, bs)
+	r := mustRun(t, dir, unclean(0))
+	if r.Producers != 64 {
+		t.Fatalf("%d producers, want 64", r.Producers)
+	}
+	before := hashDir(t, dir)
+	o := unclean(r.RecoveryPoint)
+	r2 := mustRun(t, dir, o)
+	if d := diffHashes(before, hashDir(t, dir)); len(d) > 0 || r2.Status != StatusOK {
+		t.Fatalf("second run: status %s, changed %v, problems %+v", r2.Status, d, r2.Problems)
 	}
 }
