@@ -3,8 +3,12 @@ package partlog
 import (
 	"errors"
 	"os/exec"
+	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/partlog/partlog/internal/testhook"
+	"golang.org/x/sys/unix"
 )
 
 // fullMountTmpfs mounts a tmpfs of size bytes on a fresh directory and
@@ -29,7 +33,46 @@ func fullMountTmpfs(t *testing.T, size string) string {
 // error, not a SIGBUS), the data appended before reads back, and the log
 // is poisoned (ErrFailed) until reopened; Close still works.
 func TestFullDisk(t *testing.T) {
-	mnt := fullMountTmpfs(t, "2m")
+	checkFullDisk(t, fullMountTmpfs(t, "2m"))
+}
+
+// TestFullDiskInjected is TestFullDisk without root: every fallocate of
+// the process draws from a 2 MiB budget (testhook.Fallocate), and the one
+// that would exceed it fails with ENOSPC as a full file system's does.
+func TestFullDiskInjected(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var used int64
+	const budget = 2 << 20
+	hook := func(fd int, off, n int64) error {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		grow := max(0, off+n-st.Size)
+		if used+grow > budget {
+			return syscall.ENOSPC
+		}
+		used += grow
+		return nil
+	}
+	if !testhook.Fallocate.CompareAndSwap(nil, &hook) {
+		t.Fatal("testhook.Fallocate is already set")
+	}
+	t.Cleanup(func() { testhook.Fallocate.Store(nil) })
+	checkFullDisk(t, dir)
+	mu.Lock()
+	defer mu.Unlock()
+	if used == 0 {
+		t.Fatal("the fallocate hook never ran")
+	}
+}
+
+// checkFullDisk runs the full-disk scenario in mnt, a directory on which
+// about 2 MiB can be allocated.
+func checkFullDisk(t *testing.T, mnt string) {
 	opts := smallOpts(t)
 	opts.SegmentBytes = 512 << 10
 	opts.MaxIndexBytes = 4096

@@ -57,9 +57,13 @@ type Log struct {
 	lastFlushNs atomic.Int64
 	// flushFault, set by tests, makes a flush fail as an fsync would.
 	flushFault func() error
-	jitterMs   int64 // per active segment, drawn at creation
-	scratch    []byte
-	dirDirty   bool // a segment was created since the last Flush
+	// flushed, set by tests, is called by a flush before it fsyncs each
+	// segment, with that segment's base offset and the recovery point the
+	// flush will set (the log end offset it saw when it started).
+	flushed  func(base, target int64)
+	jitterMs int64 // per active segment, drawn at creation
+	scratch  []byte
+	dirDirty bool // a segment was created since the last Flush
 
 	mu        sync.RWMutex // guards segments, keys
 	segments  []*segment.Segment

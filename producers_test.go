@@ -745,6 +745,37 @@ func TestProducers_AbortWritesTxnIndex(t *testing.T) {
 	}
 }
 
+// TestProducers_AbortMiddleTxnIndexLSO: with three open transactions,
+// aborting the middle one stores, in the .txnindex entry's
+// lastStableOffset field, the first offset of the earliest other open
+// transaction (Kafka: the first of ongoingTxns other than the aborted
+// producer's), not the latest; the field survives a reopen.
+func TestProducers_AbortMiddleTxnIndexLSO(t *testing.T) {
+	l, dir := psNew(t)
+	t7 := psLeader(t, l, psData(t, 7, 0, 0, 2, true))
+	t8 := psLeader(t, l, psData(t, 8, 0, 0, 2, true))
+	t9 := psLeader(t, l, psData(t, 9, 0, 0, 2, true))
+	ab8 := psCoord(t, l, psMarker(8, 0, false, 0))
+	ab7 := psCoord(t, l, psMarker(7, 0, false, 0))
+	want := []index.AbortedTxn{
+		{ProducerID: 8, FirstOffset: t8.FirstOffset, LastOffset: ab8.FirstOffset, LastStableOffset: t7.FirstOffset},
+		{ProducerID: 7, FirstOffset: t7.FirstOffset, LastOffset: ab7.FirstOffset, LastStableOffset: t9.FirstOffset},
+	}
+	for _, reopen := range []bool{false, true} {
+		if reopen {
+			l = psReopen(t, l)
+		}
+		b, err := os.ReadFile(segment.Path(dir, l.Segments()[0], segment.TxnIndexSuffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := index.DecodeTxnIndex(b)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf(".txnindex (reopened %v) %+v (%v), want %+v", reopen, got, err, want)
+		}
+	}
+}
+
 func TestProducers_ClientMayNotAppendControlBatches(t *testing.T) {
 	l, _ := psNew(t)
 	psLeader(t, l, psData(t, 7, 0, 0, 1, true))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/partlog/partlog/internal/testhook"
 	"github.com/partlog/partlog/segment"
 )
 
@@ -59,6 +60,9 @@ func (l *Log) flush() error {
 		if err != nil {
 			break
 		}
+		if l.flushed != nil {
+			l.flushed(s.BaseOffset(), leo)
+		}
 		err = s.Flush()
 	}
 	if err == nil && dirDirty {
@@ -84,6 +88,9 @@ func (l *Log) flush() error {
 	}
 	if leo > l.recoveryPoint.Load() {
 		l.recoveryPoint.Store(leo)
+	}
+	if f := testhook.LogFlushed.Load(); f != nil {
+		(*f)(l.dir)
 	}
 	return nil
 }

@@ -8,11 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/testhook"
 )
 
 // logOptions are small segments without prefaulting, so that tests copy
@@ -256,6 +258,93 @@ func syncedImage(t testing.TB, l *partlog.Log, dst string) {
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+}
+
+// flushedDisk keeps, for every log directory, its segment files (.log and
+// indexes) as the log's last successful flush left them, through the
+// testhook.LogFlushed hook: what a power failure leaves, since a
+// truncation, an append or a new segment reaches the disk only with a
+// flush (snapshots and checkpoints are written durably on their own).
+type flushedDisk struct {
+	mu    sync.Mutex
+	files map[string]map[string][]byte // directory → name → content
+}
+
+// trackFlushes installs the flush hook for the rest of the test.
+func trackFlushes(t testing.TB) *flushedDisk {
+	t.Helper()
+	d := &flushedDisk{files: map[string]map[string][]byte{}}
+	fn := func(dir string) {
+		files := map[string][]byte{}
+		entries, err := os.ReadDir(dir)
+		for _, e := range entries {
+			if isSegmentFile(e.Name()) {
+				b, rerr := os.ReadFile(filepath.Join(dir, e.Name()))
+				if rerr != nil {
+					err = rerr
+					break
+				}
+				files[e.Name()] = b
+			}
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if err != nil {
+			d.files[dir] = nil // unknown: image fails
+			return
+		}
+		d.files[dir] = files
+	}
+	if !testhook.LogFlushed.CompareAndSwap(nil, &fn) {
+		t.Fatal("testhook.LogFlushed is already set")
+	}
+	t.Cleanup(func() { testhook.LogFlushed.Store(nil) })
+	return d
+}
+
+// isSegmentFile reports whether name is a segment's .log or index.
+func isSegmentFile(name string) bool {
+	var off int64
+	var ext string
+	if n, _ := fmt.Sscanf(name, "%020d.%s", &off, &ext); n != 2 {
+		return false
+	}
+	switch ext {
+	case "log", "index", "timeindex", "txnindex":
+		return true
+	}
+	return false
+}
+
+// image writes into dst the directory src as a power failure would leave
+// it: its files as they are, except that every segment file is as the
+// last flush of src left it (removed if it did not exist then, restored
+// if it was deleted since).
+func (d *flushedDisk) image(t testing.TB, src, dst string) {
+	t.Helper()
+	d.mu.Lock()
+	durable, ok := d.files[src]
+	d.mu.Unlock()
+	if ok && durable == nil {
+		t.Fatalf("the flush hook could not read %s", src)
+	}
+	copyDir(t, src, dst)
+	entries, err := os.ReadDir(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, keep := durable[e.Name()]; isSegmentFile(e.Name()) && !keep {
+			if err := os.Remove(filepath.Join(dst, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for name, b := range durable {
+		if err := os.WriteFile(filepath.Join(dst, name), b, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -192,16 +192,31 @@ var stopCrashPoints = []struct {
 	{crashStopped, 1},
 }
 
+// stopNotReached lists, per policy, the crash points of stopCrashPoints
+// that the policy never passes: TRUNCATE_LSO writes no ABORT marker, and
+// ABORT_OPEN truncates nothing (its S2 flushes and goes straight to S3).
+// Every other listed point must be reached, or TestStopCrashPoints fails.
+var stopNotReached = map[StopPolicy][]crashPoint{
+	TruncateLSO: {crashStopAbortAppended},
+	AbortOpen:   {crashStopTruncatedUnflushed, crashStopTruncated},
+}
+
 // TestStopCrashPoints (T22-T27): for each policy, crash after every step
-// of STOPPING (and between an append and its fsync), with two disk images
-// each: the page cache survived (process crash) or only what was fsynced
-// (power failure). Reopening the log and the partition must finish the
-// stop with exactly one barrier, as a stop without crash does.
+// of STOPPING (and between an append and its fsync), with three disk
+// images each: the page cache survived (process crash), only what lies
+// below the recovery point survived, or every segment file is as the
+// log's last successful flush left it (power failure: a truncation or
+// append not yet flushed is undone). Reopening the log and the partition
+// must finish the stop with exactly one barrier, as a stop without crash
+// does. A crash point the table expects but the stop does not pass fails
+// the test (a renamed or moved point would otherwise go untested).
 func TestStopCrashPoints(t *testing.T) {
+	disk := trackFlushes(t)
 	for _, policy := range []StopPolicy{TruncateLSO, AbortOpen} {
 		for _, cp := range stopCrashPoints {
-			for _, image := range []string{"cache", "synced"} {
+			for _, image := range []string{"cache", "synced", "flushed"} {
 				name := fmt.Sprintf("%s/%s#%d/%s", policy, cp.pt, cp.hit, image)
+				unreachable := slices.Contains(stopNotReached[policy], cp.pt)
 				t.Run(name, func(t *testing.T) {
 					imageDir := filepath.Join(t.TempDir(), "image")
 					var f *stopFixture
@@ -217,17 +232,29 @@ func TestStopCrashPoints(t *testing.T) {
 						}
 						crashed = true
 						lmoAtCrash = f.b.p.cp.LastMirrorOffset
-						if image == "cache" {
+						switch image {
+						case "cache":
 							copyDir(t, f.mirrorDir, imageDir)
-						} else {
+						case "synced":
 							syncedImage(t, f.b.log(), imageDir)
+						default:
+							disk.image(t, f.mirrorDir, imageDir)
 						}
 						return true
 					}}
 					f = newStopFixture(t, opts)
 					_, err := f.b.p.Stop(bg, policy)
+					if unreachable {
+						if crashed {
+							t.Fatalf("crash point %s reached with %s, which stopNotReached says it never passes", cp.pt, policy)
+						}
+						if err != nil {
+							t.Fatalf("stop: %v", err)
+						}
+						return
+					}
 					if !crashed {
-						t.Skipf("crash point not reached with %s (err %v)", policy, err)
+						t.Fatalf("crash point %s#%d not reached with %s (err %v)", cp.pt, cp.hit, policy, err)
 					}
 					if !errors.Is(err, ErrCrashed) {
 						t.Fatalf("stop: %v, want ErrCrashed", err)

@@ -70,6 +70,30 @@ func TestTransactionsLSO(t *testing.T) {
 			t.Fatalf("FUO after HW %d, want 102", fuo)
 		}
 	})
+	t.Run("abort_index_lso_is_earliest_other_open_txn", func(t *testing.T) {
+		// Three open transactions; the one aborted is the middle one, then
+		// the first: the LSO stored with the aborted transaction is the
+		// first offset of the earliest other open one (Kafka takes the
+		// first of ongoingTxns, ordered by first offset), never a later one.
+		m := New(Config{})
+		l := newLog(t, m)
+		pad(t, l, 100)
+		l.must(Client, txnData(7, 0, 0, 2))      // 100,101
+		l.must(Client, txnData(8, 0, 0, 2))      // 102,103
+		l.must(Client, txnData(9, 0, 0, 2))      // 104,105
+		a := l.must(Coordinator, abort(8, 0, 0)) // 106
+		if want := []CompletedTxn{{ProducerID: 8, FirstOffset: 102, LastOffset: 106, LastStableOffset: 100, Aborted: true}}; !reflect.DeepEqual(a.CompletedTxns(), want) {
+			t.Fatalf("abort of the middle transaction: completed %+v, want %+v", a.CompletedTxns(), want)
+		}
+		a = l.must(Coordinator, abort(7, 0, 0)) // 107
+		if want := []CompletedTxn{{ProducerID: 7, FirstOffset: 100, LastOffset: 107, LastStableOffset: 104, Aborted: true}}; !reflect.DeepEqual(a.CompletedTxns(), want) {
+			t.Fatalf("abort of the first transaction: completed %+v, want %+v", a.CompletedTxns(), want)
+		}
+		a = l.must(Coordinator, abort(9, 0, 0)) // 108
+		if want := []CompletedTxn{{ProducerID: 9, FirstOffset: 104, LastOffset: 108, LastStableOffset: 109, Aborted: true}}; !reflect.DeepEqual(a.CompletedTxns(), want) {
+			t.Fatalf("abort of the last open transaction: completed %+v, want %+v", a.CompletedTxns(), want)
+		}
+	})
 	t.Run("ongoing_ordered_by_first_offset", func(t *testing.T) {
 		m := New(Config{})
 		l := newLog(t, m)

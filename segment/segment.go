@@ -13,6 +13,7 @@ import (
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/internal/mmapfile"
+	"github.com/partlog/partlog/internal/testhook"
 )
 
 // Config holds the segment settings a Log passes down. Every field must be
@@ -484,6 +485,9 @@ func syncFile(path string, missingOK bool) error {
 		return err
 	}
 	err = f.Sync()
+	if h := testhook.Synced.Load(); h != nil && err == nil {
+		(*h)(path)
+	}
 	return errors.Join(err, f.Close())
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/mmapfile"
+	"github.com/partlog/partlog/internal/testhook"
 )
 
 // TruncateTo removes every batch whose last offset is ≥ offset from the
@@ -170,6 +171,9 @@ func syncDir(dir string) error {
 		return err
 	}
 	err = d.Sync()
+	if h := testhook.Synced.Load(); h != nil && err == nil {
+		(*h)(filepath.Clean(dir))
+	}
 	return errors.Join(err, d.Close())
 }
 

@@ -3,10 +3,12 @@ package lint
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,19 +24,20 @@ const module = "github.com/partlog/partlog"
 var allowed = map[string][]string{
 	"internal/unsafeutil": {},
 	"internal/fsutil":     {},
-	"internal/mmapfile":   {"internal/unsafeutil"},
+	"internal/mmapfile":   {"internal/unsafeutil", "internal/testhook"},
 	"internal/checkpoint": {"internal/fsutil", "internal/unsafeutil"},
 	"internal/lint":       {},
+	"internal/testhook":   {},
 	"batch":               {"internal/unsafeutil"},
 	"snapshot":            {"internal/fsutil", "internal/unsafeutil"},
 	"index":               {"internal/mmapfile", "internal/unsafeutil"},
-	"segment":             {"batch", "index", "internal/fsutil", "internal/mmapfile", "internal/unsafeutil"},
+	"segment":             {"batch", "index", "internal/fsutil", "internal/mmapfile", "internal/unsafeutil", "internal/testhook"},
 	"producerstate":       {"batch", "snapshot", "index", "internal/unsafeutil"},
 	"recovery": {"batch", "index", "segment", "producerstate", "snapshot",
 		"internal/fsutil", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil"},
 	"": {"batch", "index", "segment", "producerstate", "snapshot", "recovery",
-		"internal/fsutil", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil"},
-	"mirror":      {"", "batch", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil"},
+		"internal/fsutil", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil", "internal/testhook"},
+	"mirror":      {"", "batch", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil", "internal/testhook"},
 	"mirror/sim":  {"", "mirror", "batch", "producerstate", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil"},
 	"cmd/partlog": {"*"},
 	"bench":       {"*"},
@@ -115,28 +118,91 @@ func ours(path string) (string, bool) {
 // TestImportGraph fails when a package imports one of ours that
 // ARCHITECTURE.md does not allow (lower packages never import higher
 // ones; batch imports nothing of ours but internal/unsafeutil). Test
-// files are held to the same rule, except that they may import
-// internal/lint helpers of their own package.
+// files are held to the same rule.
 func TestImportGraph(t *testing.T) {
 	for _, p := range listPackages(t) {
 		name, _ := ours(p.ImportPath)
-		rules, known := allowed[name]
-		if !known {
+		if _, known := allowed[name]; !known {
 			t.Errorf("package %q is not in the import table of internal/lint; add it with the edges ARCHITECTURE.md allows", p.ImportPath)
 			continue
 		}
-		if slices.Contains(rules, "*") {
+		for _, v := range importViolations(name, slices.Concat(p.Imports, p.TestImports, p.XTestImports), p.Deps) {
+			t.Error(v)
+		}
+	}
+}
+
+// importViolations checks the package of ours named name (module-relative)
+// against the table: each package of ours it imports directly (code or
+// tests) must be listed for it, and each one it depends on only
+// indirectly must be listed or reachable through listed packages. So a
+// package may not import directly what it is only allowed to reach
+// through another (mirror uses segment through partlog, never itself).
+func importViolations(name string, direct, deps []string) []string {
+	rules := allowed[name]
+	if slices.Contains(rules, "*") {
+		return nil
+	}
+	var out []string
+	isDirect := map[string]bool{}
+	for _, imp := range direct {
+		dep, isOurs := ours(imp)
+		if !isOurs || dep == name {
 			continue
 		}
-		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports, p.Deps) {
-			dep, isOurs := ours(imp)
-			if !isOurs || dep == name {
-				continue
-			}
-			if !slices.Contains(rules, dep) && !transitivelyAllowed(rules, dep) {
-				t.Errorf("%s imports %s (directly or through its deps), which ARCHITECTURE.md does not allow", p.ImportPath, imp)
-			}
+		isDirect[dep] = true
+		if !slices.Contains(rules, dep) {
+			out = append(out, fmt.Sprintf("%s imports %s directly, which ARCHITECTURE.md does not allow", path.Join(module, name), imp))
 		}
+	}
+	for _, imp := range deps {
+		dep, isOurs := ours(imp)
+		if !isOurs || dep == name || isDirect[dep] {
+			continue
+		}
+		if !slices.Contains(rules, dep) && !transitivelyAllowed(rules, dep) {
+			out = append(out, fmt.Sprintf("%s depends on %s through its imports, which ARCHITECTURE.md does not allow", path.Join(module, name), imp))
+		}
+	}
+	return out
+}
+
+// TestImportRuleDirectVsIndirect pins the rule of importViolations on
+// made-up import lists: the transitive allowance covers indirect
+// dependencies only.
+func TestImportRuleDirectVsIndirect(t *testing.T) {
+	m := func(rel ...string) []string {
+		out := make([]string, len(rel))
+		for i, r := range rel {
+			out[i] = path.Join(module, r)
+		}
+		return out
+	}
+	root := []string{module}
+	for _, tc := range []struct {
+		name         string
+		pkg          string
+		direct, deps []string
+		bad          int
+	}{
+		{"mirror reaches segment through partlog", "mirror", root, m("segment", "index", "batch"), 0},
+		{"mirror imports segment directly", "mirror", append(m("segment"), module), m("segment"), 1},
+		{"mirror's test imports segment directly", "mirror", m("segment"), nil, 1},
+		{"segment imports batch directly", "segment", m("batch", "index"), m("batch", "index", "internal/mmapfile"), 0},
+		{"segment imports internal/unsafeutil directly", "segment", m("internal/unsafeutil"), nil, 0},
+		{"producerstate imports segment", "producerstate", m("segment"), m("segment"), 1},
+		{"batch depends on index indirectly", "batch", nil, m("index"), 1},
+		{"index imports internal/testhook directly", "index", m("internal/testhook"), m("internal/testhook"), 1},
+		{"index reaches internal/testhook through mmapfile", "index", m("internal/mmapfile"), m("internal/mmapfile", "internal/testhook"), 0},
+		{"cmd/partlog imports anything", "cmd/partlog", m("segment", "recovery", "internal/testhook"), nil, 0},
+		{"standard library and others are not checked", "batch", []string{"fmt", "golang.org/x/sys/unix"}, []string{"os"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := importViolations(tc.pkg, tc.direct, tc.deps)
+			if len(got) != tc.bad {
+				t.Fatalf("%d violations %q, want %d", len(got), got, tc.bad)
+			}
+		})
 	}
 }
 

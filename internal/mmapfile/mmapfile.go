@@ -44,6 +44,7 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/partlog/partlog/internal/testhook"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,8 +64,15 @@ var (
 
 // fallocate reserves blocks for a file. It is a variable so tests can inject
 // failures such as ENOSPC, which cannot be produced on demand without mounting
-// a small file system.
-var fallocate = unix.Fallocate
+// a small file system; tests of other packages set testhook.Fallocate.
+var fallocate = func(fd int, mode uint32, off, n int64) error {
+	if f := testhook.Fallocate.Load(); f != nil {
+		if err := (*f)(fd, off, n); err != nil {
+			return err
+		}
+	}
+	return unix.Fallocate(fd, mode, off, n)
+}
 
 // madvise is the madvise(2) call used by Prefault; tests replace it to
 // exercise the fallback taken on kernels older than 5.14.
@@ -287,6 +295,9 @@ func (f *File) SyncFile() error {
 func (f *File) syncFdatasync() error {
 	if err := unix.Fdatasync(int(f.fd.Fd())); err != nil {
 		return pathError(f.path, "fdatasync", err)
+	}
+	if h := testhook.Synced.Load(); h != nil {
+		(*h)(f.path)
 	}
 	return nil
 }

@@ -1,0 +1,25 @@
+// Package testhook holds observation points that the tests of other
+// packages of this module set, for what they cannot see through the
+// exported API (for example when a Log's data became durable). Production
+// code only calls a hook when a test set it; nothing outside this module
+// can import the package.
+package testhook
+
+import "sync/atomic"
+
+// LogFlushed, when set, is called by partlog after each Log flush that
+// succeeded, with the log's directory, while the flush still holds the
+// log's append lock: no write changes the directory during the call, so
+// the files as they are then are what a power failure would leave.
+var LogFlushed atomic.Pointer[func(dir string)]
+
+// Fallocate, when set, is called by internal/mmapfile before each
+// fallocate(2) of [off, off+n) on the file fd; an error it returns is
+// returned as fallocate's (ENOSPC to fill a disk without mounting one).
+var Fallocate atomic.Pointer[func(fd int, off, n int64) error]
+
+// Synced, when set, is called with the path of a segment file or of a
+// directory after each fdatasync or fsync of it that succeeded (in
+// internal/mmapfile, and in package segment for sealed segments and
+// directories), so tests can see what a flush made durable.
+var Synced atomic.Pointer[func(path string)]
