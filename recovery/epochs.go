@@ -139,10 +139,16 @@ func epochChangeReason(onDisk, list []checkpoint.EpochEntry, leo, logStart int64
 	case rebuild:
 		return "leader-epoch-checkpoint malformed: rebuilt from the batch headers"
 	}
-	var dropped, added []string
+	var pastEnd, dropped, added []string
 	for _, e := range onDisk {
-		if !slices.Contains(list, e) {
-			dropped = append(dropped, fmt.Sprintf("%d@%d", e.Epoch, e.StartOffset))
+		if slices.Contains(list, e) {
+			continue
+		}
+		entry := fmt.Sprintf("%d@%d", e.Epoch, e.StartOffset)
+		if e.StartOffset >= leo {
+			pastEnd = append(pastEnd, entry)
+		} else {
+			dropped = append(dropped, entry)
 		}
 	}
 	for _, e := range list {
@@ -151,12 +157,16 @@ func epochChangeReason(onDisk, list []checkpoint.EpochEntry, leo, logStart int64
 		}
 	}
 	var parts []string
+	if len(pastEnd) > 0 {
+		parts = append(parts, fmt.Sprintf("entries %s at or past the log end offset %d dropped, as Kafka's load drops them",
+			strings.Join(pastEnd, ", "), leo))
+	}
 	if len(dropped) > 0 {
-		parts = append(parts, fmt.Sprintf("entries %s dropped (at or past the log end offset %d, at or below the log start offset %d, or not monotonic), as Kafka's load drops them",
-			strings.Join(dropped, ", "), leo, logStart))
+		parts = append(parts, fmt.Sprintf("entries %s dropped (below the log start offset %d, or not monotonic)",
+			strings.Join(dropped, ", "), logStart))
 	}
 	if len(added) > 0 {
-		parts = append(parts, fmt.Sprintf("entries %s added from the batch headers of recovered segments", strings.Join(added, ", ")))
+		parts = append(parts, fmt.Sprintf("entries %s added (from the batch headers of recovered segments, or moved to the log start)", strings.Join(added, ", ")))
 	}
 	if len(parts) == 0 {
 		return "leader epochs rewritten"
