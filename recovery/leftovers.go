@@ -210,6 +210,11 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 			x.files[live] = p
 			continue
 		}
+		saved, err := x.quarantineCopy(from, 0, "")
+		if err != nil {
+			return err
+		}
+		c.Saved = saved
 		target := filepath.Join(x.dir, live)
 		if err := os.Rename(p, target); err != nil {
 			return fmt.Errorf("partlog/recovery: finish swap %s: %w", p, err)
