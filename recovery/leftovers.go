@@ -210,11 +210,16 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 			x.files[live] = p
 			continue
 		}
-		saved, err := x.quarantineCopy(from, 0, "")
-		if err != nil {
-			return err
+		if x.o.Quarantine != "" {
+			dst, err := x.quarantinePath(from)
+			if err != nil {
+				return err
+			}
+			if err := copyFile(p, dst, 0, -1); err != nil {
+				return err
+			}
+			c.Saved = filepath.Base(dst)
 		}
-		c.Saved = saved
 		target := filepath.Join(x.dir, live)
 		if err := os.Rename(p, target); err != nil {
 			return fmt.Errorf("partlog/recovery: finish swap %s: %w", p, err)
