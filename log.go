@@ -156,7 +156,8 @@ func (l *Log) open() error {
 		return err
 	}
 	l.report = rep
-	if l.opts.Strict && rep.Status != recovery.StatusOK {
+	// Strict opens refuse any change, routine ones (Report.Changes) too.
+	if l.opts.Strict && (rep.Status != recovery.StatusOK || len(rep.Changes) > 0) {
 		return fmt.Errorf("%w: %s", ErrNeedsRecovery, rep.Summary())
 	}
 	if err := l.load(); err != nil {
