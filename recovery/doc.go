@@ -135,7 +135,8 @@
 //
 // Problems: foreign-name, index, clean-marker-inconsistent, lost-trim, cut,
 // salvage, overlap, gap, epoch, snapshot (corrupt), swap (invalid
-// replacement), epoch-checkpoint, log-start-beyond-end, producer-replay,
+// replacement), orphan-index (no .deleted sibling: the data is missing),
+// epoch-checkpoint, log-start-beyond-end, producer-replay,
 // replay-incomplete, segment-dropped, refused. Changes: leftover,
 // orphan-index, swap, index, cut, segment-dropped, segment-created,
 // snapshot, producer-snapshot, epochs. Notes: full-recovery, metadata-log.

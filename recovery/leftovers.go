@@ -47,6 +47,7 @@ func (x *run) leftovers() error {
 	}
 	x.files = map[string]string{}
 	var cleaned, swaps []segment.FileName
+	deleted := map[int64]bool{} // segments with a .deleted file: a deletion was interrupted
 	quarantine := filepath.Clean(x.o.Quarantine)
 	for _, de := range des {
 		name := de.Name()
@@ -79,6 +80,7 @@ func (x *run) leftovers() error {
 		}
 		switch n.Transient {
 		case segment.DeletedSuffix:
+			deleted[n.Offset] = true
 			if err := x.removePath(name, p, kindLeftover, "file scheduled for deletion (Kafka removes it on load)"); err != nil {
 				return err
 			}
@@ -106,7 +108,15 @@ func (x *run) leftovers() error {
 		switch n.Kind {
 		case segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix:
 			if !x.exists(segment.MakeFileName(n.Offset, segment.LogSuffix)) {
-				if err := x.remove(name, kindOrphanIndex, "index file without a .log (Kafka removes it on load)"); err != nil {
+				// Beside a .deleted file it is what an interrupted
+				// deletion leaves; otherwise the segment's data is
+				// missing. Kafka removes it either way.
+				reason := "index file of a segment being deleted (Kafka removes it on load)"
+				if !deleted[n.Offset] {
+					x.r.problem(name, -1, kindOrphanIndex, "index file without a .log: the data of segment %d is missing", n.Offset)
+					reason = "index file without a .log (Kafka removes it on load)"
+				}
+				if err := x.remove(name, kindOrphanIndex, reason); err != nil {
 					return err
 				}
 			}

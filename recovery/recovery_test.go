@@ -376,7 +376,19 @@ func cases() []tcase {
 		{id: "D11", opts: clean(), damage: func(t testing.TB, dir string) {
 			_ = os.WriteFile(segPath(dir, 900, segment.IndexSuffix), make([]byte, 16), 0o644)
 		}, check: func(t testing.TB, r *Report, dir string) {
+			// Without a .deleted sibling, the segment's data is missing.
+			expectProblem(t, r, kindOrphanIndex)
+			if !hasChange(r, kindOrphanIndex) || exists(dir, "00000000000000000900.index") {
+				t.Error("orphan index kept")
+			}
+		}},
+		{id: "D11b", opts: clean(), damage: func(t testing.TB, dir string) {
+			// An interrupted deletion: the .log renamed, its index not yet.
+			_ = os.WriteFile(segPath(dir, 900, segment.LogSuffix)+segment.DeletedSuffix, []byte("x"), 0o644)
+			_ = os.WriteFile(segPath(dir, 900, segment.IndexSuffix), make([]byte, 16), 0o644)
+		}, check: func(t testing.TB, r *Report, dir string) {
 			expectChange(t, r, kindOrphanIndex)
+			expectChange(t, r, kindLeftover)
 			if exists(dir, "00000000000000000900.index") {
 				t.Error("orphan index kept")
 			}
