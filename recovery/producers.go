@@ -45,33 +45,41 @@ func (x *run) discardSnapshot(f snapshotFile, why string, corrupt bool) error {
 	return x.remove(f.name, kindSnapshot, fmt.Sprintf("snapshot %d discarded: %s", f.offset, why))
 }
 
-// checkSnapshots reads every snapshot of the directory (recovery.md
-// §2.11 reads only the one a replay starts from) and discards the corrupt
-// ones; it returns the remaining ones with the entries read.
-func (x *run) checkSnapshots(snaps []snapshotFile) ([]snapshotFile, map[int64][]snapshot.Entry, error) {
-	read := make(map[int64][]snapshot.Entry, len(snaps))
-	var ok []snapshotFile
-	for _, f := range snaps {
-		p := x.path(f.name)
-		if x.o.hooks != nil && x.o.hooks.open != nil {
-			if err := x.o.hooks.open(p); err != nil {
-				return nil, nil, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
-			}
+// readSnapshot reads the snapshot f; a corrupt one is discarded (ok
+// false).
+func (x *run) readSnapshot(f snapshotFile) (entries []snapshot.Entry, ok bool, err error) {
+	p := x.path(f.name)
+	if x.o.hooks != nil && x.o.hooks.open != nil {
+		if err := x.o.hooks.open(p); err != nil {
+			return nil, false, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
 		}
-		entries, err := snapshot.Read(p)
-		if err != nil {
-			if !snapshot.IsCorrupt(err) {
-				return nil, nil, fmt.Errorf("partlog/recovery: %w", err)
-			}
-			if err := x.discardSnapshot(f, err.Error(), true); err != nil {
-				return nil, nil, err
-			}
-			continue
-		}
-		read[f.offset] = entries
-		ok = append(ok, f)
 	}
-	return ok, read, nil
+	entries, err = snapshot.Read(p)
+	if err != nil {
+		if !snapshot.IsCorrupt(err) {
+			return nil, false, fmt.Errorf("partlog/recovery: %w", err)
+		}
+		return nil, false, x.discardSnapshot(f, err.Error(), true)
+	}
+	return entries, true, nil
+}
+
+// checkSnapshots reads every snapshot of snaps (recovery.md §2.11 reads
+// only the one a replay starts from) and discards the corrupt ones; it
+// returns the remaining ones and stores the entries read in read.
+func (x *run) checkSnapshots(snaps []snapshotFile, read map[int64][]snapshot.Entry) ([]snapshotFile, error) {
+	var out []snapshotFile
+	for _, f := range snaps {
+		entries, ok, err := x.readSnapshot(f)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			read[f.offset] = entries
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }
 
 // producers is step 6 (recovery.md §2.11 with the engine rules): pick the
@@ -80,9 +88,13 @@ func (x *run) checkSnapshots(snaps []snapshotFile) ([]snapshotFile, map[int64][]
 // transaction index of every recovered segment from the aborted
 // transactions completed in the replay, and write a snapshot at the LEO.
 func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
-	snaps, read, err := x.checkSnapshots(x.listSnapshots())
-	if err != nil {
-		return err
+	snaps := x.listSnapshots()
+	read := map[int64][]snapshot.Entry{} // the snapshots read, by offset
+	if x.o.CheckSnapshots {
+		var err error
+		if snaps, err = x.checkSnapshots(snaps, read); err != nil {
+			return err
+		}
 	}
 	bases := map[int64]bool{}
 	maxBase := int64(-1)
@@ -144,7 +156,16 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 		if f.offset > target {
 			continue
 		}
-		entries := read[f.offset]
+		entries, ok := read[f.offset]
+		if !ok {
+			var err error
+			if entries, ok, err = x.readSnapshot(f); err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+		}
 		m.LoadSnapshot(entries, f.offset, nowMs)
 		start, loadedAt = f.offset, f.offset
 		off := f.offset
@@ -293,17 +314,25 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 		return nil
 	}
 	name := snapshot.FileName(leo)
-	if e, ok := read[leo]; ok && x.exists(name) {
-		sortEntries(e)
-		if slices.Equal(e, entries) {
-			return nil
+	if x.exists(name) {
+		old, ok := read[leo]
+		if !ok {
+			var err error
+			old, err = snapshot.Read(x.path(name))
+			ok = err == nil
+		}
+		if ok {
+			sortEntries(old)
+			if slices.Equal(old, entries) {
+				return nil
+			}
 		}
 	}
 	reason := fmt.Sprintf("producer snapshot written at the log end offset %d (as Kafka's load writes it)", leo)
 	if x.exists(name) {
 		reason = fmt.Sprintf("producer snapshot at the log end offset %d rewritten: its entries differ from the replay", leo)
 	}
-	err = x.rewrite(name, kindProducerSnapshot, reason, func(string) error {
+	err := x.rewrite(name, kindProducerSnapshot, reason, func(string) error {
 		if err := snapshot.Write(x.dir, leo, entries); err != nil {
 			return fmt.Errorf("partlog/recovery: %w", err)
 		}

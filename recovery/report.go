@@ -43,6 +43,10 @@ type Options struct {
 	ProducerIDExpirationMs int64
 	// Now is the clock used for producer expiration; nil means time.Now.
 	Now func() time.Time
+	// CheckSnapshots reads every producer snapshot of the directory, not
+	// only the one the replay starts from: a corrupt one is a problem and
+	// is discarded (the CLI sets it; an open reads only what it needs).
+	CheckSnapshots bool
 	// Full validates every segment from byte 0, whatever the recovery
 	// point and the clean-shutdown marker say; damage found in a segment
 	// that would otherwise have been trusted is corrupt-flushed.

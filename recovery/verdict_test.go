@@ -131,6 +131,10 @@ func TestCorruptSnapshotFound(t *testing.T) {
 	patch(t, filepath.Join(dir, name), func(b []byte) []byte { b[len(b)-1] ^= 0xff; return b })
 	o := clean()
 	o.DryRun = true
+	if r := mustRun(t, dir, o); len(r.Problems) != 0 {
+		t.Fatalf("without CheckSnapshots the unused snapshot was read: %+v", r.Problems)
+	}
+	o.CheckSnapshots = true
 	dr := mustRun(t, dir, o)
 	if !slices.ContainsFunc(dr.Problems, func(p Problem) bool { return p.File == name && p.Kind == kindSnapshot }) {
 		t.Fatalf("no snapshot problem for %s: %+v", name, dr.Problems)
@@ -139,6 +143,7 @@ func TestCorruptSnapshotFound(t *testing.T) {
 
 	o = clean()
 	o.Quarantine = filepath.Join(t.TempDir(), "q")
+	o.CheckSnapshots = true
 	r := mustRun(t, dir, o)
 	if exists(dir, name) {
 		t.Error("corrupt snapshot left in place")

@@ -330,3 +330,48 @@ func TestVerifyRoutineChanges(t *testing.T) {
 		t.Fatalf("changes %+v", r.Changes)
 	}
 }
+
+// TestVerifyFindsUnusedCorruptSnapshot: every .snapshot is checked, not
+// only the one a replay starts from; recover --apply quarantines a corrupt
+// one instead of reporting "repaired" with the file left in place.
+func TestVerifyFindsUnusedCorruptSnapshot(t *testing.T) {
+	dir := makeLog(t, t.TempDir(), 20)
+	name := "00000000000000000027.snapshot"
+	p := filepath.Join(dir, name)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] ^= 0xff
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "", "verify", "--json", dir)
+	if code != exitProblems {
+		t.Fatalf("verify exit %d\n%s%s", code, out, errOut)
+	}
+	if r := parseReports(t, out)[0]; !slices.ContainsFunc(r.Problems, func(p struct {
+		File     string `json:"file"`
+		Position int64  `json:"position"`
+		Kind     string `json:"kind"`
+		Detail   string `json:"detail"`
+	}) bool {
+		return p.File == name && p.Kind == "snapshot"
+	}) {
+		t.Fatalf("problems %+v", r.Problems)
+	}
+	code, out, errOut = runCLI(t, "", "recover", "--apply", "--json", dir)
+	if code != exitRepaired {
+		t.Fatalf("recover exit %d\n%s%s", code, out, errOut)
+	}
+	r := parseReports(t, out)[0]
+	if _, err := os.Stat(p); err == nil {
+		t.Error("corrupt snapshot left in place")
+	}
+	if r.Quarantine == nil {
+		t.Fatal("no quarantine")
+	}
+	if _, err := os.Stat(filepath.Join(*r.Quarantine, name)); err != nil {
+		t.Error(err)
+	}
+}
