@@ -215,16 +215,18 @@ func (x *run) flushed(segs []*seg, i int, pos int64, laterData bool) bool {
 // above offset rp begins: the first batch whose last offset is ≥ rp, or,
 // when no batch found holds rp, the end of the last batch found. Past
 // validEnd the damaged bytes are skipped by resynchronising on the next
-// structurally valid batch (length, magic 2, CRC-32C), so that damage
-// below the recovery point does not hide where the recovery point lies.
+// structurally valid batch (length, magic 2, CRC-32C) whose offsets follow
+// the last ones found, so that damage below the recovery point does not
+// hide where the recovery point lies.
 func recoveryPointPosition(data []byte, validEnd, rp int64) int64 {
 	end := validEnd
-	found := int64(-1)
+	found, last := int64(-1), int64(-1)
 	walk(data[:validEnd], func(p int64, v batch.View) bool {
 		if v.LastOffset() >= rp {
 			found = p
 			return false
 		}
+		last = v.LastOffset()
 		return true
 	})
 	if found >= 0 {
@@ -243,12 +245,13 @@ func recoveryPointPosition(data []byte, validEnd, rp int64) int64 {
 				break
 			}
 			v, err := batch.Check(data[p : p+n])
-			if err != nil {
-				break
+			if err != nil || v.BaseOffset() <= last {
+				break // damage, or a stale batch out of offset order
 			}
 			if v.LastOffset() >= rp {
 				return p
 			}
+			last = v.LastOffset()
 			p += n
 			end = p
 		}
