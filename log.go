@@ -155,10 +155,11 @@ func (l *Log) open() error {
 		return err
 	}
 	rep := ld.Report
-	if !l.opts.CleanShutdown || rep.Status != recovery.StatusOK {
+	if !l.opts.CleanShutdown || rep.Status != recovery.StatusOK || len(rep.Changes) > 0 {
 		l.report = rep
 	}
-	if l.opts.Strict && rep.Status != recovery.StatusOK {
+	// Strict opens refuse any change, routine ones (Report.Changes) too.
+	if l.opts.Strict && (rep.Status != recovery.StatusOK || len(rep.Changes) > 0) {
 		return fmt.Errorf("%w: %s", ErrNeedsRecovery, rep.Summary())
 	}
 	return l.adopt(ld)
@@ -195,8 +196,8 @@ func (l *Log) create() error {
 func (l *Log) adopt(ld *recovery.Loaded) error {
 	rep := ld.Report
 	segs := rep.Segments
-	if len(segs) == 0 {
-		return fmt.Errorf("partlog: %s: recovery kept no segment", l.dir)
+	if len(segs) == 0 || ld.Producers == nil {
+		return fmt.Errorf("partlog: %s: recovery kept no segment or refused the repair: %s", l.dir, rep.Summary())
 	}
 	now := l.opts.Now()
 	cfg := l.segConfig()

@@ -39,9 +39,7 @@ func (x *run) logBounds(segs []*seg) (kept []*seg, leo, logStart int64, wiped bo
 			leo, logStart, logStart)
 		for _, s := range kept {
 			s.drop = true
-			if !s.created {
-				x.r.changed = true
-			}
+			s.dropWhy = fmt.Sprintf("the log end offset %d is below the log start offset %d", leo, logStart)
 		}
 		kept = nil
 		wiped = true
@@ -83,8 +81,7 @@ func (x *run) dropUnusableTail(kept []*seg) []*seg {
 		return kept
 	}
 	x.r.problem(s.logName, -1, kindSegmentDropped, "segment %d (%d bytes) removed: %s; the log end stays at the data", s.base, s.size, why)
-	s.drop = true
-	x.r.changed = true
+	s.drop, s.dropWhy = true, why
 	return kept[:n-1]
 }
 
@@ -106,7 +103,7 @@ func (x *run) applyData(kept []*seg) error {
 			continue
 		}
 		for _, kind := range segmentKinds {
-			if err := x.remove(s.name(kind)); err != nil {
+			if err := x.remove(s.name(kind), kindSegmentDropped, fmt.Sprintf("segment %d removed from the log: %s", s.base, s.dropWhy)); err != nil {
 				return err
 			}
 		}
@@ -120,13 +117,12 @@ func (x *run) applyData(kept []*seg) error {
 	for _, s := range kept {
 		switch {
 		case s.created:
-			x.r.problem(s.logName, -1, kindSegmentCreated, "empty segment created at %d", s.base)
-			if err := x.replace(s.logName, nil); err != nil {
+			if err := x.replace(s.logName, nil, kindSegmentCreated, fmt.Sprintf("empty segment created at %d (the log's active segment)", s.base)); err != nil {
 				return err
 			}
 			s.logPath = x.path(s.logName)
 		case s.keepEnd < s.size:
-			if err := x.truncate(s.logName, s.keepEnd); err != nil {
+			if err := x.truncate(s.logName, s.keepEnd, kindCut, s.cutWhy); err != nil {
 				return err
 			}
 		}
@@ -216,17 +212,18 @@ func (x *run) rebuildIndexes(kept []*seg) error {
 		}
 		rebuilt := false
 		for _, f := range []struct {
-			kind string
-			data []byte
-		}{{segment.IndexSuffix, offsets}, {segment.TimeIndexSuffix, times}} {
-			same, err := x.sameContent(s.name(f.kind), f.data)
+			kind, what string
+			data       []byte
+		}{{segment.IndexSuffix, "offset index", offsets}, {segment.TimeIndexSuffix, "time index", times}} {
+			name := s.name(f.kind)
+			same, err := x.sameContent(name, f.data)
 			if err != nil {
 				return err
 			}
 			if same {
 				continue
 			}
-			if err := x.replace(s.name(f.kind), f.data); err != nil {
+			if err := x.replace(name, f.data, kindIndex, x.rebuildReason(s, name, f.what)); err != nil {
 				return err
 			}
 			rebuilt = true
@@ -236,6 +233,29 @@ func (x *run) rebuildIndexes(kept []*seg) error {
 		}
 	}
 	return x.syncDir()
+}
+
+// rebuildReason says why the index name (what) of the recovered segment s
+// is rewritten.
+func (x *run) rebuildReason(s *seg, name, what string) string {
+	state := "differs from the one rebuilt from the data"
+	if !x.exists(name) {
+		state = "missing"
+	}
+	var cause string
+	switch {
+	case s.created:
+		return fmt.Sprintf("%s of the new empty segment %d", what, s.base)
+	case s.cutWhy != "":
+		cause = "its segment is cut (" + s.cutWhy + ")"
+	case s.why != "":
+		cause = "segment recovered: " + s.why
+	case x.o.Full:
+		cause = "every segment is validated (full verification)"
+	default:
+		cause = "segment in the recovery range: Kafka rebuilds its indexes on load"
+	}
+	return fmt.Sprintf("%s rebuilt: %s; %s", what, state, cause)
 }
 
 func (x *run) markRebuilt(base int64) {

@@ -98,6 +98,19 @@ func BenchmarkRecover(b *testing.B) {
 					}
 				})
 			}
+			// The CLI's recover --apply: every snapshot read, and a plan
+			// before the repair so that a cut below the recovery point
+			// can be refused (two scans).
+			b.Run("cli-apply", func(b *testing.B) {
+				b.SetBytes(size.total)
+				for b.Loop() {
+					r, err := Run(dir, Options{RecoveryPoint: -1, Segment: cfg, Now: testNow, Parallelism: 2,
+						RefuseFlushedCut: true, CheckSnapshots: true})
+					if err != nil || r.Status != StatusOK {
+						b.Fatal(err, r.Status)
+					}
+				}
+			})
 		})
 	}
 }

@@ -25,7 +25,7 @@ func (x *run) decide(segs []*seg) error {
 		if s.recover {
 			r := s.scan
 			if d := r.epochDrop; d != nil && d.pos < r.validEnd {
-				x.r.problem(s.logName, d.pos, kindEpochDecrease, "leader epoch decreases from %d to %d at offset %d; kept, as Kafka does", d.from, d.to, d.offset)
+				x.r.note(s.logName, kindEpochDecrease, "leader epoch decreases from %d to %d at offset %d (position %d); kept, as Kafka does", d.from, d.to, d.offset, d.pos)
 			}
 			s.keepEnd, s.batches = r.validEnd, r.batches
 			s.firstBase, s.lastOffset = r.firstBase, r.lastOffset
@@ -60,7 +60,7 @@ func (x *run) boundary(segs []*seg, i int, prev, s *seg) (stop bool, err error) 
 		if s.base < prev.next() && !(s.recover && s.scan.fail != failNone && s.scan.fail != failZero) {
 			x.r.problem(s.logName, -1, kindOverlap, "empty segment %d lies below the end %d of segment %d; replaced by one at %d",
 				s.base, prev.next(), prev.base, prev.next())
-			s.drop = true
+			s.drop, s.dropWhy = true, fmt.Sprintf("empty segment below the end %d of segment %d", prev.next(), prev.base)
 			if i == len(segs)-1 {
 				x.createAt = prev.next()
 			}
@@ -78,6 +78,7 @@ func (x *run) boundary(segs []*seg, i int, prev, s *seg) (stop bool, err error) 
 			s.base, prev.base, s.firstBase, s.firstBase, prev.lastOffset, prev.base)
 		x.setTruncation(prev, pos, s.firstBase, fmt.Sprintf("overlap with segment %d", s.base), ClassCorruptUnflushed, prev.keepEnd-pos)
 		prev.keepEnd, prev.lastOffset, prev.batches = pos, last, n
+		prev.cutWhy = fmt.Sprintf("offsets from %d overlap segment %d", s.firstBase, s.base)
 		prev.recover = true
 		return false, nil
 	}
@@ -87,7 +88,7 @@ func (x *run) boundary(segs []*seg, i int, prev, s *seg) (stop bool, err error) 
 	}
 	if e := s.firstEpoch; e >= 0 && prev.lastEpoch >= 0 && e < prev.lastEpoch {
 		// Kept, as Kafka keeps it (see structural).
-		x.r.problem(s.logName, 0, kindEpochDecrease, "leader epoch decreases from %d to %d at offset %d (the first batch of segment %d); kept, as Kafka does",
+		x.r.note(s.logName, kindEpochDecrease, "leader epoch decreases from %d to %d at offset %d (the first batch of segment %d); kept, as Kafka does",
 			prev.lastEpoch, e, s.firstBase, s.base)
 	}
 	return false, nil
@@ -120,6 +121,7 @@ func (x *run) failure(segs []*seg, i int) bool {
 		x.r.problem(s.logName, s.keepEnd, kindLostTrim, "%d bytes of zero padding after the data of segment %d (a lost trim) cut",
 			s.size-s.keepEnd, s.base)
 		s.trimmed = true
+		s.cutWhy = "zero padding after the data (a lost trim)"
 		return false
 	}
 	class := x.classify(segs, i, laterData >= 0)
@@ -145,7 +147,7 @@ func firstOffsetOf(s *seg) int64 {
 // keep end of segs[i].
 func (x *run) classify(segs []*seg, i int, laterData bool) string {
 	s := segs[i]
-	if x.flushed(segs, i, s.keepEnd) {
+	if x.flushed(segs, i, s.keepEnd, laterData) {
 		return ClassCorruptFlushed
 	}
 	fail := s.scan.fail
@@ -162,12 +164,18 @@ func (x *run) classify(segs []*seg, i int, laterData bool) string {
 	return ClassCorruptUnflushed
 }
 
-// flushed reports whether position pos of segs[i] lies below the recovery
-// point's position, outside the page holding it. Only an unclean run has a
-// recovery point to trust.
-func (x *run) flushed(segs []*seg, i int, pos int64) bool {
+// flushed reports whether position pos of segs[i] holds data the log had
+// declared durable: below the recovery point's position, outside the page
+// holding it. A segment wholly below the recovery point's segment is
+// flushed wherever the damage lies. With a clean-shutdown marker every
+// segment followed by data was flushed (a Full run meets them; H3 keeps
+// the active segment's tail a torn tail).
+func (x *run) flushed(segs []*seg, i int, pos int64, laterData bool) bool {
+	if x.o.Clean {
+		return x.o.Full && laterData
+	}
 	rp := x.o.RecoveryPoint
-	if x.o.Clean || rp <= 0 {
+	if rp <= 0 {
 		return false
 	}
 	rpSeg := -1
@@ -183,22 +191,85 @@ func (x *run) flushed(segs []*seg, i int, pos int64) bool {
 		return true
 	}
 	s := segs[i]
-	rpPos := s.keepEnd
 	m, done, err := x.mapSeg(s)
 	if err != nil {
 		return false
 	}
 	defer done()
-	_ = guard(s.logPath, func() {
-		walk(m.data[:s.keepEnd], func(p int64, v batch.View) bool {
-			if v.LastOffset() >= rp {
-				rpPos = p
-				return false
-			}
-			return true
-		})
-	})
+	rpPos := s.keepEnd
+	_ = guard(s.logPath, func() { rpPos = recoveryPointPosition(m.data, s.keepEnd, rp) })
 	return pos < rpPos&^(pageSize-1)
+}
+
+// recoveryPointPosition returns the position in data (a segment's .log
+// whose first validEnd bytes hold valid batches) where the data at or
+// above offset rp begins: the first batch whose last offset is ≥ rp, or,
+// when no batch found holds rp, the end of the last batch found. Past
+// validEnd the damaged bytes are skipped by resynchronising on the next
+// structurally valid batch (length, magic 2, CRC-32C) whose offsets follow
+// the last ones found, so that damage below the recovery point does not
+// hide where the recovery point lies.
+func recoveryPointPosition(data []byte, validEnd, rp int64) int64 {
+	end := validEnd
+	found, last := int64(-1), int64(-1)
+	walk(data[:validEnd], func(p int64, v batch.View) bool {
+		if v.LastOffset() >= rp {
+			found = p
+			return false
+		}
+		last = v.LastOffset()
+		return true
+	})
+	if found >= 0 {
+		return found
+	}
+	q := validEnd + 1
+	for q < int64(len(data)) {
+		start, ok := resyncPosition(data, q)
+		if !ok {
+			return end
+		}
+		p := start
+		for p+batch.HeaderSize <= int64(len(data)) {
+			n := int64(int32(binary.BigEndian.Uint32(data[p+batch.OffBatchLength:]))) + batch.LogOverhead
+			if n < batch.HeaderSize || p+n > int64(len(data)) {
+				break
+			}
+			v, err := batch.Check(data[p : p+n])
+			if err != nil || v.BaseOffset() <= last {
+				break // damage, or a stale batch out of offset order
+			}
+			if v.LastOffset() >= rp {
+				return p
+			}
+			last = v.LastOffset()
+			p += n
+			end = p
+		}
+		q = p + 1
+	}
+	return end
+}
+
+// resyncPosition returns the first position at or after from (searching at
+// most salvageWindow bytes) where a length, magic 2 and CRC-32C check out.
+func resyncPosition(data []byte, from int64) (int64, bool) {
+	end := min(int64(len(data)), from+salvageWindow)
+	for q := from; q+batch.HeaderSize <= end; q++ {
+		b := data[q:]
+		if b[batch.OffMagic] != batch.MagicV2 {
+			continue
+		}
+		n := int64(int32(binary.BigEndian.Uint32(b[batch.OffBatchLength:]))) + batch.LogOverhead
+		if n < batch.HeaderSize || n > int64(len(b)) {
+			continue
+		}
+		if _, err := batch.Check(b[:n]); err != nil {
+			continue
+		}
+		return q, true
+	}
+	return 0, false
 }
 
 // salvage looks for structurally valid batches after the invalid region
@@ -234,32 +305,21 @@ func (x *run) salvage(segs []*seg, i int) {
 // length, magic 2 and CRC-32C check out, then counts the valid batches
 // from there. It searches at most salvageWindow bytes.
 func resync(data []byte, from int64) *Salvage {
-	end := min(int64(len(data)), from+salvageWindow)
-	for q := from; q+batch.HeaderSize <= end; q++ {
-		b := data[q:]
-		if b[batch.OffMagic] != batch.MagicV2 {
-			continue
-		}
-		n := int64(int32(binary.BigEndian.Uint32(b[batch.OffBatchLength:]))) + batch.LogOverhead
-		if n < batch.HeaderSize || n > int64(len(b)) {
-			continue
-		}
-		if _, err := batch.Check(b[:n]); err != nil {
-			continue
-		}
-		it := batch.NewIterator(b, q)
-		sv := &Salvage{FirstOffset: -1}
-		for v, ok := it.Next(); ok; v, ok = it.Next() {
-			if sv.FirstOffset < 0 {
-				sv.FirstOffset = v.BaseOffset()
-			}
-			sv.Batches++
-			sv.LastOffset = v.LastOffset()
-			sv.Bytes += int64(len(v))
-		}
-		return sv
+	q, ok := resyncPosition(data, from)
+	if !ok {
+		return nil
 	}
-	return nil
+	it := batch.NewIterator(data[q:], q)
+	sv := &Salvage{FirstOffset: -1}
+	for v, ok := it.Next(); ok; v, ok = it.Next() {
+		if sv.FirstOffset < 0 {
+			sv.FirstOffset = v.BaseOffset()
+		}
+		sv.Batches++
+		sv.LastOffset = v.LastOffset()
+		sv.Bytes += int64(len(v))
+	}
+	return sv
 }
 
 // cutAt places the cut at position pos of segs[i] (lastOffset and batches
@@ -269,13 +329,22 @@ func (x *run) cutAt(segs []*seg, i int, pos, lastOffset int64, batches int, clas
 	removed := s.size - pos
 	for _, t := range segs[i+1:] {
 		t.drop = true
+		t.dropWhy = fmt.Sprintf("after the cut in segment %d at position %d", s.base, pos)
 		removed += t.size
 	}
-	if class == ClassCorruptFlushed {
-		x.r.problem(s.logName, pos, kindCut, "corruption below the recovery point: %s", reason)
-	} else if fail != failTorn && fail != failZero && class != ClassTornTail {
-		x.r.problem(s.logName, pos, kindCut, "%s", reason)
+	off := s.base
+	if lastOffset >= 0 {
+		off = lastOffset + 1
 	}
+	// The cause of every cut is a problem at the cut's exact position.
+	switch class {
+	case ClassCorruptFlushed:
+		x.r.problem(s.logName, pos, kindCut, "%s: data below the recovery point is invalid: %s; offsets from %d would be cut",
+			class, reason, off)
+	default:
+		x.r.problem(s.logName, pos, kindCut, "%s: %s; offsets from %d cut", class, reason, off)
+	}
+	s.cutWhy = fmt.Sprintf("%s at position %d: %s", class, pos, reason)
 	s.keepEnd, s.lastOffset, s.batches = pos, lastOffset, batches
 	if pos == 0 {
 		s.firstBase = -1
@@ -284,12 +353,8 @@ func (x *run) cutAt(segs []*seg, i int, pos, lastOffset int64, batches int, clas
 	if pos == 0 && i > 0 && (class == ClassCorruptUnflushed || class == ClassCorruptFlushed) && fail == failStructural {
 		// A segment whose first batch does not belong to it (renamed to a
 		// wrong base, C6) is dropped whole with its successors.
-		s.drop = true
+		s.drop, s.dropWhy = true, fmt.Sprintf("its first batch does not belong to it: %s", reason)
 		x.r.problem(s.logName, 0, kindSegmentDropped, "segment %d dropped with every later segment", s.base)
-	}
-	off := s.base
-	if lastOffset >= 0 {
-		off = lastOffset + 1
 	}
 	x.setTruncation(s, pos, off, reason, class, removed)
 }

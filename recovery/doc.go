@@ -85,7 +85,20 @@
 //	                   re-admitted), or breaks a structural rule, or lies in
 //	                   a segment followed by data
 //	corrupt-flushed    lies below the recovery point's position, outside the
-//	                   page that holds it (unclean runs only)
+//	                   page that holds it (unclean runs; the position is
+//	                   found past the damage by resynchronising on the
+//	                   next structurally valid batch), or in a segment
+//	                   wholly below the recovery point's segment, or (Full
+//	                   with a clean-shutdown marker) in a segment followed
+//	                   by data
+//
+// Run cuts corrupt-flushed data as Kafka does, unless
+// Options.RefuseFlushedCut: then it changes nothing and sets
+// Report.Refused (the CLI's recover --apply without --force).
+//
+// The metadata log (__cluster_metadata-0) is always recovered in full,
+// from recovery point 0 with the clean-shutdown marker ignored, as Kafka
+// opens it. Options.Full validates every segment.
 //
 // Zeros after the data of a segment that is followed by data are a lost
 // trim: they are cut and reported ("lost-trim") without dropping the
@@ -98,19 +111,35 @@
 //
 // DryRun computes the same Report the repair would produce and changes
 // nothing: every file stays byte-identical and no file or directory is
-// created. Its status is "problems" when anything would change or was found.
+// created. Its status is "problems" exactly when Problems is not empty.
 //
-// With Quarantine set, every byte Run removes is first placed in that
-// directory: removed files are moved there, a cut tail is copied as
-// `<name>.tail@<position>`, a replaced index, snapshot or checkpoint as
-// `<name>.replaced`. Without it, files are deleted as Kafka does.
+// # Problems, changes and notes
 //
-// # Problem kinds
+// Report.Problems is damage: each names the file and the byte position
+// where it has one, and the cause of any cut is among them at the cut's
+// position. Report.Changes lists every file Run writes, creates, truncates,
+// renames or removes, with the reason; many are the routine steps of
+// Kafka's own load (a missing index rebuilt, leftovers and orphan indexes
+// removed, a replacement completed, stray snapshots removed, a snapshot
+// written at the log end, leader-epoch entries past the log end dropped),
+// which are not problems. Report.Notes inform (full-recovery,
+// metadata-log).
 //
-// full-recovery (a note), foreign-name, leftover, orphan-index, swap, index,
-// clean-marker-inconsistent, lost-trim, cut, salvage, overlap, gap, epoch,
-// snapshot, epoch-checkpoint, log-start-beyond-end, producer-replay,
-// replay-incomplete, segment-dropped, segment-created.
+// With Quarantine set, the old bytes of every change are first placed in
+// that directory (Change.Saved names them): removed files are moved there,
+// a cut tail is copied as `<name>.tail@<position>`, a replaced index,
+// snapshot or checkpoint as `<name>.replaced`, a renamed file under its
+// old name. Without it, files are deleted as Kafka does.
+//
+// # Kinds
+//
+// Problems: foreign-name, index, clean-marker-inconsistent, lost-trim, cut,
+// salvage, overlap, gap, epoch, snapshot (corrupt), swap (invalid
+// replacement), orphan-index (no .deleted sibling: the data is missing),
+// epoch-checkpoint, log-start-beyond-end, producer-replay,
+// replay-incomplete, segment-dropped, refused. Changes: leftover,
+// orphan-index, swap, index, cut, segment-dropped, segment-created,
+// snapshot, producer-snapshot, epochs. Notes: full-recovery, metadata-log.
 //
 // # Concurrency
 //

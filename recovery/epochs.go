@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
@@ -121,22 +122,57 @@ func (x *run) epochs(kept []*seg, leo, logStart int64, wiped bool) error {
 	if missing && !wiped {
 		x.r.problem(epochFileName, -1, kindEpochCheckpoint, "missing; rebuilt from the batch headers")
 	}
-	x.r.changed = true
-	if x.o.DryRun {
+	reason := epochChangeReason(onDisk, list, leo, logStart, missing, rebuild)
+	return x.rewrite(epochFileName, kindEpochs, reason, func(target string) error {
+		if err := checkpoint.WriteLeaderEpochs(target, list); err != nil {
+			return fmt.Errorf("partlog/recovery: %w", err)
+		}
 		return nil
+	})
+}
+
+// epochChangeReason says how the leader-epoch list written differs from
+// the one on disk.
+func epochChangeReason(onDisk, list []checkpoint.EpochEntry, leo, logStart int64, missing, rebuild bool) string {
+	switch {
+	case missing:
+		return "leader-epoch-checkpoint missing: rebuilt from the batch headers"
+	case rebuild:
+		return "leader-epoch-checkpoint malformed: rebuilt from the batch headers"
 	}
-	if err := x.quarantineCopy(epochFileName, 0, ".replaced"); err != nil {
-		return err
-	}
-	if x.o.hooks != nil && x.o.hooks.write != nil {
-		if err := x.o.hooks.write(path); err != nil {
-			return fmt.Errorf("partlog/recovery: write %s: %w", path, err)
+	var pastEnd, dropped, added []string
+	for _, e := range onDisk {
+		if slices.Contains(list, e) {
+			continue
+		}
+		entry := fmt.Sprintf("%d@%d", e.Epoch, e.StartOffset)
+		if e.StartOffset >= leo {
+			pastEnd = append(pastEnd, entry)
+		} else {
+			dropped = append(dropped, entry)
 		}
 	}
-	if err := checkpoint.WriteLeaderEpochs(path, list); err != nil {
-		return fmt.Errorf("partlog/recovery: %w", err)
+	for _, e := range list {
+		if !slices.Contains(onDisk, e) {
+			added = append(added, fmt.Sprintf("%d@%d", e.Epoch, e.StartOffset))
+		}
 	}
-	return nil
+	var parts []string
+	if len(pastEnd) > 0 {
+		parts = append(parts, fmt.Sprintf("entries %s at or past the log end offset %d dropped, as Kafka's load drops them",
+			strings.Join(pastEnd, ", "), leo))
+	}
+	if len(dropped) > 0 {
+		parts = append(parts, fmt.Sprintf("entries %s dropped (below the log start offset %d, or not monotonic)",
+			strings.Join(dropped, ", "), logStart))
+	}
+	if len(added) > 0 {
+		parts = append(parts, fmt.Sprintf("entries %s added (from the batch headers of recovered segments, or moved to the log start)", strings.Join(added, ", ")))
+	}
+	if len(parts) == 0 {
+		return "leader epochs rewritten"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // headerView reads the two header fields the epoch rebuild needs.

@@ -107,20 +107,22 @@ func (x *run) quarantinePath(name string) (string, error) {
 }
 
 // remove deletes the live file name (moving it to the quarantine when one
-// is set) and records it. Under DryRun it only records.
-func (x *run) remove(name string) error {
+// is set) and records it as a change of the given kind and reason. Under
+// DryRun it only records.
+func (x *run) remove(name, kind, reason string) error {
 	p, ok := x.files[name]
 	if !ok {
 		return nil
 	}
-	return x.removePath(name, p)
+	return x.removePath(name, p, kind, reason)
 }
 
-func (x *run) removePath(name, p string) error {
+func (x *run) removePath(name, p, kind, reason string) error {
 	x.r.RemovedFiles = append(x.r.RemovedFiles, name)
-	x.r.changed = true
 	delete(x.files, name)
+	c := Change{File: name, Action: ActionRemove, Kind: kind, Reason: reason}
 	if x.o.DryRun {
+		x.r.change(c)
 		return nil
 	}
 	x.dirDirty = true
@@ -129,7 +131,9 @@ func (x *run) removePath(name, p string) error {
 		if err != nil {
 			return err
 		}
+		c.Saved = filepath.Base(dst)
 		if err := os.Rename(p, dst); err == nil {
+			x.r.change(c)
 			return nil
 		} else if !errors.Is(err, syscall.EXDEV) {
 			return fmt.Errorf("partlog/recovery: quarantine %s: %w", p, err)
@@ -141,6 +145,7 @@ func (x *run) removePath(name, p string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("partlog/recovery: remove %s: %w", p, err)
 	}
+	x.r.change(c)
 	return nil
 }
 
@@ -186,76 +191,123 @@ func (h *hookedWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// quarantineCopy copies the bytes of the live file name from position from
-// to its end into the quarantine (when one is set), before they are cut or
-// replaced.
-func (x *run) quarantineCopy(name string, from int64, label string) error {
-	if x.o.Quarantine == "" || x.o.DryRun {
-		return nil
+// livePath returns the path holding the bytes of the file name of the
+// partition directory, or "" when there is none: the listed path of a
+// segment-family file, else the file of that name in the directory (a
+// checkpoint), when it exists.
+func (x *run) livePath(name string) string {
+	if p, ok := x.files[name]; ok {
+		return p
 	}
-	p, ok := x.files[name]
-	if !ok {
-		return nil
+	if _, err := segment.ParseFileName(name); err == nil {
+		return "" // listed in x.files while it is live
+	}
+	p := filepath.Join(x.dir, name)
+	if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+		return p
+	}
+	return ""
+}
+
+// quarantineCopy copies the bytes of the file name from position from to
+// its end into the quarantine (when one is set), before they are cut or
+// replaced, and returns the copy's base name ("" when nothing was
+// copied).
+func (x *run) quarantineCopy(name string, from int64, label string) (string, error) {
+	if x.o.Quarantine == "" || x.o.DryRun {
+		return "", nil
+	}
+	p := x.livePath(name)
+	if p == "" {
+		return "", nil
 	}
 	dst, err := x.quarantinePath(name + label)
 	if err != nil {
+		return "", err
+	}
+	if err := x.copyFile(p, dst, from, -1); err != nil {
+		return "", err
+	}
+	return filepath.Base(dst), nil
+}
+
+// rewrite records, and unless DryRun makes, the replacement of the file
+// name by write (which must write it atomically): the old content, when
+// there is one, is copied to the quarantine first and the write hook runs.
+func (x *run) rewrite(name, kind, reason string, write func(target string) error) error {
+	c := Change{File: name, Action: ActionCreate, Kind: kind, Reason: reason}
+	if x.livePath(name) != "" {
+		c.Action = ActionWrite
+	}
+	target := filepath.Join(x.dir, name)
+	if x.o.DryRun {
+		x.r.change(c)
+		return nil
+	}
+	saved, err := x.quarantineCopy(name, 0, ".replaced")
+	if err != nil {
 		return err
 	}
-	return x.copyFile(p, dst, from, -1)
+	c.Saved = saved
+	if x.o.hooks != nil && x.o.hooks.write != nil {
+		if err := x.o.hooks.write(target); err != nil {
+			return fmt.Errorf("partlog/recovery: write %s: %w", target, err)
+		}
+	}
+	if err := write(target); err != nil {
+		return err
+	}
+	x.dirDirty = true
+	x.r.change(c)
+	return nil
 }
 
 // replace writes data as the live file name: a temporary file beside it,
-// fsynced, renamed over it. The old content goes to the quarantine first.
-// Under DryRun it only records the change.
-func (x *run) replace(name string, data []byte) error {
-	x.r.changed = true
-	if x.o.DryRun {
-		x.files[name] = filepath.Join(x.dir, name)
-		return nil
-	}
-	target := filepath.Join(x.dir, name)
-	if err := x.quarantineCopy(name, 0, ".replaced"); err != nil {
-		return err
-	}
-	tmp := target + tempSuffix
-	if x.o.hooks != nil && x.o.hooks.write != nil {
-		if err := x.o.hooks.write(target); err != nil {
+// fsynced, renamed over it (see rewrite). Under DryRun it only records
+// the change.
+func (x *run) replace(name string, data []byte, kind, reason string) error {
+	err := x.rewrite(name, kind, reason, func(target string) error {
+		tmp := target + tempSuffix
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+		if err != nil {
 			return fmt.Errorf("partlog/recovery: write %s: %w", tmp, err)
 		}
-	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+		_, err = f.Write(data)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp, target)
+		}
+		if err != nil {
+			_ = os.Remove(tmp)
+			return fmt.Errorf("partlog/recovery: write %s: %w", target, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("partlog/recovery: write %s: %w", tmp, err)
+		return err
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, target)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("partlog/recovery: write %s: %w", target, err)
-	}
-	x.files[name] = target
-	x.dirDirty = true
+	x.files[name] = filepath.Join(x.dir, name)
 	return nil
 }
 
 // truncate cuts the live file name to size (after copying the tail to the
 // quarantine) and fsyncs it.
-func (x *run) truncate(name string, size int64) error {
-	x.r.changed = true
+func (x *run) truncate(name string, size int64, kind, reason string) error {
+	c := Change{File: name, Action: ActionTruncate, Kind: kind, Reason: reason}
 	if x.o.DryRun {
+		x.r.change(c)
 		return nil
 	}
-	if err := x.quarantineCopy(name, size, ".tail@"+strconv.FormatInt(size, 10)); err != nil {
+	saved, err := x.quarantineCopy(name, size, ".tail@"+strconv.FormatInt(size, 10))
+	if err != nil {
 		return err
 	}
+	c.Saved = saved
 	p := x.path(name)
 	f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
@@ -271,6 +323,7 @@ func (x *run) truncate(name string, size int64) error {
 	if err != nil {
 		return fmt.Errorf("partlog/recovery: truncate %s: %w", p, err)
 	}
+	x.r.change(c)
 	return nil
 }
 

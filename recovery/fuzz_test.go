@@ -65,3 +65,43 @@ func FuzzRecover(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRecoveryPointPosition damages segment 300 of fixture F and locates
+// a recovery point past the damage: no panic, a position inside the data,
+// never before the end of the valid prefix, and on undamaged data the
+// position of the batch holding the recovery point.
+func FuzzRecoveryPointPosition(f *testing.F) {
+	f.Add(uint32(5000), uint16(3), byte(0xff), uint16(290))
+	f.Add(uint32(0), uint16(0), byte(0), uint16(600))
+	f.Add(uint32(40000), uint16(5000), byte(2), uint16(450))
+	f.Fuzz(func(t *testing.T, pos uint32, n uint16, val byte, rp uint16) {
+		dir := fixture(t)
+		orig, err := os.ReadFile(segPath(dir, 300, segment.LogSuffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := 300 + int64(rp)%400
+		b := append([]byte(nil), orig...)
+		p := int64(pos) % int64(len(b))
+		for i := p; i < min(int64(len(b)), p+int64(n%4096)); i++ {
+			b[i] ^= val
+		}
+		r := scanSegment(b, 300, nil)
+		got := recoveryPointPosition(b, r.validEnd, target)
+		if got < 0 || got > int64(len(b)) || (got < r.validEnd && r.lastOffset >= 0 && r.lastOffset < target) {
+			t.Fatalf("position %d (valid prefix %d, last offset %d, data %d bytes)", got, r.validEnd, r.lastOffset, len(b))
+		}
+		if r.fail == failNone {
+			want := r.validEnd
+			for _, bp := range batchesOfBytes(b) {
+				if bp.last >= target {
+					want = bp.pos
+					break
+				}
+			}
+			if got != want {
+				t.Fatalf("undamaged: position %d, want %d", got, want)
+			}
+		}
+	})
+}

@@ -48,6 +48,7 @@ func (x *run) leftovers() error {
 	}
 	x.files = map[string]string{}
 	var cleaned, swaps []segment.FileName
+	deleted := map[int64]bool{} // segments with a .deleted file: a deletion was interrupted
 	quarantine := filepath.Clean(x.o.Quarantine)
 	for _, de := range des {
 		name := de.Name()
@@ -63,8 +64,7 @@ func (x *run) leftovers() error {
 		}
 		if base, ok := strings.CutSuffix(name, tempSuffix); ok {
 			if n, err := segment.ParseFileName(base); err == nil && n.Transient == "" {
-				x.r.problem(name, -1, kindLeftover, "temporary file of an interrupted write removed")
-				if err := x.removePath(name, p); err != nil {
+				if err := x.removePath(name, p, kindLeftover, "temporary file of an interrupted write"); err != nil {
 					return err
 				}
 			}
@@ -79,8 +79,8 @@ func (x *run) leftovers() error {
 		}
 		switch n.Transient {
 		case segment.DeletedSuffix:
-			x.r.problem(name, -1, kindLeftover, "file scheduled for deletion removed")
-			if err := x.removePath(name, p); err != nil {
+			deleted[n.Offset] = true
+			if err := x.removePath(name, p, kindLeftover, "file scheduled for deletion (Kafka removes it on load)"); err != nil {
 				return err
 			}
 		case segment.CleanedSuffix:
@@ -107,8 +107,15 @@ func (x *run) leftovers() error {
 		switch n.Kind {
 		case segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix:
 			if !x.exists(segment.MakeFileName(n.Offset, segment.LogSuffix)) {
-				x.r.problem(name, -1, kindOrphanIndex, "index file without a .log removed")
-				if err := x.remove(name); err != nil {
+				// Beside a .deleted file it is what an interrupted
+				// deletion leaves; otherwise the segment's data is
+				// missing. Kafka removes it either way.
+				reason := "index file of a segment being deleted (Kafka removes it on load)"
+				if !deleted[n.Offset] {
+					x.r.problem(name, -1, kindOrphanIndex, "index file without a .log: the data of segment %d is missing", n.Offset)
+					reason = "index file without a .log (Kafka removes it on load)"
+				}
+				if err := x.remove(name, kindOrphanIndex, reason); err != nil {
 					return err
 				}
 			}
@@ -132,8 +139,7 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 	var valid []segment.FileName
 	for _, n := range swaps {
 		if minCleaned >= 0 && n.Offset >= minCleaned {
-			x.r.problem(n.String(), -1, kindSwap, "incomplete replacement rolled back")
-			if err := x.remove(n.String()); err != nil {
+			if err := x.remove(n.String(), kindSwap, "incomplete replacement rolled back"); err != nil {
 				return err
 			}
 			continue
@@ -141,8 +147,7 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 		valid = append(valid, n)
 	}
 	for _, n := range cleaned {
-		x.r.problem(n.String(), -1, kindSwap, "unfinished replacement output removed")
-		if err := x.remove(n.String()); err != nil {
+		if err := x.remove(n.String(), kindSwap, "unfinished replacement output"); err != nil {
 			return err
 		}
 	}
@@ -181,7 +186,7 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 	}
 	if rollback {
 		for _, n := range valid {
-			if err := x.remove(n.String()); err != nil {
+			if err := x.remove(n.String(), kindSwap, "replacement rolled back: its segment is invalid"); err != nil {
 				return err
 			}
 		}
@@ -198,8 +203,7 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 			if err != nil || n.Transient != "" || n.Offset < lo || n.Offset >= hi {
 				continue
 			}
-			x.r.problem(name, -1, kindSwap, "original replaced by a completed swap removed")
-			if err := x.remove(name); err != nil {
+			if err := x.remove(name, kindSwap, "original replaced by a completed swap"); err != nil {
 				return err
 			}
 		}
@@ -207,18 +211,29 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 	for _, n := range valid {
 		from := n.String()
 		live := segment.FileName{Offset: n.Offset, Kind: n.Kind}.String()
-		x.r.problem(from, -1, kindSwap, "replacement completed: renamed to %s", live)
-		x.r.changed = true
+		c := Change{File: from, Action: ActionRename, Kind: kindSwap, To: live, Reason: "replacement completed (as Kafka completes it on load)"}
 		p := x.files[from]
 		delete(x.files, from)
 		if x.o.DryRun {
+			x.r.change(c)
 			x.files[live] = p
 			continue
+		}
+		if x.o.Quarantine != "" {
+			dst, err := x.quarantinePath(from)
+			if err != nil {
+				return err
+			}
+			if err := x.copyFile(p, dst, 0, -1); err != nil {
+				return err
+			}
+			c.Saved = filepath.Base(dst)
 		}
 		target := filepath.Join(x.dir, live)
 		if err := os.Rename(p, target); err != nil {
 			return fmt.Errorf("partlog/recovery: finish swap %s: %w", p, err)
 		}
+		x.r.change(c)
 		x.files[live] = target
 		x.dirDirty = true
 	}

@@ -33,10 +33,53 @@ func (x *run) listSnapshots() []snapshotFile {
 	return out
 }
 
-func (x *run) discardSnapshot(f snapshotFile, why string) error {
+// discardSnapshot removes a snapshot. A corrupt one is a problem; the
+// others (stray, beyond the log end, at or below the log start) are
+// removed by Kafka's own load, and are only a change.
+func (x *run) discardSnapshot(f snapshotFile, why string, corrupt bool) error {
 	x.r.SnapshotsDiscarded = append(x.r.SnapshotsDiscarded, f.offset)
-	x.r.problem(f.name, -1, kindSnapshot, "snapshot %d discarded: %s", f.offset, why)
-	return x.remove(f.name)
+	if corrupt {
+		x.r.problem(f.name, -1, kindSnapshot, "snapshot %d is corrupt: %s", f.offset, why)
+		why = "corrupt: " + why
+	}
+	return x.remove(f.name, kindSnapshot, fmt.Sprintf("snapshot %d discarded: %s", f.offset, why))
+}
+
+// readSnapshot reads the snapshot f; a corrupt one is discarded (ok
+// false).
+func (x *run) readSnapshot(f snapshotFile) (entries []snapshot.Entry, ok bool, err error) {
+	p := x.path(f.name)
+	if x.o.hooks != nil && x.o.hooks.open != nil {
+		if err := x.o.hooks.open(p); err != nil {
+			return nil, false, fmt.Errorf("partlog/recovery: read %s: %w", p, err)
+		}
+	}
+	entries, err = snapshot.Read(p)
+	if err != nil {
+		if !snapshot.IsCorrupt(err) {
+			return nil, false, fmt.Errorf("partlog/recovery: %w", err)
+		}
+		return nil, false, x.discardSnapshot(f, err.Error(), true)
+	}
+	return entries, true, nil
+}
+
+// checkSnapshots reads every snapshot of snaps (recovery.md §2.11 reads
+// only the one a replay starts from) and discards the corrupt ones; it
+// returns the remaining ones and stores the entries read in read.
+func (x *run) checkSnapshots(snaps []snapshotFile, read map[int64][]snapshot.Entry) ([]snapshotFile, error) {
+	var out []snapshotFile
+	for _, f := range snaps {
+		entries, ok, err := x.readSnapshot(f)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			read[f.offset] = entries
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }
 
 // producers is step 6 (recovery.md §2.11 with the engine rules): pick the
@@ -46,6 +89,13 @@ func (x *run) discardSnapshot(f snapshotFile, why string) error {
 // transactions completed in the replay, and write a snapshot at the LEO.
 func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 	snaps := x.listSnapshots()
+	read := map[int64][]snapshot.Entry{} // the snapshots read, by offset
+	if x.o.CheckSnapshots {
+		var err error
+		if snaps, err = x.checkSnapshots(snaps, read); err != nil {
+			return err
+		}
+	}
 	bases := map[int64]bool{}
 	maxBase := int64(-1)
 	for _, s := range kept {
@@ -78,7 +128,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 			why = "stray (not at a segment base offset)"
 		}
 		if why != "" {
-			if err := x.discardSnapshot(f, why); err != nil {
+			if err := x.discardSnapshot(f, why, false); err != nil {
 				return err
 			}
 			continue
@@ -107,21 +157,15 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 		if f.offset > target {
 			continue
 		}
-		p := x.path(f.name)
-		if x.o.hooks != nil && x.o.hooks.open != nil {
-			if err := x.o.hooks.open(p); err != nil {
-				return fmt.Errorf("partlog/recovery: read %s: %w", p, err)
-			}
-		}
-		entries, err := snapshot.Read(p)
-		if err != nil {
-			if !snapshot.IsCorrupt(err) {
-				return fmt.Errorf("partlog/recovery: %w", err)
-			}
-			if err := x.discardSnapshot(f, fmt.Sprintf("corrupt: %v", err)); err != nil {
+		entries, ok := read[f.offset]
+		if !ok {
+			var err error
+			if entries, ok, err = x.readSnapshot(f); err != nil {
 				return err
 			}
-			continue
+			if !ok {
+				continue
+			}
 		}
 		rb.Snapshot, rb.SnapshotOffset, rb.HasSnapshot = entries, f.offset, true
 		loadedAt = f.offset
@@ -189,8 +233,8 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 				if empty {
 					continue
 				}
-				x.r.problem(name, -1, kindIndex, "transaction index of segment %d lists aborted transactions the log does not hold; removed", s.base)
-				if err := x.remove(name); err != nil {
+				x.r.problem(name, -1, kindIndex, "transaction index of segment %d lists aborted transactions the log does not hold", s.base)
+				if err := x.remove(name, kindIndex, "transaction index lists aborted transactions the log does not hold"); err != nil {
 					return err
 				}
 				x.markRebuilt(s.base)
@@ -202,7 +246,11 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 			return err
 		}
 		if !same {
-			if err := x.replace(name, want); err != nil {
+			state := "differs from the aborted transactions the replay completed"
+			if !x.exists(name) {
+				state = "missing"
+			}
+			if err := x.replace(name, want, kindIndex, "transaction index rebuilt: "+state); err != nil {
 				return err
 			}
 			x.markRebuilt(s.base)
@@ -223,31 +271,32 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 	}
 	name := snapshot.FileName(leo)
 	if x.exists(name) {
-		old, err := snapshot.Read(x.path(name))
-		if err == nil {
+		old, ok := read[leo]
+		if !ok {
+			var err error
+			old, err = snapshot.Read(x.path(name))
+			ok = err == nil
+		}
+		if ok {
 			sortEntries(old)
 			if slices.Equal(old, entries) {
 				return nil
 			}
 		}
 	}
-	if x.o.DryRun {
-		x.r.changed = true
-		x.files[name] = x.path(name)
-		return nil
+	reason := fmt.Sprintf("producer snapshot written at the log end offset %d (as Kafka's load writes it)", leo)
+	if x.exists(name) {
+		reason = fmt.Sprintf("producer snapshot at the log end offset %d rewritten: its entries differ from the replay", leo)
 	}
-	if err := x.quarantineCopy(name, 0, ".replaced"); err != nil {
+	err := x.rewrite(name, kindProducerSnapshot, reason, func(string) error {
+		if err := snapshot.Write(x.dir, leo, entries); err != nil {
+			return fmt.Errorf("partlog/recovery: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	if x.o.hooks != nil && x.o.hooks.write != nil {
-		if err := x.o.hooks.write(x.path(name)); err != nil {
-			return fmt.Errorf("partlog/recovery: write snapshot %d: %w", leo, err)
-		}
-	}
-	if err := snapshot.Write(x.dir, leo, entries); err != nil {
-		return fmt.Errorf("partlog/recovery: %w", err)
-	}
-	x.r.changed = true
 	x.files[name] = x.path(name)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/partlog/partlog/batch"
@@ -35,9 +36,11 @@ type seg struct {
 	prevEpoch  int32
 	lastPos    int64
 	firstEpoch int32
-	drop       bool // removed from the log
-	created    bool // made by Run (empty)
-	trimmed    bool // a lost trim was cut
+	drop       bool   // removed from the log
+	dropWhy    string // why it is removed
+	cutWhy     string // why its .log is cut (keepEnd < size)
+	created    bool   // made by Run (empty)
+	trimmed    bool   // a lost trim was cut
 }
 
 func (s *seg) next() int64 {
@@ -70,7 +73,8 @@ type Loaded struct {
 	// Report says what was found and done.
 	Report *Report
 	// Producers is the producer state at the log end offset, rebuilt from
-	// the snapshot and the replay (its map end offset is the LEO).
+	// the snapshot and the replay (its map end offset is the LEO); nil
+	// when the repair was refused (Report.Refused).
 	Producers *producerstate.Manager
 	// Epochs is the leader-epoch cache after recovery (what
 	// leader-epoch-checkpoint holds unless DryRun).
@@ -81,14 +85,45 @@ type Loaded struct {
 func Load(dir string, opts Options) (*Loaded, error) {
 	x := &run{o: opts.withDefaults(), dir: dir, swapped: map[int64]bool{}, createAt: -1}
 	x.r = &Report{Dir: dir, CleanShutdown: opts.Clean, Segments: []SegmentReport{}, IndexesRebuilt: []int64{},
-		Barriers: []int64{}, Problems: []Problem{}, RemovedFiles: []string{}, SnapshotsDiscarded: []int64{},
-		Epochs: []EpochReport{}}
+		Barriers: []int64{}, Problems: []Problem{}, Changes: []Change{}, Notes: []Problem{}, RemovedFiles: []string{},
+		SnapshotsDiscarded: []int64{}, Epochs: []EpochReport{}}
+	if IsMetadataLog(dir) && (x.o.Clean || x.o.RecoveryPoint != 0) {
+		// Kafka opens its metadata log with recovery point 0 and no
+		// clean shutdown, whatever the log directory says.
+		x.o.Clean, x.o.RecoveryPoint = false, 0
+		x.r.note("", kindMetadataLog, "the cluster metadata log is always recovered in full (recovery point 0, clean-shutdown marker ignored), as Kafka does")
+	}
+	if opts.RefuseFlushedCut && !opts.DryRun {
+		// Plan first: a cut below the recovery point is refused before
+		// anything is changed.
+		plan := opts
+		plan.DryRun, plan.RefuseFlushedCut = true, false
+		pr, err := Run(dir, plan)
+		if err != nil {
+			return nil, err
+		}
+		if t := pr.Truncation; t != nil && t.Class == ClassCorruptFlushed {
+			pr.Refused = fmt.Sprintf("the repair would cut data below the recovery point (%s in segment %d at position %d); nothing was changed",
+				t.Class, t.SegmentBaseOffset, t.Position)
+			pr.problem(segment.MakeFileName(t.SegmentBaseOffset, segment.LogSuffix), t.Position, kindRefused, "%s", pr.Refused)
+			pr.Changes = []Change{}
+			pr.finish(true)
+			return &Loaded{Report: pr}, nil
+		}
+	}
 	if err := x.runSteps(); err != nil {
 		return nil, err
 	}
 	x.r.finish(x.o.DryRun)
 	return &Loaded{Report: x.r, Producers: x.state, Epochs: x.epochList}, nil
 }
+
+// metadataLogDir is the partition directory of KRaft's metadata log.
+const metadataLogDir = "__cluster_metadata-0"
+
+// IsMetadataLog reports whether dir is the partition directory of KRaft's
+// cluster metadata log, which Run always recovers in full.
+func IsMetadataLog(dir string) bool { return filepath.Base(filepath.Clean(dir)) == metadataLogDir }
 
 func (x *run) runSteps() error {
 	// 1. Leftovers.
@@ -197,10 +232,15 @@ func (x *run) loadSegments() ([]*seg, error) {
 	if len(segs) == 0 {
 		return nil, nil
 	}
-	if !x.o.Clean {
+	if x.o.Full {
+		x.r.note("", kindFullRecovery, "full verification: every segment is validated, whatever the recovery point and the clean-shutdown marker")
+		for _, s := range segs {
+			s.recover = true
+		}
+	} else if !x.o.Clean {
 		rp := x.o.RecoveryPoint
 		if rp < 0 {
-			x.r.problem("", -1, kindFullRecovery, "no recovery point: every segment is validated")
+			x.r.note("", kindFullRecovery, "no recovery point: every segment is validated")
 			rp = 0
 		}
 		first := 0
@@ -225,18 +265,20 @@ func (x *run) loadSegments() ([]*seg, error) {
 		if i+1 < len(segs) {
 			nextBase = segs[i+1].base
 		}
-		why, err := x.checkTrusted(s, nextBase)
+		why, missing, err := x.checkTrusted(s, nextBase)
 		if err != nil {
 			return nil, err
 		}
 		if why != "" {
 			s.recover, s.why = true, why
+			if missing {
+				// Kafka too rebuilds a missing index on load (D4, D5,
+				// D16): a change, not damage.
+				continue
+			}
 			kind := kindIndex
 			if x.o.Clean && i == len(segs)-1 {
 				kind = kindCleanMarker
-			}
-			if s.size == 0 && !x.exists(s.name(segment.IndexSuffix)) {
-				continue // an empty segment's indexes are simply created (D16)
 			}
 			x.r.problem(s.logName, -1, kind, "segment %d recovered: %s", s.base, why)
 		}
@@ -249,15 +291,22 @@ func (x *run) loadSegments() ([]*seg, error) {
 // batch must belong to it, and its batches from the last offset-index entry
 // on must end exactly at the end of the file. It returns why the segment
 // must be recovered, or "" (and then sets the segment's offsets from the
-// tail it read).
-func (x *run) checkTrusted(s *seg, nextBase int64) (string, error) {
-	idxName, timeName, txnName := s.name(segment.IndexSuffix), s.name(segment.TimeIndexSuffix), s.name(segment.TxnIndexSuffix)
+// tail it read); missing is true when the only reason is a missing index.
+func (x *run) checkTrusted(s *seg, nextBase int64) (why string, missing bool, err error) {
+	idxName, timeName := s.name(segment.IndexSuffix), s.name(segment.TimeIndexSuffix)
 	if !x.exists(idxName) {
-		return "offset index missing", nil
+		return "offset index missing", true, nil
 	}
 	if !x.exists(timeName) {
-		return "time index missing", nil
+		return "time index missing", true, nil
 	}
+	why, err = x.checkIndexesAndTail(s, nextBase)
+	return why, false, err
+}
+
+// checkIndexesAndTail is checkTrusted once both indexes exist.
+func (x *run) checkIndexesAndTail(s *seg, nextBase int64) (string, error) {
+	idxName, timeName, txnName := s.name(segment.IndexSuffix), s.name(segment.TimeIndexSuffix), s.name(segment.TxnIndexSuffix)
 	var last index.OffsetEntry
 	var entries int64
 	var lastTime index.TimeEntry

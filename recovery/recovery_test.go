@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"testing"
 
 	"github.com/partlog/partlog/batch"
@@ -70,6 +71,32 @@ func expectProblem(t testing.TB, r *Report, kind string) {
 	t.Helper()
 	if !hasProblem(r, kind) {
 		t.Errorf("no %q problem in %+v", kind, r.Problems)
+	}
+}
+
+func hasChange(r *Report, kind string) bool {
+	return slices.ContainsFunc(r.Changes, func(c Change) bool { return c.Kind == kind })
+}
+
+// expectChange checks that a change of the kind is listed and that it is
+// not reported as a problem (routine normalisation is not damage).
+func expectChange(t testing.TB, r *Report, kind string) {
+	t.Helper()
+	if !hasChange(r, kind) {
+		t.Errorf("no %q change in %+v", kind, r.Changes)
+	}
+	if hasProblem(r, kind) {
+		t.Errorf("%q reported as a problem: %+v", kind, r.Problems)
+	}
+}
+
+func expectNote(t testing.TB, r *Report, kind string) {
+	t.Helper()
+	if !slices.ContainsFunc(r.Notes, func(p Problem) bool { return p.Kind == kind }) {
+		t.Errorf("no %q note in %+v", kind, r.Notes)
+	}
+	if hasProblem(r, kind) {
+		t.Errorf("%q reported as a problem: %+v", kind, r.Problems)
 	}
 }
 
@@ -156,7 +183,7 @@ func cases() []tcase {
 		{id: "A3", opts: unclean(-1), check: func(t testing.TB, r *Report, dir string) {
 			expectCut(t, r, 750, "")
 			expectStatus(t, r, StatusOK)
-			expectProblem(t, r, kindFullRecovery)
+			expectNote(t, r, kindFullRecovery)
 			if r.RecoveryPoint != 0 {
 				t.Errorf("RP %d", r.RecoveryPoint)
 			}
@@ -351,7 +378,19 @@ func cases() []tcase {
 		{id: "D11", opts: clean(), damage: func(t testing.TB, dir string) {
 			_ = os.WriteFile(segPath(dir, 900, segment.IndexSuffix), make([]byte, 16), 0o644)
 		}, check: func(t testing.TB, r *Report, dir string) {
+			// Without a .deleted sibling, the segment's data is missing.
 			expectProblem(t, r, kindOrphanIndex)
+			if !hasChange(r, kindOrphanIndex) || exists(dir, "00000000000000000900.index") {
+				t.Error("orphan index kept")
+			}
+		}},
+		{id: "D11b", opts: clean(), damage: func(t testing.TB, dir string) {
+			// An interrupted deletion: the .log renamed, its index not yet.
+			_ = os.WriteFile(segPath(dir, 900, segment.LogSuffix)+segment.DeletedSuffix, []byte("x"), 0o644)
+			_ = os.WriteFile(segPath(dir, 900, segment.IndexSuffix), make([]byte, 16), 0o644)
+		}, check: func(t testing.TB, r *Report, dir string) {
+			expectChange(t, r, kindOrphanIndex)
+			expectChange(t, r, kindLeftover)
 			if exists(dir, "00000000000000000900.index") {
 				t.Error("orphan index kept")
 			}
@@ -478,16 +517,16 @@ func cases() []tcase {
 		}, persistent: true},
 		{id: "F1", opts: clean(), damage: func(t testing.TB, dir string) {
 			copySegment(t, dir, 300, 300, segment.CleanedSuffix)
-		}, check: func(t testing.TB, r *Report, dir string) { expectProblem(t, r, kindSwap); expectCut(t, r, 750, "") }},
+		}, check: func(t testing.TB, r *Report, dir string) { expectChange(t, r, kindSwap); expectCut(t, r, 750, "") }},
 		{id: "F2", opts: clean(), damage: func(t testing.TB, dir string) {
 			copySegment(t, dir, 600, 600, segment.SwapSuffix)
 			copySegment(t, dir, 300, 300, segment.CleanedSuffix)
-		}, check: func(t testing.TB, r *Report, dir string) { expectProblem(t, r, kindSwap); expectCut(t, r, 750, "") }},
+		}, check: func(t testing.TB, r *Report, dir string) { expectChange(t, r, kindSwap); expectCut(t, r, 750, "") }},
 		{id: "F3", opts: clean(), damage: func(t testing.TB, dir string) {
 			copySegment(t, dir, 300, 300, segment.SwapSuffix)
 			copySegment(t, dir, 600, 600, segment.SwapSuffix)
 		}, check: func(t testing.TB, r *Report, dir string) {
-			expectProblem(t, r, kindSwap)
+			expectChange(t, r, kindSwap)
 			expectCut(t, r, 750, "")
 			if exists(dir, "00000000000000000300.log.swap") || !exists(dir, "00000000000000000300.log") {
 				t.Error("swap not completed")
@@ -496,7 +535,7 @@ func cases() []tcase {
 		{id: "F4", opts: clean(), damage: func(t testing.TB, dir string) {
 			copySegment(t, dir, 300, 300, segment.SwapSuffix)
 			renameSegment(t, dir, 300, segment.DeletedSuffix)
-		}, check: func(t testing.TB, r *Report, dir string) { expectCut(t, r, 750, ""); expectProblem(t, r, kindLeftover) }},
+		}, check: func(t testing.TB, r *Report, dir string) { expectCut(t, r, 750, ""); expectChange(t, r, kindLeftover) }},
 		{id: "F5", opts: clean(), damage: func(t testing.TB, dir string) {
 			if err := os.Rename(segPath(dir, 300, segment.IndexSuffix), segPath(dir, 300, segment.IndexSuffix)+segment.SwapSuffix); err != nil {
 				t.Fatal(err)
@@ -640,6 +679,47 @@ func renameSegment(t testing.TB, dir string, base int64, suffix string) {
 	}
 }
 
+// checkVerdict checks the rules that make a report's verdict trustworthy:
+// the status is "problems" under DryRun exactly when a problem is named;
+// the cause of a truncation is a problem naming the cut segment's .log at
+// the cut's position; every problem names a file or the directory with a
+// kind and a detail; a change names its file, action, kind and reason.
+func checkVerdict(t testing.TB, r *Report, dryRun bool) {
+	t.Helper()
+	if dryRun && (r.Status == StatusProblems) != (len(r.Problems) > 0) {
+		t.Errorf("DryRun status %s with problems %+v", r.Status, r.Problems)
+	}
+	if !dryRun && r.Status == StatusProblems && len(r.Problems) == 0 {
+		t.Errorf("status problems naming none")
+	}
+	if tr := r.Truncation; tr != nil {
+		name := segment.MakeFileName(tr.SegmentBaseOffset, segment.LogSuffix)
+		if !slices.ContainsFunc(r.Problems, func(p Problem) bool { return p.File == name && p.Position == tr.Position }) {
+			t.Errorf("truncation %+v not among the problems %+v", tr, r.Problems)
+		}
+	}
+	for _, p := range r.Problems {
+		if p.Kind == "" || p.Detail == "" {
+			t.Errorf("problem %+v", p)
+		}
+	}
+	for _, c := range r.Changes {
+		if c.File == "" || c.Action == "" || c.Kind == "" || c.Reason == "" {
+			t.Errorf("change %+v", c)
+		}
+	}
+}
+
+// changeKeys lists a report's changes as file/action/kind, sorted.
+func changeKeys(r *Report) []string {
+	var out []string
+	for _, c := range r.Changes {
+		out = append(out, c.File+" "+c.Action+" "+c.Kind)
+	}
+	sort.Strings(out)
+	return out
+}
+
 func writeEpochs(t testing.TB, dir string, e []checkpoint.EpochEntry) {
 	if err := checkpoint.WriteLeaderEpochs(filepath.Join(dir, epochFileName), e); err != nil {
 		t.Fatal(err)
@@ -683,8 +763,10 @@ func TestCases(t *testing.T) {
 				t.Errorf("DryRun predicted LEO %d truncation %+v; the repair gave LEO %d truncation %+v",
 					dr.LogEndOffset, dr.Truncation, r.LogEndOffset, r.Truncation)
 			}
-			if want := StatusOK; r.Status != StatusOK && dr.Status != StatusProblems {
-				t.Errorf("DryRun status %s, repair %s (want %s or problems)", dr.Status, r.Status, want)
+			checkVerdict(t, dr, true)
+			checkVerdict(t, r, false)
+			if d, w := changeKeys(dr), changeKeys(r); !slices.Equal(d, w) {
+				t.Errorf("DryRun predicted changes %v; the repair made %v", d, w)
 			}
 			checkLoadable(t, dir)
 			// J2: a second run finds nothing to do.
@@ -718,10 +800,10 @@ func expectKeptWithEpochNote(t testing.TB, r *Report, leo int64) {
 		t.Errorf("LEO %d, want %d", r.LogEndOffset, leo)
 	}
 	found := false
-	for _, p := range r.Problems {
+	for _, p := range r.Notes {
 		found = found || p.Kind == kindEpochDecrease
 	}
 	if !found {
-		t.Errorf("no %s note in %+v", kindEpochDecrease, r.Problems)
+		t.Errorf("no %s note in %+v", kindEpochDecrease, r.Notes)
 	}
 }

@@ -43,6 +43,19 @@ type Options struct {
 	ProducerIDExpirationMs int64
 	// Now is the clock used for producer expiration; nil means time.Now.
 	Now func() time.Time
+	// CheckSnapshots reads every producer snapshot of the directory, not
+	// only the one the replay starts from: a corrupt one is a problem and
+	// is discarded (the CLI sets it; an open reads only what it needs).
+	CheckSnapshots bool
+	// Full validates every segment from byte 0, whatever the recovery
+	// point and the clean-shutdown marker say; damage found in a segment
+	// that would otherwise have been trusted is corrupt-flushed.
+	Full bool
+	// RefuseFlushedCut makes a Run that would cut data below the recovery
+	// point (class corrupt-flushed) change nothing at all: the Report is
+	// the plan (as under DryRun) with Refused set. Without it the cut is
+	// made, as Kafka makes it (recovery.md §2.8).
+	RefuseFlushedCut bool
 
 	// hooks are test seams (I/O error injection, crash points).
 	hooks *hooks
@@ -87,12 +100,17 @@ func (o *Options) withDefaults() Options {
 
 // Status values of Report.Status.
 const (
-	// StatusOK: nothing was changed and nothing was found.
+	// StatusOK: no problem was found. Under DryRun, Changes may still list
+	// routine normalisation (the steps Kafka's own load takes: an index
+	// rebuilt, a snapshot written at the log end, epoch entries past the
+	// log end dropped); without DryRun, nothing was changed.
 	StatusOK = "ok"
-	// StatusRepaired: Run changed the directory.
+	// StatusRepaired: Run changed the directory (Changes lists how) and
+	// no problem is left.
 	StatusRepaired = "repaired"
-	// StatusProblems: under DryRun something would change, or something
-	// was found that Run does not change (an ignored foreign file).
+	// StatusProblems: Problems is not empty and, unless Run repaired
+	// them, something is left to do: every problem under DryRun, an
+	// ignored foreign file, or a refused cut (Refused).
 	StatusProblems = "problems"
 )
 
@@ -137,8 +155,21 @@ type Report struct {
 	LastStableOffset int64 `json:"lastStableOffset"`
 	// Barriers are the offsets of the mirroring barriers met in replay.
 	Barriers []int64 `json:"barriers"`
-	// Problems lists everything found, repaired or not.
+	// Problems lists the damage found, repaired or not: each names the
+	// file and, where it has one, the byte position. The cause of a
+	// truncation is always among them, at the cut's position.
 	Problems []Problem `json:"problems"`
+	// Changes lists every file Run writes, creates, truncates, renames or
+	// removes (under DryRun: would), each with its reason, in the order
+	// they are made.
+	Changes []Change `json:"changes"`
+	// Notes are informational findings that are neither damage nor a
+	// change (a full recovery for want of a recovery point, ...).
+	Notes []Problem `json:"notes"`
+	// Refused is set when Options.RefuseFlushedCut stopped a repair that
+	// would have cut data below the recovery point: nothing was changed,
+	// and the rest of the Report is the plan.
+	Refused string `json:"refused,omitempty"`
 	// Quarantine is the quarantine directory when something was placed in
 	// it, else nil.
 	Quarantine *string `json:"quarantine"`
@@ -215,6 +246,34 @@ type Problem struct {
 	Detail string `json:"detail"`
 }
 
+// Actions of a Change.
+const (
+	ActionCreate   = "create"   // a new file
+	ActionWrite    = "write"    // an existing file replaced by new content
+	ActionTruncate = "truncate" // an existing file cut to a shorter length
+	ActionRename   = "rename"   // an existing file renamed to Change.To
+	ActionRemove   = "remove"   // an existing file removed
+)
+
+// Change is one file Run changes (or would change, under DryRun).
+type Change struct {
+	// File is the base name of the file in the partition directory.
+	File string `json:"file"`
+	// Action is one of the Action* constants.
+	Action string `json:"action"`
+	// Kind is the keyword of the step that makes the change (the problem
+	// kinds of doc.go).
+	Kind string `json:"kind"`
+	// Reason says why, in words.
+	Reason string `json:"reason"`
+	// To is the new name of a renamed file.
+	To string `json:"to,omitempty"`
+	// Saved is the base name, in the quarantine directory, of the copy of
+	// the old bytes (the removed tail of a truncated file); "" when no
+	// quarantine is set or the file did not exist.
+	Saved string `json:"saved,omitempty"`
+}
+
 // EpochReport is one leader-epoch entry.
 type EpochReport struct {
 	// Epoch is the leader epoch.
@@ -222,10 +281,6 @@ type EpochReport struct {
 	// StartOffset is the first offset written in it.
 	StartOffset int64 `json:"startOffset"`
 }
-
-// noteKinds are problem kinds that inform without making the status
-// "problems" on their own.
-var noteKinds = map[string]bool{kindFullRecovery: true, kindEpochDecrease: true}
 
 // Problem kinds.
 const (
@@ -249,26 +304,52 @@ const (
 	kindSegmentCreated   = "segment-created"
 	kindEpochDecrease    = "epoch-decrease"
 	kindReplayIncomplete = "replay-incomplete"
+	kindProducerSnapshot = "producer-snapshot"
+	kindEpochs           = "epochs"
+	kindMetadataLog      = "metadata-log"
+	kindRefused          = "refused"
 )
 
 func (r *Report) problem(file string, pos int64, kind, format string, args ...any) {
 	r.Problems = append(r.Problems, Problem{File: file, Position: pos, Kind: kind, Detail: sprintf(format, args...)})
 }
 
+// note records an informational finding.
+func (r *Report) note(file string, kind, format string, args ...any) {
+	r.Notes = append(r.Notes, Problem{File: file, Position: -1, Kind: kind, Detail: sprintf(format, args...)})
+}
+
+// change records a change to file.
+func (r *Report) change(c Change) {
+	r.changed = true
+	r.Changes = append(r.Changes, c)
+}
+
+// leftUndone reports whether a problem stays after a repair: an ignored
+// foreign file, missing offsets and batches the producer replay could not
+// apply are reported and never changed.
+func leftUndone(p Problem) bool {
+	switch p.Kind {
+	case kindForeignName, kindGap, kindProducerReplay, kindReplayIncomplete, kindRefused:
+		return true
+	}
+	return false
+}
+
+// finish sets the status: "problems" when a problem is left (every problem
+// under DryRun), else "repaired" when Run changed the directory, else "ok".
 func (r *Report) finish(dryRun bool) {
-	found := false
+	left := false
 	for _, p := range r.Problems {
-		if !noteKinds[p.Kind] {
-			found = true
+		if dryRun || leftUndone(p) {
+			left = true
 		}
 	}
 	switch {
-	case dryRun && (r.changed || found):
+	case left || (len(r.Problems) > 0 && !r.changed):
 		r.Status = StatusProblems
-	case r.changed:
+	case r.changed && !dryRun:
 		r.Status = StatusRepaired
-	case found:
-		r.Status = StatusProblems
 	default:
 		r.Status = StatusOK
 	}
@@ -283,8 +364,11 @@ func (r *Report) Summary() string {
 		fmt.Fprintf(&b, "; %s in segment %d at position %d (offset %d, %d bytes): %s",
 			t.Class, t.SegmentBaseOffset, t.Position, t.Offset, t.BytesRemoved, t.Reason)
 	}
-	if n := len(r.IndexesRebuilt); n > 0 {
-		fmt.Fprintf(&b, "; %d index rebuilds", n)
+	if n := len(r.Changes); n > 0 {
+		fmt.Fprintf(&b, "; %d file changes", n)
+	}
+	if r.Refused != "" {
+		fmt.Fprintf(&b, "; refused: %s", r.Refused)
 	}
 	for i, p := range r.Problems {
 		if i == 3 {

@@ -432,21 +432,36 @@ func (o *dumpOptions) inspectTimeIndex(path string) (*indexDump, error) {
 		case err != nil:
 			d.tsNotFound = append(d.tsNotFound, [2]int64{e.Offset, -1})
 			d.add(filePos, "unreadableLog", "looking for offset %d in %s: %v", e.Offset, filepath.Base(seg.log), err)
-		case last != e.Offset:
+		case last != e.Offset && !insideBatch(entry, e.Offset):
 			d.tsNotFound = append(d.tsNotFound, [2]int64{e.Offset, last})
 			d.add(filePos, "offsetNotFound", "indexed offset %d, found log offset %d", e.Offset, last)
 		default:
+			if last != e.Offset {
+				// Kafka 3.6 and 3.7 indexed the offset of the record
+				// with the largest timestamp, inside the batch
+				// (KAFKA-16310): valid. Kafka's tool lists it in its
+				// trailer all the same.
+				d.tsNotFound = append(d.tsNotFound, [2]int64{e.Offset, last})
+			}
 			logTS, err := maxRecordTimestamp(entry, o.maxMessageSize)
 			if err != nil {
 				d.add(filePos, "unreadableLog", "reading the records of the batch holding offset %d: %v", e.Offset, err)
 				break
 			}
+			// Kafka's tool compares only entries at a batch's last
+			// offset; an entry inside a batch is checked all the same,
+			// without a trailer line.
+			inside := last != e.Offset
 			if logTS != e.Timestamp {
-				d.tsMismatch = append(d.tsMismatch, [2]int64{e.Timestamp, logTS})
+				if !inside {
+					d.tsMismatch = append(d.tsMismatch, [2]int64{e.Timestamp, logTS})
+				}
 				d.add(filePos, "timestampMismatch", "index timestamp %d, log timestamp %d", e.Timestamp, logTS)
 			}
 			if prevTS >= e.Timestamp {
-				d.tsOrder = append(d.tsOrder, [2]int64{e.Timestamp, prevTS})
+				if !inside {
+					d.tsOrder = append(d.tsOrder, [2]int64{e.Timestamp, prevTS})
+				}
 				d.add(filePos, "timestampOrder", "index timestamp %d, previously indexed timestamp %d", e.Timestamp, prevTS)
 			}
 		}
@@ -457,6 +472,16 @@ func (o *dumpOptions) inspectTimeIndex(path string) (*indexDump, error) {
 		d.problems = append(d.problems, p)
 	}
 	return d, nil
+}
+
+// insideBatch reports whether offset lies inside the magic-2 batch entry
+// (from its base offset to its last offset).
+func insideBatch(entry []byte, offset int64) bool {
+	if len(entry) < batch.HeaderSize || entry[batch.OffMagic] != batch.MagicV2 {
+		return false
+	}
+	v := batch.View(entry)
+	return v.BaseOffset() <= offset && offset <= v.LastOffset()
 }
 
 // lookupPosition returns the position of the last offset index entry whose

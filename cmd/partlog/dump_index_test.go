@@ -359,6 +359,38 @@ func TestDumpTimeIndexVerify(t *testing.T) {
 	}
 }
 
+// TestDumpTimeIndexInsideBatch: Kafka 3.6 and 3.7 indexed the offset of
+// the record with the largest timestamp, inside its batch (KAFKA-16310).
+// Such an entry is valid: exit 0, and the trailer lists it as Kafka's tool
+// does.
+func TestDumpTimeIndexInsideBatch(t *testing.T) {
+	ti := timeIndexBytes(0,
+		[2]int64{1700000000002, 2},
+		[2]int64{1700000000021, 4}, // inside batch 4-5, whose largest timestamp it is
+	)
+	dir := sampleSegment(t, map[string][]byte{"00000000000000000000.timeindex": ti})
+	code, out, errOut := runReadOnly(t, dir, "dump", "segment/00000000000000000000.timeindex")
+	if code != exitOK {
+		t.Errorf("exit %d, want 0\n%s%s", code, out, errOut)
+	}
+	compareLines(t, out, []string{
+		"Dumping segment/00000000000000000000.timeindex",
+		"timestamp: 1700000000002 offset: 2",
+		"timestamp: 1700000000021 offset: 4",
+	})
+	want := "The following indexed offsets are not found in the log.\n" +
+		"Indexed offset: 4, found log offset: 5\n"
+	if errOut != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", errOut, want)
+	}
+	// A wrong timestamp inside a batch is still a problem.
+	ti = timeIndexBytes(0, [2]int64{1700000000022, 4})
+	dir = sampleSegment(t, map[string][]byte{"00000000000000000000.timeindex": ti})
+	if code, out, errOut := runReadOnly(t, dir, "dump", "segment/00000000000000000000.timeindex"); code != exitProblems {
+		t.Errorf("wrong timestamp: exit %d, want 4\n%s%s", code, out, errOut)
+	}
+}
+
 // TestDumpIndexMissingSiblings: index files need their .log (and the time
 // index its .index); a missing one is an operational error for that file.
 func TestDumpIndexMissingSiblings(t *testing.T) {

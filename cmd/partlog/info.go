@@ -42,8 +42,8 @@ checkpoints, clean-shutdown marker, leader epochs, producers, barriers and
 the problems recovery would find. It changes nothing (recovery runs in
 dry-run mode).
 
-Exit status: 0 nothing wrong, 4 recovery would change something or found
-problems, 8 operational error, 16 usage error.`,
+Exit status: 0 no problem (recovery may still list routine changes),
+4 problems found, 8 operational error, 16 usage error.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
@@ -135,20 +135,21 @@ func printInfo(w io.Writer, t *partitionTarget, r *recovery.Report, snaps []snap
 		fmt.Fprintf(w, "  cut: %s in segment %d at position %d, offset %d, %d bytes to remove: %s\n",
 			t.Class, t.SegmentBaseOffset, t.Position, t.Offset, t.BytesRemoved, t.Reason)
 	}
-	var problems []recovery.Problem
-	for _, p := range r.Problems {
-		if isNote(p.Kind) {
-			fmt.Fprintf(w, "  note: %s\n", p.Detail)
-			continue
-		}
-		problems = append(problems, p)
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n.Detail)
 	}
-	if len(problems) == 0 {
+	if len(r.Changes) > 0 {
+		fmt.Fprintf(w, "  changes recovery would make: %d\n", len(r.Changes))
+		for _, c := range r.Changes {
+			fmt.Fprintf(w, "    %s\n", changeText(c))
+		}
+	}
+	if len(r.Problems) == 0 {
 		fmt.Fprintf(w, "  problems: none\n")
 		return
 	}
-	fmt.Fprintf(w, "  problems: %d\n", len(problems))
-	for _, p := range problems {
+	fmt.Fprintf(w, "  problems: %d\n", len(r.Problems))
+	for _, p := range r.Problems {
 		fmt.Fprintf(w, "    %s %s: %s\n", p.Kind, problemPlace(p), p.Detail)
 	}
 }

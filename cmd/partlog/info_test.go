@@ -64,7 +64,9 @@ func TestInfoDamaged(t *testing.T) {
 		"00000000000000000054.log  base 54  size 534 (434 after recovery)  batches 2  offsets 54..59",
 		"cut: torn-tail in segment 54 at position 434, offset 60, 100 bytes to remove",
 		"note: no recovery point: every segment is validated",
-		"problems: none",
+		"truncate 00000000000000000054.log: torn-tail at position 434",
+		"problems: 1",
+		"cut 00000000000000000054.log@434: torn-tail",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("info lacks %q:\n%s", want, out)

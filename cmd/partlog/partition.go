@@ -92,6 +92,9 @@ func (t *partitionTarget) recoveryOptions(indexInterval int64) recovery.Options 
 		Clean:         t.logDir.clean,
 		RecoveryPoint: -1,
 		Segment:       segment.Config{IndexIntervalBytes: indexInterval},
+		// The tools read every producer snapshot, so that a corrupt one
+		// is found even when no replay needs it.
+		CheckSnapshots: true,
 	}
 	if t.tpOK {
 		if rp, ok := t.logDir.rps[t.tp]; ok {

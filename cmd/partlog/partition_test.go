@@ -187,16 +187,34 @@ type reportOut struct {
 		Reason            string `json:"reason"`
 		Class             string `json:"class"`
 	} `json:"truncation"`
-	IndexesRebuilt     []int64                               `json:"indexesRebuilt"`
-	Producers          int                                   `json:"producers"`
-	LastStableOffset   int64                                 `json:"lastStableOffset"`
-	Barriers           []int64                               `json:"barriers"`
-	Problems           []struct{ File, Kind, Detail string } `json:"problems"`
-	Quarantine         *string                               `json:"quarantine"`
-	SnapshotsDiscarded []int64                               `json:"snapshotsDiscarded"`
-	RemovedFiles       []string                              `json:"removedFiles"`
-	Status             string                                `json:"status"`
-	Error              string                                `json:"error"`
+	IndexesRebuilt   []int64 `json:"indexesRebuilt"`
+	Producers        int     `json:"producers"`
+	LastStableOffset int64   `json:"lastStableOffset"`
+	Barriers         []int64 `json:"barriers"`
+	Problems         []struct {
+		File     string `json:"file"`
+		Position int64  `json:"position"`
+		Kind     string `json:"kind"`
+		Detail   string `json:"detail"`
+	} `json:"problems"`
+	Changes []struct {
+		File   string `json:"file"`
+		Action string `json:"action"`
+		Kind   string `json:"kind"`
+		Reason string `json:"reason"`
+		To     string `json:"to"`
+		Saved  string `json:"saved"`
+	} `json:"changes"`
+	Notes []struct {
+		Kind   string `json:"kind"`
+		Detail string `json:"detail"`
+	} `json:"notes"`
+	Refused            string   `json:"refused"`
+	Quarantine         *string  `json:"quarantine"`
+	SnapshotsDiscarded []int64  `json:"snapshotsDiscarded"`
+	RemovedFiles       []string `json:"removedFiles"`
+	Status             string   `json:"status"`
+	Error              string   `json:"error"`
 }
 
 // parseReports decodes one JSON object per line.

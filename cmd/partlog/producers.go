@@ -53,8 +53,9 @@ the batches after it up to the target (barriers included). The target is
 the log end offset, or --at OFFSET: the state after every batch below it.
 Only the data recovery would keep is read; nothing is written.
 
-Exit status: 0 printed, 4 printed but recovery would change the directory
-or some batch could not be applied, 8 operational error, 16 usage error.`,
+Exit status: 0 printed (problems recovery would find are warned about on
+stderr), 4 printed but some batch could not be applied, 8 operational
+error, 16 usage error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(cmd); err != nil {
@@ -134,9 +135,9 @@ func (o *producersOptions) run(dir string, stdout, stderr io.Writer) error {
 	for _, n := range st.notes {
 		fmt.Fprintf(stderr, "partlog: %s: %s\n", t.dir, n)
 	}
-	if rep.Status != recovery.StatusOK {
-		fmt.Fprintf(stderr, "partlog: %s: recovery would change this directory (%s); the state shown is the one it would load\n", t.dir, rep.Summary())
-		code |= exitProblems
+	if len(rep.Problems) > 0 {
+		// The state loaded all the same: the one recovery would load.
+		fmt.Fprintf(stderr, "partlog: %s: warning: recovery found problems (%s); the state shown is the one it would load\n", t.dir, rep.Summary())
 	}
 	if st.rejected > 0 {
 		code |= exitProblems

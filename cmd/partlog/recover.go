@@ -23,6 +23,7 @@ const quarantineStamp = "20060102T150405Z"
 type recoverOptions struct {
 	json          bool
 	apply         bool
+	force         bool
 	quarantine    string
 	indexInterval int64
 	// now is the clock naming the default quarantine directory.
@@ -33,6 +34,7 @@ func (o *recoverOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.BoolVar(&o.json, "json", false, "print one JSON object per partition directory (the recovery report, schemaVersion 1)")
 	f.BoolVar(&o.apply, "apply", false, "repair the directories in place (without it, only say what would be done, as verify does)")
+	f.BoolVar(&o.force, "force", false, "with --apply, also cut data below the recovery point (corrupt-flushed), as Kafka would; without it such a partition is left as it is")
 	f.StringVar(&o.quarantine, "quarantine", "", "directory receiving every removed byte (default <partition dir>/"+quarantineDir+"/<UTC time>; with several partitions, one subdirectory per partition)")
 	addIndexIntervalFlag(cmd, &o.indexInterval)
 }
@@ -41,26 +43,32 @@ func (o *recoverOptions) validate() error {
 	if o.quarantine != "" && !o.apply {
 		return &exitError{code: exitUsage, err: errors.New("--quarantine needs --apply")}
 	}
+	if o.force && !o.apply {
+		return &exitError{code: exitUsage, err: errors.New("--force needs --apply")}
+	}
 	return validateIndexInterval(o.indexInterval)
 }
 
 func newRecoverCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := recoverOptions{now: time.Now}
 	cmd := &cobra.Command{
-		Use:   "recover [--json] [--apply] [--quarantine PATH] DIR...",
+		Use:   "recover [--json] [--apply [--force]] [--quarantine PATH] DIR...",
 		Short: "Repair partition directories as the broker's log recovery would",
 		Long: `recover runs log recovery on every partition directory. Without --apply
 it only plans, exactly as verify. With --apply it repairs in place: torn or
 corrupt tails are cut, indexes rebuilt, bad snapshots discarded, leftovers
-of interrupted operations resolved. Nothing is destroyed: every removed
-byte is first placed in the quarantine directory. A partition whose log
-directory is locked by another process (a running broker) is refused.
-The log directory's checkpoints and clean-shutdown marker are read, never
-written.
+of interrupted operations resolved. Nothing is destroyed: the old bytes of
+every file written, renamed or removed are first placed in the quarantine
+directory, and the report lists each change with its reason. A partition
+whose log directory is locked by another process (a running broker) is
+refused. Data below the recovery point (durable data: class
+corrupt-flushed) is never cut without --force: such a partition is left as
+it is and reported. The log directory's checkpoints and clean-shutdown
+marker are read, never written. A second --apply changes nothing.
 
-Exit status: 0 nothing to do, 1 repaired, 4 something to do (without
---apply), problems left or refused, 8 operational error, 16 usage error;
-several directories OR their codes.`,
+Exit status: 0 nothing to do, 1 repaired, 4 problems (without --apply:
+found; with it: left as they are, or refused), 8 operational error,
+16 usage error; several directories OR their codes.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
@@ -108,6 +116,7 @@ func (o *recoverOptions) run(dirs []string, stdout, stderr io.Writer) error {
 		}
 		opts := t.recoveryOptions(o.indexInterval)
 		opts.Quarantine = q
+		opts.RefuseFlushedCut = !o.force
 		res.rep, res.err = recovery.Run(t.dir, opts)
 		if err := lock.release(); err != nil && res.err == nil {
 			res.err = err

@@ -18,12 +18,14 @@ const reportSchemaVersion = 1
 // verifyOptions are the flags of `partlog verify`.
 type verifyOptions struct {
 	json          bool
+	full          bool
 	indexInterval int64
 }
 
 func (o *verifyOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.BoolVar(&o.json, "json", false, "print one JSON object per partition directory (the recovery report, schemaVersion 1)")
+	f.BoolVar(&o.full, "full", false, "validate every segment from byte 0, whatever the recovery point and the clean-shutdown marker say")
 	addIndexIntervalFlag(cmd, &o.indexInterval)
 }
 
@@ -45,18 +47,24 @@ func (o *verifyOptions) validate() error { return validateIndexInterval(o.indexI
 func newVerifyCommand(stdout, stderr io.Writer) *cobra.Command {
 	var o verifyOptions
 	cmd := &cobra.Command{
-		Use:   "verify [--json] DIR...",
+		Use:   "verify [--json] [--full] DIR...",
 		Short: "Say what recovery would do to partition directories, changing nothing",
 		Long: `verify runs recovery in dry-run mode on every partition directory and
-reports what it would cut, rebuild or discard. DIR is a partition directory
-(<topic>-<n>; its parent is taken as its log directory) or a log directory
-(every <topic>-<n> directory in it). The recovery point, log start offset
-and clean-shutdown marker are read from the log directory when present.
+reports what it finds. DIR is a partition directory (<topic>-<n>; its
+parent is taken as its log directory) or a log directory (every
+<topic>-<n> directory in it). The recovery point, log start offset and
+clean-shutdown marker are read from the log directory when present.
 Nothing is written: every file stays byte-identical.
 
-Exit status: 0 nothing to do, 4 recovery would change something or found
-problems, 8 operational error, 16 usage error; several directories OR
-their codes.`,
+The report separates problems (damage: the file, the byte position and
+what is wrong; the cause of any cut is among them), changes (every file
+recover --apply would write, rename or remove, and why: many are the
+routine steps Kafka's own load takes, such as rebuilding a missing index
+or writing a producer snapshot at the log end) and notes. Only segments
+the broker would validate are read, unless --full.
+
+Exit status: 0 no problem (changes may be listed), 4 problems found,
+8 operational error, 16 usage error; several directories OR their codes.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
@@ -77,6 +85,7 @@ func (o *verifyOptions) run(dirs []string, stdout, stderr io.Writer) error {
 		}
 		opts := t.recoveryOptions(o.indexInterval)
 		opts.DryRun = true
+		opts.Full = o.full
 		res.rep, res.err = recovery.Run(t.dir, opts)
 		return res
 	}, func(t *partitionTarget, res *partitionResult) {
@@ -110,18 +119,12 @@ func (r *partitionResult) exitCode() int {
 	if r.rep == nil {
 		return code
 	}
-	switch r.rep.Status {
-	case recovery.StatusOK:
-	case recovery.StatusRepaired:
+	if !r.dryRun && r.rep.Refused == "" && len(r.rep.Changes) > 0 {
 		code |= exitRepaired
-		// Something found and deliberately left alone stays a problem.
-		for _, p := range r.rep.Problems {
-			if p.Kind == "foreign-name" {
-				code |= exitProblems
-				break
-			}
-		}
-	default:
+	}
+	if r.rep.Status == recovery.StatusProblems {
+		// Something found and left as it is: every problem of a dry
+		// run, an ignored file, a refused cut.
 		code |= exitProblems
 	}
 	return code
@@ -170,6 +173,8 @@ func jsonReport(rep *recovery.Report) reportJSON {
 	r.IndexesRebuilt = nonNil(r.IndexesRebuilt)
 	r.Barriers = nonNil(r.Barriers)
 	r.Problems = nonNil(r.Problems)
+	r.Changes = nonNil(r.Changes)
+	r.Notes = nonNil(r.Notes)
 	r.RemovedFiles = nonNil(r.RemovedFiles)
 	r.SnapshotsDiscarded = nonNil(r.SnapshotsDiscarded)
 	r.Epochs = nonNil(r.Epochs)
@@ -219,12 +224,18 @@ func printResult(stdout, stderr io.Writer, t *partitionTarget, res *partitionRes
 	printReportText(stdout, res.rep, res.dryRun)
 }
 
-// printReportText prints a short human summary of a report.
+// printReportText prints a short human summary of a report: the status,
+// the cut, the problems, the changes and the notes.
 func printReportText(w io.Writer, r *recovery.Report, dryRun bool) {
 	status := r.Status
 	switch {
+	case r.Refused != "":
+		status = "problems (not repaired: " + r.Refused + "; --force cuts as Kafka would)"
+		dryRun = true
 	case dryRun && r.Status == recovery.StatusProblems:
-		status = "problems (recovery would change the directory or found problems)"
+		status = fmt.Sprintf("problems (%d found)", len(r.Problems))
+	case dryRun && r.Status == recovery.StatusOK && len(r.Changes) > 0:
+		status = fmt.Sprintf("ok (no problem; recover --apply would make %d routine changes)", len(r.Changes))
 	case dryRun && r.Status == recovery.StatusOK:
 		status = "ok (nothing to do)"
 	}
@@ -239,21 +250,14 @@ func printReportText(w io.Writer, r *recovery.Report, dryRun bool) {
 		fmt.Fprintf(w, "  cut: %s in segment %d at position %d, offset %d, %d bytes %s: %s\n",
 			t.Class, t.SegmentBaseOffset, t.Position, t.Offset, t.BytesRemoved, would("removed", "to remove"), t.Reason)
 	}
-	if len(r.IndexesRebuilt) > 0 {
-		fmt.Fprintf(w, "  indexes %s: segments %s\n", would("rebuilt", "to rebuild"), joinInts(r.IndexesRebuilt))
-	}
-	if len(r.RemovedFiles) > 0 {
-		fmt.Fprintf(w, "  files %s: %s\n", would("removed", "to remove"), strings.Join(r.RemovedFiles, ", "))
-	}
-	if len(r.SnapshotsDiscarded) > 0 {
-		fmt.Fprintf(w, "  snapshots %s: %s\n", would("discarded", "to discard"), joinInts(r.SnapshotsDiscarded))
-	}
 	for _, p := range r.Problems {
-		if isNote(p.Kind) {
-			fmt.Fprintf(w, "  note: %s\n", p.Detail)
-			continue
-		}
 		fmt.Fprintf(w, "  problem: %s %s: %s\n", p.Kind, problemPlace(p), p.Detail)
+	}
+	for _, c := range r.Changes {
+		fmt.Fprintf(w, "  %s: %s\n", would("changed", "would change"), changeText(c))
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n.Detail)
 	}
 	if r.Quarantine != nil {
 		fmt.Fprintf(w, "  quarantine: %s\n", *r.Quarantine)
@@ -262,9 +266,19 @@ func printReportText(w io.Writer, r *recovery.Report, dryRun bool) {
 		r.LogStartOffset, r.LogEndOffset, r.RecoveryPoint, len(r.Segments), r.Producers, r.LastStableOffset)
 }
 
-// isNote reports whether a problem kind only informs (recovery does not
-// count it against the status).
-func isNote(kind string) bool { return kind == "full-recovery" }
+// changeText renders one change: "<action> <file> [to <new>]: <reason>
+// [(old bytes in the quarantine as <saved>)]".
+func changeText(c recovery.Change) string {
+	s := c.Action + " " + c.File
+	if c.To != "" {
+		s += " to " + c.To
+	}
+	s += ": " + c.Reason
+	if c.Saved != "" {
+		s += " (old bytes kept in the quarantine as " + c.Saved + ")"
+	}
+	return s
+}
 
 // problemPlace renders a problem's file and position ("-" for the
 // directory itself).

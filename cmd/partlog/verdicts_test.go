@@ -1,0 +1,377 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/checkpoint"
+)
+
+// realLogDirs are the log directories of testdata/verdicts, each with its
+// partition directories.
+var realLogDirs = map[string][]string{
+	"panic08+kafka-starter-windows/kafka-logs": {"__consumer_offsets-3", "test-0"},
+	"nomanazeem+Kafka-java/kafka-logs":         {"__cluster_metadata-0", "__consumer_offsets-15", "demo-topic-0"},
+	"Jeong-Rae+KafkaDemo/kraft-combined-logs":  {"__cluster_metadata-0"},
+}
+
+// copyTree copies the directory tree from to to (files and directories
+// only).
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.Walk(from, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(to, rel)
+		if fi.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRealDirectoryVerdicts: on directories real Kafka brokers wrote,
+// verify exits 0 naming no problem (the routine steps of Kafka's load are
+// listed as changes), producers exits 0, both leave every file
+// byte-identical, and recover --apply changes no .log byte, lists every
+// file it changes with a copy of the old bytes in the quarantine; a second
+// --apply changes nothing.
+func TestRealDirectoryVerdicts(t *testing.T) {
+	partitions := 0
+	for logDir, parts := range realLogDirs {
+		t.Run(strings.ReplaceAll(logDir, "/", "_"), func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "copy")
+			copyTree(t, filepath.Join("testdata", "verdicts", logDir), root)
+			before := hashTree(t, root)
+
+			code, out, errOut := runCLI(t, "", "verify", "--json", root)
+			if code != exitOK {
+				t.Fatalf("verify exit %d\n%s%s", code, out, errOut)
+			}
+			reps := parseReports(t, out)
+			var names []string
+			for _, r := range reps {
+				names = append(names, filepath.Base(r.Dir))
+				if r.Status != "ok" || len(r.Problems) != 0 || r.Truncation != nil {
+					t.Errorf("%s: status %s problems %+v truncation %+v", r.Dir, r.Status, r.Problems, r.Truncation)
+				}
+			}
+			if !slices.Equal(names, parts) {
+				t.Fatalf("partitions %v, want %v", names, parts)
+			}
+			code, out, errOut = runCLI(t, "", "verify", "--full", root)
+			if code != exitOK {
+				t.Errorf("verify --full exit %d\n%s%s", code, out, errOut)
+			}
+			for _, p := range parts {
+				code, out, errOut := runCLI(t, "", "producers", filepath.Join(root, p))
+				if code != exitOK || errOut != "" {
+					t.Errorf("producers %s: exit %d\n%s%s", p, code, out, errOut)
+				}
+			}
+			sameTree(t, before, hashTree(t, root))
+
+			code, out, errOut = runCLI(t, "", "recover", "--apply", "--json", root)
+			if code != exitOK && code != exitRepaired {
+				t.Fatalf("recover --apply exit %d\n%s%s", code, out, errOut)
+			}
+			after := hashTree(t, root)
+			for _, r := range parseReports(t, out) {
+				checkRealRepair(t, root, r, before, after)
+				partitions++
+			}
+			code, out, errOut = runCLI(t, "", "recover", "--apply", "--json", root)
+			if code != exitOK {
+				t.Fatalf("second recover --apply exit %d\n%s%s", code, out, errOut)
+			}
+			for _, r := range parseReports(t, out) {
+				if len(r.Changes) != 0 || r.Status != "ok" {
+					t.Errorf("second --apply on %s: status %s changes %+v", r.Dir, r.Status, r.Changes)
+				}
+			}
+			// Only the quarantine is new after the second run.
+			for name := range hashTree(t, root) {
+				if _, ok := after[name]; !ok && !strings.Contains(name, quarantineDir) {
+					t.Errorf("second --apply created %s", name)
+				}
+			}
+		})
+	}
+	if partitions != 6 {
+		t.Errorf("%d partitions repaired, want 6", partitions)
+	}
+}
+
+// checkRealRepair checks one partition's recover --apply: no .log byte
+// changed, every changed file is listed, and every listed change of an
+// existing file kept its old bytes in the quarantine.
+func checkRealRepair(t *testing.T, root string, r reportOut, before, after map[string]string) {
+	t.Helper()
+	part, err := filepath.Rel(root, r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, c := range r.Changes {
+		listed[c.File] = true
+		if c.Action == "create" {
+			continue
+		}
+		if c.Saved == "" || r.Quarantine == nil {
+			t.Errorf("%s: change %+v kept no copy", part, c)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(*r.Quarantine, c.Saved)); err != nil {
+			t.Errorf("%s: change %+v: %v", part, c, err)
+		}
+	}
+	for name, h := range before {
+		dir, file := filepath.Split(name)
+		if filepath.Clean(dir) != part {
+			continue
+		}
+		if after[name] != h {
+			if strings.HasSuffix(file, ".log") {
+				t.Errorf("%s changed", name)
+			}
+			if !listed[file] {
+				t.Errorf("%s changed or removed without a change listed (%+v)", name, r.Changes)
+			}
+		}
+	}
+	for name := range after {
+		dir, file := filepath.Split(name)
+		if _, ok := before[name]; ok || filepath.Clean(dir) != part {
+			continue
+		}
+		if !listed[file] {
+			t.Errorf("%s created without a change listed", name)
+		}
+	}
+	if b, err := json.Marshal(r.Problems); err != nil || len(r.Problems) != 0 {
+		t.Errorf("%s: problems %s", part, b)
+	}
+}
+
+// flushedDamage writes the standard test log with a recovery point of 54
+// (segments 0 and 27 below it), removes segment 27's offset index (so that
+// recovery validates that segment) and breaks the CRC of its third batch:
+// damage to data the log had declared durable. It returns the partition
+// directory and the damaged batch's position.
+func flushedDamage(t *testing.T) (string, int64) {
+	t.Helper()
+	dir := makeLog(t, t.TempDir(), 20)
+	if err := checkpoint.WriteOffsets(filepath.Join(filepath.Dir(dir), checkpoint.RecoveryPointFile),
+		map[checkpoint.TopicPartition]int64{{Topic: "t", Partition: 0}: 54}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "00000000000000000027.index")); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "00000000000000000027.log")
+	pos := batchPositions(t, p)[2]
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[pos+batch.OffCRC] ^= 0xff
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, pos
+}
+
+// TestRecoverRefusesFlushedCut: durable data is never cut without
+// --force. verify names the damage (corrupt-flushed, at its position);
+// recover --apply leaves the partition as it is and exits 4; with --force
+// it cuts as Kafka would and quarantines the rest.
+func TestRecoverRefusesFlushedCut(t *testing.T) {
+	dir, pos := flushedDamage(t)
+	logDir := filepath.Dir(dir)
+	code, out, errOut := runCLI(t, "", "verify", "--json", dir)
+	if code != exitProblems {
+		t.Fatalf("verify exit %d\n%s%s", code, out, errOut)
+	}
+	r := parseReports(t, out)[0]
+	if tr := r.Truncation; tr == nil || tr.Class != "corrupt-flushed" || tr.SegmentBaseOffset != 27 || tr.Position != pos {
+		t.Fatalf("truncation %+v, want corrupt-flushed in segment 27 at %d", r.Truncation, pos)
+	}
+	if !slices.ContainsFunc(r.Problems, func(p struct {
+		File     string `json:"file"`
+		Position int64  `json:"position"`
+		Kind     string `json:"kind"`
+		Detail   string `json:"detail"`
+	}) bool {
+		return p.File == "00000000000000000027.log" && p.Position == pos && strings.Contains(p.Detail, "corrupt-flushed")
+	}) {
+		t.Errorf("problems %+v lack the damage at %d", r.Problems, pos)
+	}
+
+	before := hashTree(t, logDir)
+	code, out, errOut = runCLI(t, "", "recover", "--apply", dir)
+	if code != exitProblems || !strings.Contains(out, "not repaired") || !strings.Contains(out, "--force") {
+		t.Fatalf("recover --apply exit %d\n%s%s", code, out, errOut)
+	}
+	after := hashTree(t, logDir)
+	delete(after, ".lock") // the lock recover takes, as a broker does
+	delete(before, ".lock")
+	sameTree(t, before, after)
+
+	code, out, errOut = runCLI(t, "", "recover", "--apply", "--force", "--json", dir)
+	if code != exitRepaired {
+		t.Fatalf("recover --apply --force exit %d\n%s%s", code, out, errOut)
+	}
+	r = parseReports(t, out)[0]
+	if r.Truncation == nil || r.Truncation.Position != pos || r.Quarantine == nil {
+		t.Fatalf("forced repair %+v", r)
+	}
+	tail := filepath.Join(*r.Quarantine, "00000000000000000027.log.tail@"+strconv.FormatInt(pos, 10))
+	if _, err := os.Stat(tail); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(filepath.Join(*r.Quarantine, "00000000000000000054.log")); err != nil {
+		t.Error(err)
+	}
+	if code, out, errOut := runCLI(t, "", "recover", "--apply", dir); code != exitOK {
+		t.Errorf("second recover --apply exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, _ := runCLI(t, "", "recover", "--force", dir); code != exitUsage {
+		t.Errorf("--force without --apply: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// TestVerifyFull: damage in a segment below the recovery point is not
+// read by verify (as by the broker's load); verify --full reads every
+// segment and reports it as corrupt-flushed.
+func TestVerifyFull(t *testing.T) {
+	// Every batch indexed, so that the check of a trusted segment reads
+	// only its last batch.
+	dir := filepath.Join(t.TempDir(), "logdir", "t-0")
+	opts := testLogOpts()
+	opts.IndexIntervalBytes = 1
+	l, err := partlog.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := l.AppendAsLeader(dataBatch(t, 3, fmt.Sprint("b", i)), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.WriteOffsets(filepath.Join(filepath.Dir(dir), checkpoint.RecoveryPointFile),
+		map[checkpoint.TopicPartition]int64{{Topic: "t", Partition: 0}: 54}); err != nil {
+		t.Fatal(err)
+	}
+	p := logFiles(t, dir)[0]
+	pos := batchPositions(t, p)[4]
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[pos+batch.OffCRC] ^= 0xff
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runCLI(t, "", "verify", "--index-interval-bytes", "1", dir); code != exitOK {
+		t.Fatalf("verify exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := runCLI(t, "", "verify", "--index-interval-bytes", "1", "--full", "--json", dir)
+	if code != exitProblems {
+		t.Fatalf("verify --full exit %d\n%s%s", code, out, errOut)
+	}
+	r := parseReports(t, out)[0]
+	if tr := r.Truncation; tr == nil || tr.Class != "corrupt-flushed" || tr.SegmentBaseOffset != 0 || tr.Position != pos {
+		t.Fatalf("truncation %+v, want corrupt-flushed in segment 0 at %d", r.Truncation, pos)
+	}
+}
+
+// TestVerifyRoutineChanges: a missing index is rebuilt by Kafka's load
+// too: verify exits 0 and lists the change; info says the same.
+func TestVerifyRoutineChanges(t *testing.T) {
+	dir := makeLog(t, t.TempDir(), 20)
+	if err := os.Remove(filepath.Join(dir, "00000000000000000027.index")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "", "verify", dir)
+	if code != exitOK || !strings.Contains(out, "would change: create 00000000000000000027.index: offset index rebuilt: missing") ||
+		!strings.Contains(out, "note: no recovery point") || strings.Contains(out, "problem:") {
+		t.Fatalf("verify exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "", "info", dir)
+	if code != exitOK || !strings.Contains(out, "status: ok") || !strings.Contains(out, "problems: none") ||
+		!strings.Contains(out, "create 00000000000000000027.index") {
+		t.Fatalf("info exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "", "recover", "--apply", "--json", dir)
+	if code != exitRepaired {
+		t.Fatalf("recover exit %d\n%s%s", code, out, errOut)
+	}
+	if r := parseReports(t, out)[0]; len(r.Changes) != 1 || r.Changes[0].File != "00000000000000000027.index" || r.Changes[0].Action != "create" {
+		t.Fatalf("changes %+v", r.Changes)
+	}
+}
+
+// TestVerifyFindsUnusedCorruptSnapshot: every .snapshot is checked, not
+// only the one a replay starts from; recover --apply quarantines a corrupt
+// one instead of reporting "repaired" with the file left in place.
+func TestVerifyFindsUnusedCorruptSnapshot(t *testing.T) {
+	dir := makeLog(t, t.TempDir(), 20)
+	name := "00000000000000000027.snapshot"
+	p := filepath.Join(dir, name)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] ^= 0xff
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "", "verify", "--json", dir)
+	if code != exitProblems {
+		t.Fatalf("verify exit %d\n%s%s", code, out, errOut)
+	}
+	if r := parseReports(t, out)[0]; !slices.ContainsFunc(r.Problems, func(p struct {
+		File     string `json:"file"`
+		Position int64  `json:"position"`
+		Kind     string `json:"kind"`
+		Detail   string `json:"detail"`
+	}) bool {
+		return p.File == name && p.Kind == "snapshot"
+	}) {
+		t.Fatalf("problems %+v", r.Problems)
+	}
+	code, out, errOut = runCLI(t, "", "recover", "--apply", "--json", dir)
+	if code != exitRepaired {
+		t.Fatalf("recover exit %d\n%s%s", code, out, errOut)
+	}
+	r := parseReports(t, out)[0]
+	if _, err := os.Stat(p); err == nil {
+		t.Error("corrupt snapshot left in place")
+	}
+	if r.Quarantine == nil {
+		t.Fatal("no quarantine")
+	}
+	if _, err := os.Stat(filepath.Join(*r.Quarantine, name)); err != nil {
+		t.Error(err)
+	}
+}
