@@ -206,7 +206,7 @@ func TestRealKafkaDirectories(t *testing.T) {
 						t.Errorf("%s: dump --json: exit %d: %s", p, code, errOut)
 					}
 					sum.batches += checkDumpJSON(t, p, out)
-					code, out, errOut = runCLI(t, "", append([]string{"dump", decoderFor(p), "--files", strings.Join(files, ",")})...)
+					code, out, errOut = runCLI(t, "", "dump", decoderFor(p), "--files", strings.Join(files, ","))
 					if code != exitOK {
 						t.Errorf("%s: dump --files: exit %d: %s", p, code, errOut)
 					}
