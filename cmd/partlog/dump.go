@@ -144,7 +144,7 @@ func (o *dumpOptions) run(files []string, stdout, stderr io.Writer) error {
 		}
 		if err != nil {
 			w.Flush()
-			fmt.Fprintf(stderr, "partlog: %s: %v\n", path, err)
+			fmt.Fprintln(stderr, errLine(path, err))
 			code |= exitOperational
 		} else if problems {
 			code |= exitProblems

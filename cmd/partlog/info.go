@@ -77,7 +77,7 @@ func (o *infoOptions) run(dirs []string, stdout, stderr io.Writer) error {
 		return res
 	}, func(t *partitionTarget, res *partitionResult) {
 		if res.err != nil {
-			fmt.Fprintf(stderr, "partlog: %s: %v\n", t.dir, res.err)
+			fmt.Fprintln(stderr, errLine(t.dir, res.err))
 			return
 		}
 		printInfo(stdout, t, res.rep, cur.snaps)

@@ -116,7 +116,7 @@ func (o *producersOptions) run(dir string, stdout, stderr io.Writer) error {
 	opts.Now = o.now
 	rep, err := recovery.Run(t.dir, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "partlog: %s: %v\n", t.dir, err)
+		fmt.Fprintln(stderr, errLine(t.dir, err))
 		return &exitError{code: code | exitOperational}
 	}
 	target := rep.LogEndOffset
@@ -128,7 +128,7 @@ func (o *producersOptions) run(dir string, stdout, stderr io.Writer) error {
 	}
 	st, err := loadProducerState(t.dir, rep, target, o.now())
 	if err != nil {
-		fmt.Fprintf(stderr, "partlog: %s: %v\n", t.dir, err)
+		fmt.Fprintln(stderr, errLine(t.dir, err))
 		return &exitError{code: code | exitOperational}
 	}
 	for _, n := range st.notes {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -49,6 +50,18 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newDemoCommand(stdout, stderr))
 	root.AddCommand(newSimulateCommand(stdout, stderr))
 	return root
+}
+
+// errLine formats an error concerning path for stderr, naming the path
+// once: errors of the os package and of partlog's packages already name
+// the file they concern, so the path is prefixed only when the message
+// does not hold it.
+func errLine(path string, err error) string {
+	msg := err.Error()
+	if path == "" || strings.Contains(msg, path) {
+		return "partlog: " + msg
+	}
+	return "partlog: " + path + ": " + msg
 }
 
 // run executes the CLI with args and returns the process exit code.

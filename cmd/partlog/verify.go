@@ -196,7 +196,7 @@ func printResult(stdout, stderr io.Writer, t *partitionTarget, res *partitionRes
 		fmt.Fprintf(stderr, "partlog: %s: %s\n", t.dir, n)
 	}
 	if res.err != nil {
-		fmt.Fprintf(stderr, "partlog: %s: %v\n", t.dir, res.err)
+		fmt.Fprintln(stderr, errLine(t.dir, res.err))
 		if asJSON {
 			writeJSONLine(stdout, errorJSON{SchemaVersion: reportSchemaVersion, Dir: t.dir, Status: "error", Error: res.err.Error()})
 		}
