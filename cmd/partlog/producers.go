@@ -53,6 +53,8 @@ the batches after it up to the target (barriers included). The target is
 the log end offset, or --at OFFSET: the state after every batch below it.
 Only the data recovery would keep is read; nothing is written.
 
+Reads: the files verify reads, of one partition directory.
+
 Exit status: 0 printed, 4 printed but recovery would change the directory
 or some batch could not be applied, 8 operational error, 16 usage error.`,
 		Args: cobra.ExactArgs(1),

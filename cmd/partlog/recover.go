@@ -58,6 +58,15 @@ directory is locked by another process (a running broker) is refused.
 The log directory's checkpoints and clean-shutdown marker are read, never
 written.
 
+Reads: in each partition directory, the .log segments, .index,
+.timeindex and .txnindex files, producer .snapshot files,
+leader-epoch-checkpoint and partition.metadata, and the leftovers of
+interrupted operations (.cleaned, .swap, .deleted); in its log directory,
+recovery-point-offset-checkpoint, log-start-offset-checkpoint, the
+clean-shutdown marker .kafka_cleanshutdown and the .lock of a running
+broker. KRaft snapshots (.checkpoint) are left alone. With --apply it
+writes only inside the partition directory and the quarantine.
+
 Exit status: 0 nothing to do, 1 repaired, 4 something to do (without
 --apply), problems left or refused, 8 operational error, 16 usage error;
 several directories OR their codes.`,

@@ -54,6 +54,14 @@ reports what it would cut, rebuild or discard. DIR is a partition directory
 and clean-shutdown marker are read from the log directory when present.
 Nothing is written: every file stays byte-identical.
 
+Reads: in each partition directory, the .log segments, .index,
+.timeindex and .txnindex files, producer .snapshot files,
+leader-epoch-checkpoint and partition.metadata, and the leftovers of
+interrupted operations (.cleaned, .swap, .deleted); in its log directory,
+recovery-point-offset-checkpoint, log-start-offset-checkpoint, the
+clean-shutdown marker .kafka_cleanshutdown and the .lock of a running
+broker. KRaft snapshots (.checkpoint) are left alone.
+
 Exit status: 0 nothing to do, 4 recovery would change something or found
 problems, 8 operational error, 16 usage error; several directories OR
 their codes.`,
