@@ -134,11 +134,7 @@ func printInfo(w io.Writer, t *partitionTarget, r *recovery.Report, snaps []snap
 	} else {
 		fmt.Fprintf(w, "  leader epochs: none\n")
 	}
-	barriers := "none"
-	if len(r.Barriers) > 0 {
-		barriers = joinInts(r.Barriers)
-	}
-	fmt.Fprintf(w, "  producers: %d, last stable offset: %d, barriers: %s\n", r.Producers, r.LastStableOffset, barriers)
+	fmt.Fprintf(w, "  producers: %d, last stable offset: %d, %s\n", r.Producers, r.LastStableOffset, barriersText(r.Barriers))
 	if t := r.Truncation; t != nil {
 		fmt.Fprintf(w, "  cut: %s in segment %d at position %d, offset %d, %d bytes to remove: %s\n",
 			t.Class, t.SegmentBaseOffset, t.Position, t.Offset, t.BytesRemoved, t.Reason)
@@ -151,8 +147,40 @@ func printInfo(w io.Writer, t *partitionTarget, r *recovery.Report, snaps []snap
 		}
 		problems = append(problems, p)
 	}
+	// The damage that causes a cut is a problem, at the cut's position,
+	// whether or not the report also lists it.
+	if t := r.Truncation; t != nil {
+		cause := recovery.Problem{File: segment.MakeFileName(t.SegmentBaseOffset, segment.LogSuffix),
+			Position: t.Position, Kind: t.Class, Detail: t.Reason}
+		listed := false
+		for _, p := range problems {
+			listed = listed || (p.File == cause.File && p.Position == cause.Position)
+		}
+		if !listed {
+			problems = append([]recovery.Problem{cause}, problems...)
+		}
+	}
+	var changes []string
+	if len(r.IndexesRebuilt) > 0 {
+		changes = append(changes, "indexes to rebuild: segments "+joinInts(r.IndexesRebuilt))
+	}
+	if len(r.RemovedFiles) > 0 {
+		changes = append(changes, "files to remove: "+strings.Join(r.RemovedFiles, ", "))
+	}
+	if len(r.SnapshotsDiscarded) > 0 {
+		changes = append(changes, "snapshots to discard: "+joinInts(r.SnapshotsDiscarded))
+	}
+	if len(changes) > 0 {
+		fmt.Fprintf(w, "  changes: %s\n", strings.Join(changes, "; "))
+	}
 	if len(problems) == 0 {
-		fmt.Fprintf(w, "  problems: none\n")
+		// "problems: none" under "status: problems" would contradict
+		// itself: the status then comes from what recovery would change.
+		if r.Status == recovery.StatusProblems {
+			fmt.Fprintf(w, "  problems: 0 named; recovery would still change the directory\n")
+		} else {
+			fmt.Fprintf(w, "  problems: none\n")
+		}
 		return
 	}
 	fmt.Fprintf(w, "  problems: %d\n", len(problems))

@@ -64,10 +64,14 @@ func TestInfoDamaged(t *testing.T) {
 		"00000000000000000054.log  base 54  size 534 (434 after recovery)  batches 2  offsets 54..59",
 		"cut: torn-tail in segment 54 at position 434, offset 60, 100 bytes to remove",
 		"note: no recovery point: every segment is validated",
-		"problems: none",
+		"problems: 1\n    torn-tail 00000000000000000054.log@434: entry length",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("info lacks %q:\n%s", want, out)
 		}
+	}
+	// It used to say "problems: none" under "status: problems".
+	if strings.Contains(out, "problems: none") {
+		t.Errorf("info says no problems under status problems:\n%s", out)
 	}
 }

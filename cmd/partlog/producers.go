@@ -190,12 +190,16 @@ func (st *producerState) printText(w io.Writer, dir string) {
 		fmt.Fprintf(w, "producerId: %d producerEpoch: %d lastSequence: %d lastOffset: %d coordinatorEpoch: %d currentTxnFirstOffset: %s lastTimestamp: %d\n",
 			e.ProducerID, e.ProducerEpoch, e.LastSequence, e.LastOffset, e.CoordinatorEpoch, txn, e.LastTimestamp)
 	}
-	barriers := st.m.Barriers()
-	if len(barriers) == 0 {
-		fmt.Fprintln(w, "barriers: none")
-		return
+	fmt.Fprintln(w, barriersText(st.m.Barriers()))
+}
+
+// barriersText says where the MIRROR_PID_RESET barriers are:
+// "barriers: none" or "barriers at offsets: 6, 40".
+func barriersText(offsets []int64) string {
+	if len(offsets) == 0 {
+		return "barriers: none"
 	}
-	fmt.Fprintf(w, "barriers: %s\n", joinInts(barriers))
+	return "barriers at offsets: " + joinInts(offsets)
 }
 
 // loadProducerState builds the producer state at target from the files of

@@ -216,8 +216,11 @@ func TestRealKafkaDirectories(t *testing.T) {
 				}
 				vcode, vout, verr := runCLI(t, "", "verify", dir)
 				count("verify", vcode)
-				icode, _, _ := runCLI(t, "", "info", dir)
+				icode, iout, _ := runCLI(t, "", "info", dir)
 				count("info", icode)
+				if strings.Contains(iout, "status: problems") && strings.Contains(iout, "problems: none") {
+					t.Errorf("%s: info says no problems under status problems:\n%s", p, iout)
+				}
 				pcode, _, perr := runCLI(t, "", "producers", dir)
 				count("producers", pcode)
 				if ld.noLogs {
