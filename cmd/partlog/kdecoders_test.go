@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -514,6 +515,7 @@ func FuzzTxnLogRecord(f *testing.F) {
 func FuzzDecoderClasses(f *testing.F) {
 	f.Add([]byte{0xe2, 0x82, 'A', 0xff})
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add([]byte("00000000000000000712-0000000003.checkpoint"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s := javaUTF8(b)
 		if !utf8.ValidString(s) {
@@ -524,6 +526,13 @@ func FuzzDecoderClasses(f *testing.F) {
 		}
 		intDecoder(b)
 		longDecoder(b)
+		// The KRaft snapshot name parser: whatever it accepts prints back
+		// to the same name.
+		if id, ok := parseKRaftSnapshotName(string(b)); ok && !id.bootstrap {
+			if got := fmt.Sprintf("%020d-%010d.checkpoint", id.endOffset, id.epoch); got != string(b) {
+				t.Fatalf("%q parsed as %+v", b, id)
+			}
+		}
 	})
 }
 
@@ -547,6 +556,33 @@ func FuzzKMessage(f *testing.F) {
 		writeJSON(&sb, s.fields, vals, version, nil)
 		if !utf8.ValidString(sb.String()) {
 			t.Fatalf("invalid UTF-8 JSON")
+		}
+	})
+}
+
+// FuzzDumpKRaftSnapshot dumps hostile .checkpoint bytes through the whole
+// text and JSON paths with the metadata decoder: never a panic, and the
+// exit code is 0 or 4.
+func FuzzDumpKRaftSnapshot(f *testing.F) {
+	if data, err := os.ReadFile("testdata/realkafka/nomanazeem+Kafka-java/kafka-logs/bootstrap.checkpoint"); err == nil {
+		f.Add(data)
+		f.Add(data[:100])
+	}
+	f.Add([]byte{})
+	dir := f.TempDir()
+	path := filepath.Join(dir, "00000000000000000008-0000000001.checkpoint")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"dump", "--cluster-metadata-decoder", path},
+			{"dump", "--json", "--cluster-metadata-decoder", path},
+			{"dump", "--offsets-decoder", path},
+		} {
+			if code, _, errOut := runCLI(t, "", args...); code != exitOK && code != exitProblems {
+				t.Fatalf("%v: exit %d: %s", args, code, errOut)
+			}
 		}
 	})
 }
