@@ -103,6 +103,17 @@ func dumpableFiles(t *testing.T, dir string) (files []string, orphanIndexes []st
 	return files, orphanIndexes
 }
 
+// hasData reports whether a partition directory holds a non-empty .log.
+func hasData(dir string) bool {
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, l := range logs {
+		if fi, err := os.Stat(l); err == nil && fi.Size() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // decoderFor is the dump decoder flag a partition's topic calls for.
 func decoderFor(partition string) string {
 	switch {
@@ -191,8 +202,17 @@ func TestRealKafkaDirectories(t *testing.T) {
 				}
 				sum.batches += checkDumpJSON(t, "dump "+strings.Join(tops, ","), out)
 			}
+			emptySeen := 0
 			for _, p := range parts {
 				dir := filepath.Join(work, p)
+				// With -short, only three of a log directory's partitions
+				// without data are checked (most are empty
+				// __consumer_offsets partitions, all alike).
+				if testing.Short() && !hasData(dir) {
+					if emptySeen++; emptySeen > 3 {
+						continue
+					}
+				}
 				sum.partitions++
 				files, orphans := dumpableFiles(t, dir)
 				sum.orphanIndexes += len(orphans)
