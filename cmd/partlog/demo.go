@@ -1,14 +1,18 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/segment"
 	"github.com/spf13/cobra"
 )
 
@@ -34,7 +38,15 @@ no clean-shutdown marker), and runs on it, in order:
   partlog verify <partition>
   partlog producers <partition>
 
-Nothing outside the demo directory (a temporary one by default) is touched.`,
+Nothing outside the demo directory (a temporary one by default) is touched.
+A --dir that already holds Kafka data (a partition directory, segment,
+index or snapshot files, checkpoints, meta.properties) is refused.
+
+Reads: nothing but the files it writes.
+
+Exit status: 0 every step gave the expected result, 8 a step did not or
+the directory could not be written, 16 usage error (including a refused
+--dir).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(stdout, stderr) },
 	}
@@ -43,8 +55,41 @@ Nothing outside the demo directory (a temporary one by default) is touched.`,
 	return cmd
 }
 
+// checkDemoDir refuses a --dir that holds Kafka data: a partition
+// directory, a segment, index or snapshot file, a KRaft snapshot, or a
+// file Kafka keeps at the top of a log directory. The demo writes a
+// partition and damages it on purpose, so it must never run where real
+// data lives. A missing or empty directory, or one holding other files
+// only, is accepted.
+func checkDemoDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		_, isPart := partlog.ParsePartitionDir(name)
+		_, segErr := segment.ParseFileName(name)
+		switch {
+		case e.IsDir() && isPart:
+			return fmt.Errorf("%s already holds partition directory %s: demo builds and damages a partition, so it only runs in a directory without Kafka data", dir, name)
+		case !e.IsDir() && (segErr == nil || isLogDirFile(name) || strings.HasSuffix(name, ".checkpoint")):
+			return fmt.Errorf("%s already holds Kafka file %s: demo builds and damages a partition, so it only runs in a directory without Kafka data", dir, name)
+		}
+	}
+	return nil
+}
+
 func (o *demoOptions) run(stdout, stderr io.Writer) error {
 	root := o.dir
+	if root != "" {
+		if err := checkDemoDir(root); err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+	}
 	if root == "" {
 		d, err := os.MkdirTemp("", "partlog-demo-")
 		if err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -22,5 +24,55 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestDemoRefusesKafkaData: demo --dir must not build (and damage) a
+// partition where Kafka data already lives; it used to rewrite a real
+// .timeindex. Every file must stay as it was.
+func TestDemoRefusesKafkaData(t *testing.T) {
+	real := "testdata/realkafka/karol-ostrowski+yacht-tracker/kafka-data"
+	for _, tc := range []struct {
+		name string
+		dir  func(t *testing.T) string
+		want string
+	}{
+		{"log directory", func(t *testing.T) string { return copyLogDir(t, real) }, "already holds"},
+		{"partition directory", func(t *testing.T) string { return filepath.Join(copyLogDir(t, real), "test-topic-0") }, "already holds Kafka file"},
+		{"orders-0 present", func(t *testing.T) string {
+			d := t.TempDir()
+			if err := os.Mkdir(filepath.Join(d, "orders-0"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}, "already holds partition directory orders-0"},
+		{"meta.properties only", func(t *testing.T) string {
+			d := t.TempDir()
+			if err := os.WriteFile(filepath.Join(d, "meta.properties"), []byte("version=0\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}, "already holds Kafka file meta.properties"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := tc.dir(t)
+			before := hashTree(t, dir)
+			code, out, errOut := runCLI(t, "", "demo", "--dir", dir)
+			if code != exitUsage || !strings.Contains(errOut, tc.want) || out != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			sameTree(t, before, hashTree(t, dir))
+		})
+	}
+	// A directory holding other files only, or none yet, is accepted.
+	d := t.TempDir()
+	if err := os.WriteFile(filepath.Join(d, "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "", "demo", "--dir", d); code != exitOK {
+		t.Errorf("unrelated files: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "", "demo", "--dir", filepath.Join(t.TempDir(), "new")); code != exitOK {
+		t.Errorf("new directory: exit %d: %s", code, errOut)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -25,6 +26,16 @@ type dumpOptions struct {
 	offsets            offsetRange
 	json               bool
 
+	// kafka-dump-log's input and decoder flags.
+	files             []string
+	offsetsDecoder    bool
+	txnLogDecoder     bool
+	clusterMetadata   bool
+	keyDecoderClass   string
+	valueDecoderClass string
+	decoder           recordDecoder // set by prepare
+	customDecoder     bool          // a decoder flag was given
+
 	trailer dumpTrailer // reports printed on stderr after all files
 }
 
@@ -40,6 +51,45 @@ func (o *dumpOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.indexSanityCheck, "index-sanity-check", false, "only run the sanity check of .index and .timeindex files")
 	f.Var(&o.offsets, "offsets", "only print batches and index entries overlapping this inclusive offset range (either bound may be empty); .snapshot files are not filtered")
 	f.BoolVar(&o.json, "json", false, "print one JSON object per file instead of kafka-dump-log's text (schemaVersion 1)")
+	f.StringSliceVar(&o.files, "files", nil, "comma-separated files to dump (as kafka-dump-log's --files; FILE arguments may be given as well)")
+	f.BoolVar(&o.offsetsDecoder, "offsets-decoder", false, "decode keys and values as __consumer_offsets records (implies --print-data-log)")
+	f.BoolVar(&o.txnLogDecoder, "transaction-log-decoder", false, "decode keys and values as __transaction_state records (implies --print-data-log)")
+	f.BoolVar(&o.clusterMetadata, "cluster-metadata-decoder", false, "decode values as KRaft metadata records, printed as JSON (implies --print-data-log)")
+	f.StringVar(&o.keyDecoderClass, "key-decoder-class", "kafka.serializer.StringDecoder", "Kafka Decoder class for keys: StringDecoder, DefaultDecoder (raw bytes), IntegerDecoder, LongDecoder (implies --print-data-log)")
+	f.StringVar(&o.valueDecoderClass, "value-decoder-class", "kafka.serializer.StringDecoder", "Kafka Decoder class for values, as --key-decoder-class (implies --print-data-log)")
+}
+
+// prepare checks the flags after parsing and picks the record decoder.
+// Like kafka-dump-log, any decoder flag implies --print-data-log, and the
+// topic decoders take precedence over the classes (offsets, then
+// transaction log, then cluster metadata).
+func (o *dumpOptions) prepare(cmd *cobra.Command) error {
+	f := cmd.Flags()
+	for _, name := range []string{"offsets-decoder", "transaction-log-decoder", "cluster-metadata-decoder", "key-decoder-class", "value-decoder-class"} {
+		if f.Changed(name) {
+			o.printDataLog = true
+			o.customDecoder = true
+		}
+	}
+	switch {
+	case o.offsetsDecoder:
+		o.decoder = offsetsDecoder{}
+	case o.txnLogDecoder:
+		o.decoder = txnLogDecoder{}
+	case o.clusterMetadata:
+		o.decoder = metadataDecoder{}
+	default:
+		kd, err := lookupDecoderClass(o.keyDecoderClass)
+		if err != nil {
+			return err
+		}
+		vd, err := lookupDecoderClass(o.valueDecoderClass)
+		if err != nil {
+			return err
+		}
+		o.decoder = classDecoder{key: kd, value: vd}
+	}
+	return nil
 }
 
 func newDumpCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -47,9 +97,16 @@ func newDumpCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dump [flags] FILE...",
 		Short: "Print the contents of .log files as kafka-dump-log does",
-		Args:  cobra.MinimumNArgs(1),
+		Long:  dumpLong,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(args, stdout, stderr)
+			files := append(append([]string(nil), o.files...), args...)
+			if len(files) == 0 {
+				return &exitError{code: exitUsage, err: errors.New("dump: no file given (FILE arguments or --files a,b,...)")}
+			}
+			if err := o.prepare(cmd); err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			return o.run(files, stdout, stderr)
 		},
 	}
 	o.addFlags(cmd)
@@ -79,13 +136,15 @@ func (o *dumpOptions) run(files []string, stdout, stderr io.Writer) error {
 			problems, err = o.dumpTxnIndex(w, stderr, path)
 		case ".snapshot":
 			problems, err = o.dumpSnapshot(w, stderr, path)
+		case ".checkpoint":
+			problems, err = o.dumpKRaftSnapshot(w, stderr, path)
 		default:
 			w.Flush()
 			fmt.Fprintf(stderr, "Ignoring unknown file %s\n", path)
 		}
 		if err != nil {
 			w.Flush()
-			fmt.Fprintf(stderr, "partlog: %s: %v\n", path, err)
+			fmt.Fprintln(stderr, errLine(path, err))
 			code |= exitOperational
 		} else if problems {
 			code |= exitProblems
@@ -108,6 +167,66 @@ func (o *dumpOptions) dumpLog(w *bufio.Writer, stderr io.Writer, path string) (b
 	}
 	base, _ := strconv.ParseInt(strings.TrimSuffix(filepath.Base(path), ".log"), 10, 64)
 	fmt.Fprintf(w, "Log starting offset: %d\n", base)
+	return o.dumpBatches(w, stderr, path, data)
+}
+
+// dumpKRaftSnapshot prints a KRaft snapshot (<end offset>-<epoch>.checkpoint
+// or bootstrap.checkpoint): record batches like a .log, after a line
+// naming the snapshot, as kafka-dump-log does. A name that is neither is
+// reported (exit 4) and the batches are still printed.
+func (o *dumpOptions) dumpKRaftSnapshot(w *bufio.Writer, stderr io.Writer, path string) (bool, error) {
+	data, err := readLogPrefix(path, o.maxBytes)
+	if err != nil {
+		return false, err
+	}
+	id, ok := parseKRaftSnapshotName(filepath.Base(path))
+	badName := false
+	switch {
+	case ok && id.bootstrap:
+		fmt.Fprintln(w, "KRaft bootstrap snapshot")
+	case ok:
+		fmt.Fprintf(w, "Snapshot end offset: %d, epoch: %d\n", id.endOffset, id.epoch)
+	default:
+		w.Flush()
+		fmt.Fprintf(stderr, "partlog: %s: not a KRaft snapshot name (<20-digit end offset>-<10-digit epoch>.checkpoint or bootstrap.checkpoint)\n", path)
+		badName = true
+	}
+	problems, err := o.dumpBatches(w, stderr, path, data)
+	return problems || badName, err
+}
+
+// kraftSnapshotID is what a KRaft snapshot's file name says.
+type kraftSnapshotID struct {
+	bootstrap bool
+	endOffset int64
+	epoch     int32
+}
+
+// parseKRaftSnapshotName parses "bootstrap.checkpoint" or
+// "<20 digits>-<10 digits>.checkpoint" (Kafka's Snapshots naming).
+func parseKRaftSnapshotName(name string) (kraftSnapshotID, bool) {
+	if name == "bootstrap.checkpoint" {
+		return kraftSnapshotID{bootstrap: true}, true
+	}
+	stem, ok := strings.CutSuffix(name, ".checkpoint")
+	if !ok || len(stem) != 31 || stem[20] != '-' {
+		return kraftSnapshotID{}, false
+	}
+	for i := 0; i < len(stem); i++ {
+		if i != 20 && (stem[i] < '0' || stem[i] > '9') {
+			return kraftSnapshotID{}, false
+		}
+	}
+	off, err1 := strconv.ParseInt(stem[:20], 10, 64)
+	ep, err2 := strconv.ParseInt(stem[21:], 10, 32)
+	if err1 != nil || err2 != nil {
+		return kraftSnapshotID{}, false
+	}
+	return kraftSnapshotID{endOffset: off, epoch: int32(ep)}, true
+}
+
+// dumpBatches prints the entries of a .log or .checkpoint file's bytes.
+func (o *dumpOptions) dumpBatches(w *bufio.Writer, stderr io.Writer, path string, data []byte) (bool, error) {
 	deep := o.deepIteration || o.printDataLog
 	var scratch []byte
 	var nonConsecutive [][2]int64
@@ -221,20 +340,7 @@ func (o *dumpOptions) printRecords(w *bufio.Writer, stderr io.Writer, path strin
 			}
 		}
 		if o.printDataLog && !v.IsControl() {
-			if o.skipRecordMetadata && r.Key != nil {
-				line.WriteString("| ")
-			}
-			if r.Key != nil {
-				if !o.skipRecordMetadata {
-					line.WriteByte(' ')
-				}
-				line.WriteString("key: ")
-				line.Write(r.Key)
-			}
-			if r.Value != nil {
-				line.WriteString(" payload: ")
-				line.Write(r.Value)
-			}
+			o.writeKeyValue(&line, r.Offset, r.Key, r.Value)
 		}
 		w.WriteString(line.String())
 		w.WriteByte('\n')
@@ -313,21 +419,35 @@ func (o *dumpOptions) printLegacyRecord(w *bufio.Writer, m batch.LegacyMessage, 
 			offset, tt, ts, m.KeySize(), m.ValueSize(), m.Valid(), m.CRC())
 	}
 	if o.printDataLog {
-		if k := m.Key(); k != nil {
-			if o.skipRecordMetadata {
-				w.WriteString("| ")
-			} else {
-				w.WriteByte(' ')
-			}
-			w.WriteString("key: ")
-			w.Write(k)
-		}
-		if v := m.Value(); v != nil {
-			w.WriteString(" payload: ")
-			w.Write(v)
-		}
+		var line strings.Builder
+		o.writeKeyValue(&line, offset, m.Key(), m.Value())
+		w.WriteString(line.String())
 	}
 	w.WriteByte('\n')
+}
+
+// writeKeyValue appends " key: K payload: V" as kafka-dump-log prints a
+// record's data (after "| " instead of the metadata when
+// --skip-record-metadata is set), through the chosen decoder.
+func (o *dumpOptions) writeKeyValue(line *strings.Builder, offset int64, key, value []byte) {
+	dec := o.decoder
+	if dec == nil {
+		dec = classDecoder{key: javaUTF8, value: javaUTF8}
+	}
+	k, v := dec.decode(offset, key, value)
+	if k != nil {
+		if o.skipRecordMetadata {
+			line.WriteString("| ")
+		} else {
+			line.WriteByte(' ')
+		}
+		line.WriteString("key: ")
+		line.WriteString(*k)
+	}
+	if v != nil {
+		line.WriteString(" payload: ")
+		line.WriteString(*v)
+	}
 }
 
 func noteOffset(offset int64, last *int64, nonConsecutive *[][2]int64) {
@@ -336,3 +456,29 @@ func noteOffset(offset int64, last *int64, nonConsecutive *[][2]int64) {
 	}
 	*last = offset
 }
+
+const dumpLong = `dump prints the files it is given as Apache Kafka's kafka-dump-log
+(DumpLogSegments) does, or as JSON with --json. Files come from FILE
+arguments and from --files a,b,c (kafka-dump-log's form); they are dumped
+in that order.
+
+Reads: .log segments; .index and .timeindex (checked against the .log
+beside them); .txnindex; producer .snapshot files; KRaft snapshots
+(<end offset>-<epoch>.checkpoint and bootstrap.checkpoint, printed as
+record batches). Any other file is reported as "Ignoring unknown file".
+Nothing is written.
+
+Keys and values (--print-data-log) are printed as UTF-8, each invalid
+byte sequence replaced by U+FFFD as Kafka's StringDecoder does, unless a
+decoder is chosen: --offsets-decoder (__consumer_offsets),
+--transaction-log-decoder (__transaction_state),
+--cluster-metadata-decoder (__cluster_metadata and KRaft snapshots), or
+--key-decoder-class/--value-decoder-class with Kafka's class names
+(kafka.serializer.StringDecoder, kafka.serializer.DefaultDecoder,
+org.apache.kafka.tools.api.IntegerDecoder, ...). Every decoder flag
+implies --print-data-log.
+
+Exit status: 0 every file dumped and valid, 4 a file holds invalid data
+(a bad CRC, invalid bytes, an index entry that does not match its log, a
+corrupt snapshot), 8 a file could not be read, 16 usage error; several
+files OR their codes.`

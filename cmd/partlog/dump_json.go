@@ -50,6 +50,7 @@ import (
 //	sanity             --index-sanity-check failed
 //	corruptEntry       a .txnindex entry is invalid (or partial)
 //	corrupt            a .snapshot fails validation
+//	name               a .checkpoint's name is not a KRaft snapshot's
 
 // jsonSchemaVersion is the value of "schemaVersion" in every object; it
 // changes only when a field changes meaning or disappears.
@@ -61,8 +62,15 @@ type FileJSON struct {
 	SchemaVersion int `json:"schemaVersion"`
 	// File is the path as given on the command line.
 	File string `json:"file"`
-	// Kind is log, index, timeindex, txnindex or snapshot.
+	// Kind is log, index, timeindex, txnindex, snapshot (a producer
+	// snapshot) or kraftSnapshot.
 	Kind string `json:"kind"`
+	// Bootstrap is true for bootstrap.checkpoint (kind kraftSnapshot).
+	Bootstrap bool `json:"bootstrap,omitempty"`
+	// SnapshotEndOffset and SnapshotEpoch are the end offset and epoch in
+	// a KRaft snapshot's name (kind kraftSnapshot, not bootstrap).
+	SnapshotEndOffset *int64 `json:"snapshotEndOffset,omitempty"`
+	SnapshotEpoch     *int32 `json:"snapshotEpoch,omitempty"`
 	// BaseOffset is the offset in the file name (the segment's base offset,
 	// or a snapshot's offset); absent if the name holds none.
 	BaseOffset *int64 `json:"baseOffset,omitempty"`
@@ -168,6 +176,12 @@ type RecordJSON struct {
 	KeyEncoding   string  `json:"keyEncoding,omitempty"`
 	Value         *string `json:"value"`
 	ValueEncoding string  `json:"valueEncoding,omitempty"`
+	// KeyText and ValueText are present when the encoding is base64.
+	KeyText   *string `json:"keyText,omitempty"`
+	ValueText *string `json:"valueText,omitempty"`
+	// DecodedKey and DecodedValue are present with a decoder flag.
+	DecodedKey   *string `json:"decodedKey,omitempty"`
+	DecodedValue *string `json:"decodedValue,omitempty"`
 	// Control is present for records of control batches.
 	Control *ControlJSON `json:"control,omitempty"`
 }
@@ -226,11 +240,12 @@ type ProducerJSON struct {
 
 // fileKinds maps a file name extension to its JSON kind.
 var fileKinds = map[string]string{
-	".log":       "log",
-	".index":     "index",
-	".timeindex": "timeindex",
-	".txnindex":  "txnindex",
-	".snapshot":  "snapshot",
+	".log":        "log",
+	".index":      "index",
+	".timeindex":  "timeindex",
+	".txnindex":   "txnindex",
+	".snapshot":   "snapshot",
+	".checkpoint": "kraftSnapshot",
 }
 
 // runJSON dumps every file as a FileJSON object.
@@ -264,6 +279,9 @@ func (o *dumpOptions) runJSON(files []string, stdout, stderr io.Writer) error {
 			err = o.txnIndexJSON(path, &out)
 		case "snapshot":
 			err = o.snapshotJSON(path, &out)
+		case "kraftSnapshot":
+			out.BaseOffset = nil
+			err = o.kraftSnapshotJSON(path, &out)
 		}
 		if err != nil {
 			out.Problems = append(out.Problems, ProblemJSON{Position: -1, Kind: "io", Detail: err.Error()})
@@ -355,6 +373,27 @@ func (lw *logWalk) noteOffset(pos, offset int64) {
 	lw.lastOffset = offset
 }
 
+// kraftSnapshotJSON dumps a KRaft snapshot: its name, then its batches
+// as logJSON does. A name that is not a snapshot's is a "name" problem.
+func (o *dumpOptions) kraftSnapshotJSON(path string, out *FileJSON) error {
+	data, err := readLogPrefix(path, o.maxBytes)
+	if err != nil {
+		return err
+	}
+	id, ok := parseKRaftSnapshotName(filepath.Base(path))
+	switch {
+	case ok && id.bootstrap:
+		out.Bootstrap = true
+	case ok:
+		out.SnapshotEndOffset, out.SnapshotEpoch = &id.endOffset, &id.epoch
+	default:
+		out.Problems = append(out.Problems, ProblemJSON{Position: -1, Kind: "name",
+			Detail: "not a KRaft snapshot name (<20-digit end offset>-<10-digit epoch>.checkpoint or bootstrap.checkpoint)"})
+	}
+	o.batchesJSON(path, data, out)
+	return nil
+}
+
 // logJSON walks a .log file like the text dump (formats.md §1.4, §7.2):
 // a CRC failure is reported and the walk goes on; a framing failure ends
 // it, and the rest of the file is reported as invalid bytes.
@@ -363,6 +402,12 @@ func (o *dumpOptions) logJSON(path string, out *FileJSON) error {
 	if err != nil {
 		return err
 	}
+	o.batchesJSON(path, data, out)
+	return nil
+}
+
+// batchesJSON converts the entries of a .log or .checkpoint file's bytes.
+func (o *dumpOptions) batchesJSON(path string, data []byte, out *FileJSON) {
 	lw := &logWalk{o: o, out: out, deep: o.deepIteration || o.printDataLog, lastOffset: -1}
 	out.Batches = []BatchJSON{}
 	pos := 0
@@ -402,7 +447,22 @@ func (o *dumpOptions) logJSON(path string, out *FileJSON) error {
 		out.InvalidBytes = &InvalidBytesJSON{Position: int64(pos), Count: n}
 		lw.problem(int64(pos), "invalidBytes", "found %d invalid bytes at the end of %s", n, filepath.Base(path))
 	}
-	return nil
+}
+
+// setKeyValue fills a record's key and value fields (see the file
+// comment); control records get no decoded fields.
+func (lw *logWalk) setKeyValue(rec *RecordJSON, offset int64, key, value []byte, control bool) {
+	rec.Key, rec.KeyEncoding = encodeBytes(key)
+	rec.Value, rec.ValueEncoding = encodeBytes(value)
+	if rec.KeyEncoding == "base64" {
+		rec.KeyText = strp(javaUTF8(key))
+	}
+	if rec.ValueEncoding == "base64" {
+		rec.ValueText = strp(javaUTF8(value))
+	}
+	if lw.o.customDecoder && lw.o.decoder != nil && !control {
+		rec.DecodedKey, rec.DecodedValue = lw.o.decoder.decode(offset, key, value)
+	}
 }
 
 // v2 converts a v2 batch, with its records when deep.
@@ -451,8 +511,7 @@ func (lw *logWalk) v2(v batch.View, pos int64) BatchJSON {
 		for hi.Next(&h) {
 			rec.HeaderKeys = append(rec.HeaderKeys, string(h.Key))
 		}
-		rec.Key, rec.KeyEncoding = encodeBytes(r.Key)
-		rec.Value, rec.ValueEncoding = encodeBytes(r.Value)
+		lw.setKeyValue(&rec, r.Offset, r.Key, r.Value, v.IsControl())
 		if v.IsControl() {
 			rec.Control = lw.control(pos, &r)
 		}
@@ -529,8 +588,7 @@ func (lw *logWalk) legacyRecord(pos int64, m batch.LegacyMessage, offset, ts int
 	crc, valid := m.CRC(), m.Valid()
 	rec := RecordJSON{Offset: offset, Timestamp: ts, KeySize: int(m.KeySize()), ValueSize: int(m.ValueSize()),
 		CRC: &crc, CRCValid: &valid}
-	rec.Key, rec.KeyEncoding = encodeBytes(m.Key())
-	rec.Value, rec.ValueEncoding = encodeBytes(m.Value())
+	lw.setKeyValue(&rec, offset, m.Key(), m.Value(), false)
 	return rec
 }
 

@@ -66,7 +66,7 @@ func TestDumpSnapshotCorrupt(t *testing.T) {
 func TestDumpSnapshotMissing(t *testing.T) {
 	dir := sampleSegment(t, nil)
 	code, _, errOut := runReadOnly(t, dir, "dump", "segment/00000000000000000099.snapshot")
-	if code != exitOperational || !strings.Contains(errOut, "partlog: segment/00000000000000000099.snapshot:") {
+	if code != exitOperational || !strings.HasPrefix(errOut, "partlog: ") || strings.Count(errOut, "segment/00000000000000000099.snapshot") != 1 {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }

@@ -42,6 +42,14 @@ checkpoints, clean-shutdown marker, leader epochs, producers, barriers and
 the problems recovery would find. It changes nothing (recovery runs in
 dry-run mode).
 
+Reads: in each partition directory, the .log segments, .index,
+.timeindex and .txnindex files, producer .snapshot files,
+leader-epoch-checkpoint and partition.metadata, and the leftovers of
+interrupted operations (.cleaned, .swap, .deleted); in its log directory,
+recovery-point-offset-checkpoint, log-start-offset-checkpoint, the
+clean-shutdown marker .kafka_cleanshutdown and the .lock of a running
+broker. KRaft snapshots (.checkpoint) are left alone.
+
 Exit status: 0 no problem (recovery may still list routine changes),
 4 problems found, 8 operational error, 16 usage error.`,
 		Args: cobra.MinimumNArgs(1),
@@ -77,7 +85,7 @@ func (o *infoOptions) run(dirs []string, stdout, stderr io.Writer) error {
 		return res
 	}, func(t *partitionTarget, res *partitionResult) {
 		if res.err != nil {
-			fmt.Fprintf(stderr, "partlog: %s: %v\n", t.dir, res.err)
+			fmt.Fprintln(stderr, errLine(t.dir, res.err))
 			return
 		}
 		printInfo(stdout, t, res.rep, cur.snaps)
@@ -126,11 +134,7 @@ func printInfo(w io.Writer, t *partitionTarget, r *recovery.Report, snaps []snap
 	} else {
 		fmt.Fprintf(w, "  leader epochs: none\n")
 	}
-	barriers := "none"
-	if len(r.Barriers) > 0 {
-		barriers = joinInts(r.Barriers)
-	}
-	fmt.Fprintf(w, "  producers: %d, last stable offset: %d, barriers: %s\n", r.Producers, r.LastStableOffset, barriers)
+	fmt.Fprintf(w, "  producers: %d, last stable offset: %d, %s\n", r.Producers, r.LastStableOffset, barriersText(r.Barriers))
 	if t := r.Truncation; t != nil {
 		fmt.Fprintf(w, "  cut: %s in segment %d at position %d, offset %d, %d bytes to remove: %s\n",
 			t.Class, t.SegmentBaseOffset, t.Position, t.Offset, t.BytesRemoved, t.Reason)

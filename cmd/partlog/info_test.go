@@ -72,4 +72,8 @@ func TestInfoDamaged(t *testing.T) {
 			t.Errorf("info lacks %q:\n%s", want, out)
 		}
 	}
+	// It used to say "problems: none" under "status: problems".
+	if strings.Contains(out, "problems: none") {
+		t.Errorf("info says no problems under status problems:\n%s", out)
+	}
 }

@@ -213,7 +213,7 @@ func resolveAll(args []string, stderr io.Writer) (targets []partitionTarget, cod
 	for _, arg := range args {
 		ts, err := r.resolve(arg)
 		if err != nil {
-			fmt.Fprintf(stderr, "partlog: %s: %v\n", arg, err)
+			fmt.Fprintln(stderr, errLine(arg, err))
 			code |= exitOperational
 			continue
 		}

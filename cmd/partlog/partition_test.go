@@ -284,3 +284,41 @@ func TestResolvePartitionAndLogDir(t *testing.T) {
 		t.Fatal("empty directory with no partition resolved")
 	}
 }
+
+// TestErrorsNamePathOnce: an error about a path names it once (it used to
+// read "partlog: X: stat X: …").
+func TestErrorsNamePathOnce(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing-0")
+	file := filepath.Join(dir, "file.txt")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	segDir := filepath.Join(dir, "00000000000000000000.log")
+	if err := os.Mkdir(segDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		path string
+	}{
+		{[]string{"verify", missing}, missing},
+		{[]string{"verify", file}, file},
+		{[]string{"info", missing}, missing},
+		{[]string{"producers", missing}, missing},
+		{[]string{"recover", missing}, missing},
+		{[]string{"dump", filepath.Join(dir, "00000000000000000007.log")}, filepath.Join(dir, "00000000000000000007.log")},
+		{[]string{"dump", segDir}, segDir},
+	} {
+		code, _, errOut := runCLI(t, "", tc.args...)
+		if code == exitOK || !strings.Contains(errOut, tc.path) {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut)
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {
+			if n := strings.Count(line, tc.path); n > 1 {
+				t.Errorf("%v: %q names the path %d times", tc.args, line, n)
+			}
+		}
+	}
+}

@@ -53,6 +53,8 @@ the batches after it up to the target (barriers included). The target is
 the log end offset, or --at OFFSET: the state after every batch below it.
 Only the data recovery would keep is read; nothing is written.
 
+Reads: the files verify reads, of one partition directory.
+
 Exit status: 0 printed (problems recovery would find are warned about on
 stderr), 4 printed but some batch could not be applied, 8 operational
 error, 16 usage error.`,
@@ -117,7 +119,7 @@ func (o *producersOptions) run(dir string, stdout, stderr io.Writer) error {
 	opts.Now = o.now
 	rep, err := recovery.Run(t.dir, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "partlog: %s: %v\n", t.dir, err)
+		fmt.Fprintln(stderr, errLine(t.dir, err))
 		return &exitError{code: code | exitOperational}
 	}
 	target := rep.LogEndOffset
@@ -129,7 +131,7 @@ func (o *producersOptions) run(dir string, stdout, stderr io.Writer) error {
 	}
 	st, err := loadProducerState(t.dir, rep, target, o.now())
 	if err != nil {
-		fmt.Fprintf(stderr, "partlog: %s: %v\n", t.dir, err)
+		fmt.Fprintln(stderr, errLine(t.dir, err))
 		return &exitError{code: code | exitOperational}
 	}
 	for _, n := range st.notes {
@@ -189,12 +191,16 @@ func (st *producerState) printText(w io.Writer, dir string) {
 		fmt.Fprintf(w, "producerId: %d producerEpoch: %d lastSequence: %d lastOffset: %d coordinatorEpoch: %d currentTxnFirstOffset: %s lastTimestamp: %d\n",
 			e.ProducerID, e.ProducerEpoch, e.LastSequence, e.LastOffset, e.CoordinatorEpoch, txn, e.LastTimestamp)
 	}
-	barriers := st.m.Barriers()
-	if len(barriers) == 0 {
-		fmt.Fprintln(w, "barriers: none")
-		return
+	fmt.Fprintln(w, barriersText(st.m.Barriers()))
+}
+
+// barriersText says where the MIRROR_PID_RESET barriers are:
+// "barriers: none" or "barriers at offsets: 6, 40".
+func barriersText(offsets []int64) string {
+	if len(offsets) == 0 {
+		return "barriers: none"
 	}
-	fmt.Fprintf(w, "barriers: %s\n", joinInts(barriers))
+	return "barriers at offsets: " + joinInts(offsets)
 }
 
 // loadProducerState builds the producer state at target from the files of

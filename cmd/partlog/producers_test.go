@@ -186,7 +186,7 @@ func TestProducersText(t *testing.T) {
 	want := []string{
 		fmt.Sprintf("producerId: 11 producerEpoch: 1 lastSequence: 2 lastOffset: 9 coordinatorEpoch: -1 currentTxnFirstOffset: none lastTimestamp: %d", ts+42),
 		fmt.Sprintf("producerId: 21 producerEpoch: 3 lastSequence: 1 lastOffset: 11 coordinatorEpoch: -1 currentTxnFirstOffset: 10 lastTimestamp: %d", ts+51),
-		"barriers: 6",
+		"barriers at offsets: 6",
 	}
 	for _, w := range want {
 		if !strings.Contains(out, w+"\n") {

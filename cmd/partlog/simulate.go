@@ -79,6 +79,9 @@ read_committed consumer reads a never-committed record), rejected (a
 producer wrongly refused), clash (two producers under one rewritten id),
 diverged, psm-mismatch (producer state differs from a replay of its log).
 
+Reads: nothing but the partition directories it writes (in --dir or a
+temporary directory).
+
 Exit status: 0 the barrier row is clean everywhere, 4 otherwise, 8
 operational error, 16 usage error.`,
 		Args: cobra.NoArgs,

@@ -15,9 +15,9 @@ import (
 	"github.com/partlog/partlog/internal/checkpoint"
 )
 
-// realLogDirs are the log directories of testdata/verdicts, each with its
+// verdictLogDirs are the log directories of testdata/verdicts, each with its
 // partition directories.
-var realLogDirs = map[string][]string{
+var verdictLogDirs = map[string][]string{
 	"panic08+kafka-starter-windows/kafka-logs": {"__consumer_offsets-3", "test-0"},
 	"nomanazeem+Kafka-java/kafka-logs":         {"__cluster_metadata-0", "__consumer_offsets-15", "demo-topic-0"},
 	"Jeong-Rae+KafkaDemo/kraft-combined-logs":  {"__cluster_metadata-0"},
@@ -55,7 +55,7 @@ func copyTree(t *testing.T, from, to string) {
 // --apply changes nothing.
 func TestRealDirectoryVerdicts(t *testing.T) {
 	partitions := 0
-	for logDir, parts := range realLogDirs {
+	for logDir, parts := range verdictLogDirs {
 		t.Run(strings.ReplaceAll(logDir, "/", "_"), func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "copy")
 			copyTree(t, filepath.Join("testdata", "verdicts", logDir), root)

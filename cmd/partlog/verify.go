@@ -63,6 +63,14 @@ routine steps Kafka's own load takes, such as rebuilding a missing index
 or writing a producer snapshot at the log end) and notes. Only segments
 the broker would validate are read, unless --full.
 
+Reads: in each partition directory, the .log segments, .index,
+.timeindex and .txnindex files, producer .snapshot files,
+leader-epoch-checkpoint and partition.metadata, and the leftovers of
+interrupted operations (.cleaned, .swap, .deleted); in its log directory,
+recovery-point-offset-checkpoint, log-start-offset-checkpoint, the
+clean-shutdown marker .kafka_cleanshutdown and the .lock of a running
+broker. KRaft snapshots (.checkpoint) are left alone.
+
 Exit status: 0 no problem (changes may be listed), 4 problems found,
 8 operational error, 16 usage error; several directories OR their codes.`,
 		Args: cobra.MinimumNArgs(1),
@@ -201,7 +209,7 @@ func printResult(stdout, stderr io.Writer, t *partitionTarget, res *partitionRes
 		fmt.Fprintf(stderr, "partlog: %s: %s\n", t.dir, n)
 	}
 	if res.err != nil {
-		fmt.Fprintf(stderr, "partlog: %s: %v\n", t.dir, res.err)
+		fmt.Fprintln(stderr, errLine(t.dir, res.err))
 		if asJSON {
 			writeJSONLine(stdout, errorJSON{SchemaVersion: reportSchemaVersion, Dir: t.dir, Status: "error", Error: res.err.Error()})
 		}

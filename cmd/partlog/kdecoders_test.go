@@ -1,0 +1,588 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/partlog/partlog/batch"
+)
+
+// record is one record of a test segment.
+type record struct{ key, value []byte }
+
+// writeSegment writes a .log holding one batch of the records.
+func writeSegment(t *testing.T, path string, recs ...record) {
+	t.Helper()
+	var b batch.Builder
+	spec := batch.NewBatchSpec(0)
+	var rs []batch.RecordSpec
+	for _, r := range recs {
+		rs = append(rs, batch.RecordSpec{Timestamp: 1, Key: r.key, Value: r.value})
+	}
+	data, err := b.AppendBatch(nil, &spec, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Test encoders for Kafka protocol primitives.
+
+func uv(b []byte, u uint32) []byte {
+	for u >= 0x80 {
+		b = append(b, byte(u)|0x80)
+		u >>= 7
+	}
+	return append(b, byte(u))
+}
+
+func i16(b []byte, v int16) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }
+func i32(b []byte, v int32) []byte { return binary.BigEndian.AppendUint32(b, uint32(v)) }
+func i64(b []byte, v int64) []byte { return binary.BigEndian.AppendUint64(b, uint64(v)) }
+
+// cstr appends a compact string; str a classic (int16-length) one.
+func cstr(b []byte, s string) []byte { return append(uv(b, uint32(len(s)+1)), s...) }
+func str(b []byte, s string) []byte  { return append(i16(b, int16(len(s))), s...) }
+
+// meta starts a metadata record: frame version 1, type, version.
+func meta(typ, ver uint32) []byte { return uv(uv(uv(nil, 1), typ), ver) }
+
+func uuid(b []byte, fill byte) []byte {
+	for i := 0; i < 16; i++ {
+		b = append(b, fill)
+	}
+	return b
+}
+
+// mb builds a message field by field.
+type mb []byte
+
+func (m mb) u(v uint32) mb   { return uv(m, v) }
+func (m mb) i8(v int8) mb    { return append(m, byte(v)) }
+func (m mb) i32(v int32) mb  { return i32(m, v) }
+func (m mb) i64(v int64) mb  { return i64(m, v) }
+func (m mb) id(fill byte) mb { return uuid(m, fill) }
+func (m mb) b() []byte       { return m }
+
+func TestJavaUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		in   []byte
+		want string
+	}{
+		{[]byte("plain"), "plain"},
+		{[]byte("é€😀"), "é€😀"},
+		{nil, ""},
+		{[]byte{0xff}, "\uFFFD"},
+		{[]byte{'a', 0xff, 'b'}, "a\uFFFDb"},
+		{[]byte{0xc3}, "\uFFFD"},                         // truncated 2-byte sequence
+		{[]byte{0xe2, 0x82}, "\uFFFD"},                   // truncated 3-byte: one maximal subpart
+		{[]byte{0xe2, 0x82, 'A'}, "\uFFFDA"},             // ... followed by ASCII
+		{[]byte{0xf0, 0x9f, 0x98}, "\uFFFD"},             // truncated 4-byte
+		{[]byte{0xc0, 0xaf}, "\uFFFD\uFFFD"},             // overlong: C0 is never valid
+		{[]byte{0xed, 0xa0, 0x80}, "\uFFFD\uFFFD\uFFFD"}, // surrogate: ED A0 is not a prefix
+		{[]byte{0xe0, 0x80, 0x80}, "\uFFFD\uFFFD\uFFFD"}, // overlong 3-byte
+		{[]byte{0xf4, 0x90, 0x80, 0x80}, "\uFFFD\uFFFD\uFFFD\uFFFD"},
+		{[]byte{0x80, 0x80}, "\uFFFD\uFFFD"},
+	} {
+		if got := javaUTF8(tc.in); got != tc.want {
+			t.Errorf("javaUTF8(% x) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestDumpPayloadUTF8 checks that keys and values are printed as UTF-8
+// with U+FFFD for invalid bytes, in the text output and in JSON (keyText,
+// valueText beside the base64 bytes).
+func TestDumpPayloadUTF8(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "00000000000000000000.log")
+	writeSegment(t, path, record{key: []byte{'k', 0xff}, value: []byte{'v', 0xe2, 0x82, 'x'}})
+	code, out, errOut := runCLI(t, "", "dump", "--print-data-log", path)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "key: k\uFFFD payload: v\uFFFDx") || !utf8.ValidString(out) {
+		t.Errorf("text output:\n%s", out)
+	}
+	code, out, _ = runCLI(t, "", "dump", "--json", "--print-data-log", path)
+	if code != exitOK {
+		t.Fatalf("json exit %d", code)
+	}
+	for _, want := range []string{`"keyEncoding":"base64"`, `"keyText":"k` + "\uFFFD" + `"`, `"valueText":"v` + "\uFFFD" + `x"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("json output lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+// TestDumpKRaftBootstrapCheckpoint dumps the real bootstrap.checkpoint of a
+// Kafka 3.6 KRaft node as kafka-dump-log does.
+func TestDumpKRaftBootstrapCheckpoint(t *testing.T) {
+	path := "testdata/realkafka/Jeong-Rae+KafkaDemo/kraft-combined-logs/bootstrap.checkpoint"
+	code, out, errOut := runCLI(t, "", "dump", "--cluster-metadata-decoder", "--files", path)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := []string{
+		"Dumping " + path,
+		"KRaft bootstrap snapshot",
+		"baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: true deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1699944366126 size: 83 magic: 2 compresscodec: none crc: 75126618 isvalid: true",
+		`| offset: 0 CreateTime: 1699944366126 keySize: 4 valueSize: 11 sequence: -1 headerKeys: [] SnapshotHeader {"version":0,"lastContainedLogTimestamp":0}`,
+		"baseOffset: 1 lastOffset: 1 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty position: 83 CreateTime: 1699944366193 size: 91 magic: 2 compresscodec: none crc: 1101407464 isvalid: true",
+		`| offset: 1 CreateTime: 1699944366193 keySize: -1 valueSize: 23 sequence: -1 headerKeys: [] payload: {"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":14}}`,
+		"baseOffset: 2 lastOffset: 2 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: true deleteHorizonMs: OptionalLong.empty position: 174 CreateTime: 1699944366201 size: 75 magic: 2 compresscodec: none crc: 3300878323 isvalid: true",
+		`| offset: 2 CreateTime: 1699944366201 keySize: 4 valueSize: 3 sequence: -1 headerKeys: [] SnapshotFooter {"version":0}`,
+	}
+	if got := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestDumpKRaftSnapshotName checks the end offset and epoch printed from a
+// snapshot's name, the JSON fields, and a .checkpoint whose name is not a
+// snapshot's.
+func TestDumpKRaftSnapshotName(t *testing.T) {
+	data, err := os.ReadFile("testdata/realkafka/Jeong-Rae+KafkaDemo/kraft-combined-logs/bootstrap.checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "00000000000000000712-0000000003.checkpoint")
+	odd := filepath.Join(dir, "712-3.checkpoint")
+	for _, p := range []string{snap, odd} {
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, _ := runCLI(t, "", "dump", snap)
+	if code != exitOK || !strings.Contains(out, "\nSnapshot end offset: 712, epoch: 3\nbaseOffset: 0 ") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "", "dump", "--json", snap)
+	if code != exitOK || !strings.Contains(out, `"kind":"kraftSnapshot","snapshotEndOffset":712,"snapshotEpoch":3,"batches":[`) {
+		t.Errorf("json exit %d:\n%s", code, out)
+	}
+	code, out, errOut := runCLI(t, "", "dump", odd)
+	if code != exitProblems || !strings.Contains(errOut, "not a KRaft snapshot name") || !strings.Contains(out, "isvalid: true") {
+		t.Errorf("odd name: exit %d:\n%s%s", code, out, errOut)
+	}
+	for _, tc := range []struct {
+		name string
+		ok   bool
+		id   kraftSnapshotID
+	}{
+		{"bootstrap.checkpoint", true, kraftSnapshotID{bootstrap: true}},
+		{"00000000000000000000-0000000000.checkpoint", true, kraftSnapshotID{}},
+		{"09223372036854775807-2147483647.checkpoint", true, kraftSnapshotID{endOffset: math.MaxInt64, epoch: math.MaxInt32}},
+		{"99999999999999999999-0000000000.checkpoint", false, kraftSnapshotID{}},
+		{"00000000000000000000-9999999999.checkpoint", false, kraftSnapshotID{}},
+		{"0000000000000000000a-0000000000.checkpoint", false, kraftSnapshotID{}},
+		{"00000000000000000000_0000000000.checkpoint", false, kraftSnapshotID{}},
+		{"00000000000000000000-0000000000.checkpoint.deleted", false, kraftSnapshotID{}},
+	} {
+		id, ok := parseKRaftSnapshotName(tc.name)
+		if ok != tc.ok || id != tc.id {
+			t.Errorf("%s: got %+v %v", tc.name, id, ok)
+		}
+	}
+}
+
+func TestMetadataDecoder(t *testing.T) {
+	tagged := func(b []byte, fields ...[]byte) []byte { // fields: tag, then body
+		b = uv(b, uint32(len(fields)/2))
+		for i := 0; i < len(fields); i += 2 {
+			b = uv(b, uint32(fields[i][0]))
+			b = uv(b, uint32(len(fields[i+1])))
+			b = append(b, fields[i+1]...)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name  string
+		value []byte
+		want  string
+	}{
+		{"TopicRecord", uv(uuid(cstr(meta(2, 0), "orders"), 0xfb), 0),
+			`{"type":"TOPIC_RECORD","version":0,"data":{"name":"orders","topicId":"-_v7-_v7-_v7-_v7-_v7-w"}}`},
+		{"PartitionRecord v0", mb(meta(3, 0)).i32(2).id(1).u(2).i32(4).u(1).u(1).u(1).i32(1).i32(5).i32(7).u(0).b(),
+			`{"type":"PARTITION_RECORD","version":0,"data":{"partitionId":2,"topicId":"AQEBAQEBAQEBAQEBAQEBAQ","replicas":[4],"isr":[],"removingReplicas":[],"addingReplicas":[],"leader":1,"leaderEpoch":5,"partitionEpoch":7}}`},
+		{"RegisterBrokerRecord v0", mb(meta(0, 0)).i32(1).id(0).i64(12).u(1).u(1).u(0).i8(1).u(0).b(),
+			`{"type":"REGISTER_BROKER_RECORD","version":0,"data":{"brokerId":1,"incarnationId":"AAAAAAAAAAAAAAAAAAAAAA","brokerEpoch":12,"endPoints":[],"features":[],"rack":null,"fenced":true}}`},
+		{"FeatureLevelRecord", uv(i16(cstr(meta(12, 0), "metadata.version"), 14), 0),
+			`{"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":14}}`},
+		{"ProducerIdsRecord", uv(i64(i64(i32(meta(15, 0), 1), 3), 5000), 0),
+			`{"type":"PRODUCER_IDS_RECORD","version":0,"data":{"brokerId":1,"brokerEpoch":3,"nextProducerId":5000}}`},
+		{"ConfigRecord null value", uv(uv(cstr(cstr(append(meta(4, 0), 2), "orders"), "retention.ms"), 0), 0),
+			`{"type":"CONFIG_RECORD","version":0,"data":{"resourceType":2,"resourceName":"orders","name":"retention.ms","value":null}}`},
+		{"PartitionChangeRecord defaults", uv(uuid(i32(meta(5, 0), 0), 0), 0),
+			`{"type":"PARTITION_CHANGE_RECORD","version":0,"data":{"partitionId":0,"topicId":"AAAAAAAAAAAAAAAAAAAAAA"}}`},
+		{"PartitionChangeRecord tagged", tagged(uuid(i32(meta(5, 0), 3), 0), []byte{0}, []byte{1}, []byte{1}, i32(nil, 2)),
+			`{"type":"PARTITION_CHANGE_RECORD","version":0,"data":{"partitionId":3,"topicId":"AAAAAAAAAAAAAAAAAAAAAA","isr":[],"leader":2}}`},
+		{"BrokerRegistrationChangeRecord", tagged(i64(i32(meta(17, 0), 1), 12), []byte{0}, []byte{0xff}),
+			`{"type":"BROKER_REGISTRATION_CHANGE_RECORD","version":0,"data":{"brokerId":1,"brokerEpoch":12,"fenced":-1}}`},
+		{"FenceBrokerRecord", uv(i64(i32(meta(7, 0), 2), 9), 0),
+			`{"type":"FENCE_BROKER_RECORD","version":0,"data":{"id":2,"epoch":9}}`},
+		{"UnfenceBrokerRecord", uv(i64(i32(meta(8, 0), 2), 9), 0),
+			`{"type":"UNFENCE_BROKER_RECORD","version":0,"data":{"id":2,"epoch":9}}`},
+		{"RemoveTopicRecord", uv(uuid(meta(9, 0), 0xff), 0),
+			`{"type":"REMOVE_TOPIC_RECORD","version":0,"data":{"topicId":"_____________________w"}}`},
+		{"NoOpRecord", uv(meta(20, 0), 0), `{"type":"NO_OP_RECORD","version":0,"data":{}}`},
+		{"unknown tag skipped", tagged(meta(20, 0), []byte{9}, []byte{1, 2, 3}), `{"type":"NO_OP_RECORD","version":0,"data":{}}`},
+		{"unknown type", append(meta(99, 4), 1, 2, 3), `{"type":"UNKNOWN(99)","version":4}`},
+		{"unknown version", append(meta(2, 7), 1, 2, 3), `{"type":"TOPIC_RECORD","version":7}`},
+		{"frame version 2", uv(uv(uv(nil, 2), 2), 0), "Error at 42, skipping. Could not deserialize metadata record due to unknown frame version 2 (only frame version 1 is supported)"},
+		{"garbage after", append(uv(meta(20, 0), 0), 0), "Error at 42, skipping. Failed to deserialize record with type 20: malformed message: 1 bytes after the end of NoOpRecord"},
+		{"truncated", cstr(meta(2, 0), "orders"), "Error at 42, skipping. Failed to deserialize record with type 2: malformed message: byte 7: uuid needs 16 bytes, 0 left"},
+		{"no value", nil, "Error at 42, skipping. The record has no value"},
+	} {
+		if got := decodeMetadataRecord(42, tc.value); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestMetadataDecoderRealLog decodes every record of two real
+// __cluster_metadata logs and checks records of each kind they hold.
+func TestMetadataDecoderRealLog(t *testing.T) {
+	path := "testdata/realkafka/nomanazeem+Kafka-java/kafka-logs/__cluster_metadata-0/00000000000000000000.log"
+	code, out, errOut := runCLI(t, "", "dump", "--cluster-metadata-decoder", path)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, "Error at") || strings.Contains(out, "UNKNOWN") {
+		t.Errorf("undecoded records in a real metadata log")
+	}
+	for _, want := range []string{
+		`payload: {"type":"TOPIC_RECORD","version":0,"data":{"name":"demo-topic","topicId":"S2kwl2mvSCasFtxUPkayPw"}}`,
+		`payload: {"type":"PARTITION_RECORD","version":2,"data":{"partitionId":0,"topicId":"S2kwl2mvSCasFtxUPkayPw","replicas":[1],"isr":[1],"removingReplicas":[],"addingReplicas":[],"leader":1,"leaderEpoch":0,"partitionEpoch":0,"directories":["WvVzx-Xl3swcqvxXsPbjww"]}}`,
+		`payload: {"type":"CONFIG_RECORD","version":0,"data":{"resourceType":4,"resourceName":"","name":"min.insync.replicas","value":"1"}}`,
+		`payload: {"type":"BROKER_REGISTRATION_CHANGE_RECORD","version":0,"data":{"brokerId":1,"brokerEpoch":12,"fenced":-1}}`,
+		`payload: {"type":"PARTITION_CHANGE_RECORD","version":2,"data":{"partitionId":0,"topicId":"FPCMpfzhTqatNggLgXnlSg","isr":[],"leader":-1,"eligibleLeaderReplicas":[1],"lastKnownElr":[1]}}`,
+		`payload: {"type":"BEGIN_TRANSACTION_RECORD","version":0,"data":{"name":"Bootstrap records"}}`,
+		`payload: {"type":"END_TRANSACTION_RECORD","version":0,"data":{}}`,
+		`payload: {"type":"NO_OP_RECORD","version":0,"data":{}}`,
+		`"type":"REGISTER_BROKER_RECORD","version":3,"data":{"brokerId":1,"isMigratingZkBroker":false,"incarnationId":"16wlGcG8T8iH9qs3M5tUDg","brokerEpoch":12,"endPoints":[{"name":"PLAINTEXT","host":"localhost","port":9092,"securityProtocol":0}],`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	path = "testdata/realkafka/Jeong-Rae+KafkaDemo/kraft-combined-logs/__cluster_metadata-0/00000000000000000000.log"
+	code, out, _ = runCLI(t, "", "dump", "--cluster-metadata-decoder", path)
+	if code != exitOK || strings.Contains(out, "Error at") ||
+		!strings.Contains(out, `payload: {"type":"ZK_MIGRATION_STATE_RECORD","version":0,"data":{"zkMigrationState":0}}`) {
+		t.Errorf("exit %d; Kafka 3.6 metadata log not decoded", code)
+	}
+}
+
+func TestOffsetsDecoder(t *testing.T) {
+	path := "testdata/realkafka/panic08+kafka-starter-windows/kafka-logs/__consumer_offsets-36/00000000000000000000.log"
+	code, out, errOut := runCLI(t, "", "dump", "--offsets-decoder", path)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := `| offset: 0 CreateTime: 1679678933489 keySize: 26 valueSize: 246 sequence: -1 headerKeys: [] key: {"type":"2","data":{"group":"console-consumer-73122"}} payload: {"version":"3","data":{"protocolType":"consumer","generation":1,"protocol":"range","leader":"console-consumer-f7c6c48f-55ba-4363-ae07-2d54283cf322","currentStateTimestamp":1679678933465,"members":[{"memberId":"console-consumer-f7c6c48f-55ba-4363-ae07-2d54283cf322","groupInstanceId":null,"clientId":"console-consumer","clientHost":"/192.168.56.1","rebalanceTimeout":300000,"sessionTimeout":45000,"subscription":{"topics":["test"],"userData":null,"ownedPartitions":[],"generationId":-1,"rackId":null},"assignment":{"assignedPartitions":[{"topic":"test","partitions":[0]}],"userData":null}}]}}`
+	if !strings.Contains(out, want+"\n") {
+		t.Errorf("got:\n%s\nwant line:\n%s", out, want)
+	}
+
+	commitKey := i32(str(str(i16(nil, 1), "g"), "t"), 3)
+	for _, tc := range []struct {
+		name       string
+		key, value []byte
+		k, v       string // "" for nil
+	}{
+		{"offset commit v1", commitKey, i64(i64(str(i64(i16(nil, 1), 5), "meta"), 1000), 2000),
+			`{"type":"1","data":{"group":"g","topic":"t","partition":3}}`,
+			`{"version":"1","data":{"offset":5,"metadata":"meta","commitTimestamp":1000,"expireTimestamp":2000}}`},
+		{"offset commit v3", commitKey, i64(str(i32(i64(i16(nil, 3), 5), 7), ""), 1000),
+			`{"type":"1","data":{"group":"g","topic":"t","partition":3}}`,
+			`{"version":"3","data":{"offset":5,"leaderEpoch":7,"metadata":"","commitTimestamp":1000}}`},
+		{"tombstone", commitKey, nil, `{"type":"1","data":{"group":"g","topic":"t","partition":3}}`, "<DELETE>"},
+		{"group with other protocol keeps bytes", str(i16(nil, 2), "g"),
+			append(uv(uv(nil, 2), 0), 0), // placeholder, replaced below
+			"", ""},
+		{"missing key", nil, []byte{1}, "Failed to decode message at offset 9 using offset topic decoder (message had a missing key)", ""},
+		{"unknown key version", i16(nil, 17), []byte{1}, "Unknown record type 17 at offset 9, skipping.", ""},
+		{"truncated key", append(i16(nil, 1), 0, 5, 'g'), nil, "Error at offset 9, skipping. Could not read record with version 1 from key: malformed message: byte 2: group needs 5 bytes, 1 left", ""},
+		{"bad value version", commitKey, i16(nil, 9), "Error at offset 9, skipping. Could not read record with version 9 from value: malformed message: OffsetCommitValue has no version 9", ""},
+	} {
+		if tc.name == "group with other protocol keeps bytes" {
+			// GroupMetadataValue v0, protocol type "connect": member bytes stay base64.
+			v := str(i16(nil, 0), "connect")
+			v = i32(v, 1)
+			v = str(v, "p")
+			v = str(v, "m")
+			v = i32(v, 1)
+			v = str(v, "m")
+			v = str(v, "c")
+			v = str(v, "h")
+			v = i32(v, 10)
+			v = append(i32(v, 2), 0xde, 0xad)
+			v = i32(v, 0)
+			tc.value = v
+			tc.k = `{"type":"2","data":{"group":"g"}}`
+			tc.v = `{"version":"0","data":{"protocolType":"connect","generation":1,"protocol":"p","leader":"m","members":[{"memberId":"m","clientId":"c","clientHost":"h","sessionTimeout":10,"subscription":"3q0=","assignment":""}]}}`
+		}
+		k, v := offsetsDecoder{}.decode(9, tc.key, tc.value)
+		if deref(k) != tc.k || deref(v) != tc.v {
+			t.Errorf("%s:\n got %q %q\nwant %q %q", tc.name, deref(k), deref(v), tc.k, tc.v)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func TestTxnLogDecoder(t *testing.T) {
+	key := str(i16(nil, 0), "txn-1")
+	v0 := func(state int8, parts bool) []byte {
+		v := i64(i16(nil, 0), 4000)
+		v = i16(v, 2)
+		v = i32(v, 60000)
+		v = append(v, byte(state))
+		if parts {
+			v = i32(v, 2)
+			v = i32(str(v, "a"), 2)
+			v = i32(i32(v, 0), 1)
+			v = i32(str(v, "b"), 1)
+			v = i32(v, 5)
+		} else {
+			v = i32(v, -1)
+		}
+		v = i64(v, 111)
+		return i64(v, 100)
+	}
+	for _, tc := range []struct {
+		name       string
+		key, value []byte
+		k, v       string
+	}{
+		{"ongoing", key, v0(1, true), "transaction_metadata::transactionalId=txn-1",
+			"producerId:4000,producerEpoch:2,state=Ongoing,partitions=[a-0,a-1,b-5],txnLastUpdateTimestamp=111,txnTimeoutMs=60000"},
+		{"empty ignores partitions", key, v0(0, true), "transaction_metadata::transactionalId=txn-1",
+			"producerId:4000,producerEpoch:2,state=Empty,partitions=[],txnLastUpdateTimestamp=111,txnTimeoutMs=60000"},
+		{"tombstone", key, nil, "transaction_metadata::transactionalId=txn-1", "<DELETE>"},
+		{"unknown key version", i16(nil, 3), nil, "unknown::version=3", ""},
+		{"unknown state", key, v0(42, false), "transaction_metadata::transactionalId=txn-1",
+			"Error at offset 7, skipping. Unknown transaction state id 42 from the transaction status message"},
+		{"unknown value version", key, i16(nil, 5), "transaction_metadata::transactionalId=txn-1",
+			"Error at offset 7, skipping. Unknown version 5 from the transaction log message value"},
+		{"truncated", key, v0(1, true)[:20], "transaction_metadata::transactionalId=txn-1",
+			"Error at offset 7, skipping. malformed message: byte 15: int32 needs 4 bytes, 3 left"},
+	} {
+		k, v := txnLogDecoder{}.decode(7, tc.key, tc.value)
+		if deref(k) != tc.k || deref(v) != tc.v {
+			t.Errorf("%s:\n got %q %q\nwant %q %q", tc.name, deref(k), deref(v), tc.k, tc.v)
+		}
+	}
+	// Version 1 (flexible): compact lengths and tagged fields.
+	val := i64(i16(nil, 1), 4000)
+	val = i16(val, 2)
+	val = i32(val, 60000)
+	val = append(val, 2)               // PrepareCommit
+	val = uv(val, 2)                   // 1 entry
+	val = cstr(val, "a")               // topic
+	val = i32(uv(val, 2), 3)           // partitions [3]
+	val = uv(val, 0)                   // entry tagged fields
+	val = i64(i64(val, 111), 100)      // timestamps
+	val = uv(val, 1)                   // one tagged field
+	val = i64(uv(uv(val, 0), 8), 3999) // PreviousProducerId
+	k, got := txnLogDecoder{}.decode(7, key, val)
+	if deref(k) != "transaction_metadata::transactionalId=txn-1" ||
+		deref(got) != "producerId:4000,producerEpoch:2,state=PrepareCommit,partitions=[a-3],txnLastUpdateTimestamp=111,txnTimeoutMs=60000" {
+		t.Errorf("v1: %q %q", deref(k), deref(got))
+	}
+}
+
+func TestDecoderClasses(t *testing.T) {
+	for _, tc := range []struct {
+		class string
+		in    []byte
+		want  string
+	}{
+		{"kafka.serializer.StringDecoder", []byte{'a', 0xff}, "a\uFFFD"},
+		{"org.apache.kafka.tools.api.StringDecoder", []byte("x"), "x"},
+		{"kafka.serializer.DefaultDecoder", []byte{'a', 0xff}, "a\xff"},
+		{"org.apache.kafka.tools.api.IntegerDecoder", []byte{0xff, 0xff, 0xff, 0xfe, 9}, "-2"},
+		{"org.apache.kafka.tools.api.IntegerDecoder", []byte{1}, "<1 bytes: too short for IntegerDecoder>"},
+		{"org.apache.kafka.tools.api.LongDecoder", i64(nil, 1<<40), "1099511627776"},
+		{"LongDecoder", nil, "<0 bytes: too short for LongDecoder>"},
+	} {
+		d, err := lookupDecoderClass(tc.class)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.class, err)
+		}
+		if got := d(tc.in); got != tc.want {
+			t.Errorf("%s(% x) = %q, want %q", tc.class, tc.in, got, tc.want)
+		}
+	}
+	if _, err := lookupDecoderClass("com.example.MyDecoder"); err == nil {
+		t.Error("unknown class accepted")
+	}
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "00000000000000000000.log")
+	writeSegment(t, path, record{key: i32(nil, 7), value: []byte("v")})
+	code, out, errOut := runCLI(t, "", "dump", "--key-decoder-class", "org.apache.kafka.tools.api.IntegerDecoder", "--files", path)
+	if code != exitOK || !strings.Contains(out, " key: 7 payload: v\n") {
+		t.Errorf("a decoder class implies --print-data-log: exit %d:\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = runCLI(t, "", "dump", "--value-decoder-class", "com.example.MyDecoder", path)
+	if code != exitUsage || !strings.Contains(errOut, "unknown decoder class") {
+		t.Errorf("unknown class: exit %d: %s", code, errOut)
+	}
+}
+
+// TestDumpFilesFlag checks kafka-dump-log's --files: a comma-separated
+// list, given first, combined with FILE arguments; none at all is a usage
+// error.
+func TestDumpFilesFlag(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "00000000000000000000.log")
+	b := filepath.Join(dir, "00000000000000000005.log")
+	writeSegment(t, a, record{value: []byte("a")})
+	writeSegment(t, b, record{value: []byte("b")})
+	code, out, _ := runCLI(t, "", "dump", "--files", a+","+b, "--deep-iteration")
+	if code != exitOK || strings.Count(out, "Dumping ") != 2 || strings.Index(out, a) > strings.Index(out, b) {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "", "dump", "--files", a, b)
+	if code != exitOK || strings.Count(out, "Dumping ") != 2 {
+		t.Errorf("--files with an argument: exit %d:\n%s", code, out)
+	}
+	if code, _, errOut := runCLI(t, "", "dump"); code != exitUsage || !strings.Contains(errOut, "no file given") {
+		t.Errorf("no file: exit %d: %s", code, errOut)
+	}
+}
+
+func FuzzMetadataRecord(f *testing.F) {
+	f.Add(uv(meta(20, 0), 0))
+	f.Add(uv(uuid(cstr(meta(2, 0), "orders"), 1), 0))
+	f.Add(mb(meta(3, 0)).i32(2).id(1).u(2).i32(4).u(1).u(1).u(1).i32(1).i32(5).i32(7).u(0).b())
+	f.Add([]byte{1, 0, 3, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	data, err := os.ReadFile("testdata/realkafka/nomanazeem+Kafka-java/kafka-logs/bootstrap.checkpoint")
+	if err == nil {
+		f.Add(data[len(data)/2:])
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		s := decodeMetadataRecord(0, value)
+		if !utf8.ValidString(s) {
+			t.Fatalf("invalid UTF-8 output %q", s)
+		}
+	})
+}
+
+func FuzzOffsetsRecord(f *testing.F) {
+	f.Add(i32(str(str(i16(nil, 1), "g"), "t"), 3), i64(i64(str(i64(i16(nil, 1), 5), "meta"), 1000), 2000))
+	f.Add(str(i16(nil, 2), "g"), []byte{0, 3, 0, 8, 'c', 'o', 'n', 's', 'u', 'm', 'e', 'r'})
+	f.Add([]byte{0, 2}, []byte(nil))
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		k, v := offsetsDecoder{}.decode(0, key, value)
+		if k == nil || !utf8.ValidString(*k) || (v != nil && !utf8.ValidString(*v)) {
+			t.Fatalf("bad output %v %v", k, v)
+		}
+		// The consumer protocol hook on its own.
+		var sb strings.Builder
+		consumerProtocolHook(&sb, &kField{name: "subscription", typ: kBytes}, kValue{typ: kBytes, bytes: value})
+		consumerProtocolHook(&sb, &kField{name: "assignment", typ: kBytes}, kValue{typ: kBytes, bytes: key})
+	})
+}
+
+func FuzzTxnLogRecord(f *testing.F) {
+	f.Add(str(i16(nil, 0), "txn"), i64(i64(i32(append(i32(i16(i64(i16(nil, 0), 1), 0), 10), 1), -1), 5), 6))
+	f.Add([]byte{0, 1}, []byte{0, 1, 0})
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		k, v := txnLogDecoder{}.decode(0, key, value)
+		if k == nil || !utf8.ValidString(*k) || (v != nil && !utf8.ValidString(*v)) {
+			t.Fatalf("bad output %v %v", k, v)
+		}
+	})
+}
+
+func FuzzDecoderClasses(f *testing.F) {
+	f.Add([]byte{0xe2, 0x82, 'A', 0xff})
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add([]byte("00000000000000000712-0000000003.checkpoint"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := javaUTF8(b)
+		if !utf8.ValidString(s) {
+			t.Fatalf("javaUTF8(% x) = %q: not UTF-8", b, s)
+		}
+		if utf8.Valid(b) && s != string(b) {
+			t.Fatalf("valid UTF-8 changed")
+		}
+		intDecoder(b)
+		longDecoder(b)
+		// The KRaft snapshot name parser: whatever it accepts prints back
+		// to the same name.
+		if id, ok := parseKRaftSnapshotName(string(b)); ok && !id.bootstrap {
+			if got := fmt.Sprintf("%020d-%010d.checkpoint", id.endOffset, id.epoch); got != string(b) {
+				t.Fatalf("%q parsed as %+v", b, id)
+			}
+		}
+	})
+}
+
+// FuzzKMessage decodes arbitrary bytes with every schema and version.
+func FuzzKMessage(f *testing.F) {
+	f.Add(uint8(0), int16(0), []byte{0})
+	f.Add(uint8(3), int16(0), mb(nil).i32(2).id(1).u(2).i32(4).u(1).u(1).u(1).i32(1).i32(5).i32(7).u(0).b())
+	var schemas []*kSchema
+	for _, t := range metadataRecordTypes {
+		schemas = append(schemas, t.schema)
+	}
+	schemas = append(schemas, &schemaOffsetCommitKey, &schemaOffsetCommitValue, &schemaGroupMetadataKey, &schemaGroupMetadataValue,
+		&schemaTransactionLogKey, &schemaTransactionLogValue, &schemaConsumerProtocolSubscription, &schemaConsumerProtocolAssignment)
+	f.Fuzz(func(t *testing.T, which uint8, version int16, data []byte) {
+		s := schemas[int(which)%len(schemas)]
+		vals, err := decodeMessage(s, data, version, which%2 == 0)
+		if err != nil {
+			return
+		}
+		var sb strings.Builder
+		writeJSON(&sb, s.fields, vals, version, nil)
+		if !utf8.ValidString(sb.String()) {
+			t.Fatalf("invalid UTF-8 JSON")
+		}
+	})
+}
+
+// FuzzDumpKRaftSnapshot dumps hostile .checkpoint bytes through the whole
+// text and JSON paths with the metadata decoder: never a panic, and the
+// exit code is 0 or 4.
+func FuzzDumpKRaftSnapshot(f *testing.F) {
+	if data, err := os.ReadFile("testdata/realkafka/nomanazeem+Kafka-java/kafka-logs/bootstrap.checkpoint"); err == nil {
+		f.Add(data)
+		f.Add(data[:100])
+	}
+	f.Add([]byte{})
+	dir := f.TempDir()
+	path := filepath.Join(dir, "00000000000000000008-0000000001.checkpoint")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"dump", "--cluster-metadata-decoder", path},
+			{"dump", "--json", "--cluster-metadata-decoder", path},
+			{"dump", "--offsets-decoder", path},
+		} {
+			if code, _, errOut := runCLI(t, "", args...); code != exitOK && code != exitProblems {
+				t.Fatalf("%v: exit %d: %s", args, code, errOut)
+			}
+		}
+	})
+}
