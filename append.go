@@ -240,6 +240,7 @@ func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, las
 	// The bytes are in the log: publish the end first, so that a failure
 	// below can never make offsets be reused (KAFKA-7866).
 	l.logEndOffset.Store(out.LastOffset + 1)
+	l.waiters.logEndMoved()
 	l.psm.Commit(&l.stage)
 	for _, t := range l.stage.CompletedTxns() {
 		if !t.Aborted {

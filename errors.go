@@ -47,6 +47,10 @@ var (
 	ErrOpenTransactions = errors.New("partlog: barrier refused while transactions are open")
 	// ErrNotBatchBoundary: TruncateTo was asked to cut inside a batch.
 	ErrNotBatchBoundary = errors.New("partlog: truncation offset inside a batch")
+	// ErrInconsistentTopicID: a partition's partition.metadata names
+	// another topic id than the one expected (Options.TopicID, or the id
+	// given to Dir.Create).
+	ErrInconsistentTopicID = errors.New("partlog: topic id does not match partition.metadata")
 	// ErrFailed: an earlier flush or roll failed; the log refuses writes
 	// until it is reopened (a failed fsync is never retried).
 	ErrFailed = errors.New("partlog: log failed and must be reopened")

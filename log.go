@@ -74,6 +74,12 @@ type Log struct {
 	logEndOffset   atomic.Int64
 	recoveryPoint  atomic.Int64
 	highWatermark  atomic.Int64
+	// offsetsSeq is odd while an operation other than an append moves
+	// the offsets (offsets.go).
+	offsetsSeq atomic.Uint64
+	waiters    waiters // wait.go
+	deletions  pendingDeletions // retention.go
+	topicID    TopicID          // partition.metadata, if any (partitions.go)
 
 	epochs *epochCache
 	cache  *MappingCache
@@ -117,6 +123,11 @@ func Open(dir string, opts *Options) (*Log, error) {
 	if err := l.open(); err != nil {
 		l.closeSegments()
 		_ = unlockDir(lock)
+		return nil, err
+	}
+	l.restoreHighWatermark()
+	if err := l.loadTopicID(); err != nil {
+		_ = l.Close()
 		return nil, err
 	}
 	return l, nil
@@ -360,7 +371,10 @@ func (l *Log) SetHighWatermark(hw int64) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	hw = min(max(hw, l.logStartOffset.Load()), l.logEndOffset.Load())
+	l.beginOffsetsChange()
 	l.highWatermark.Store(hw)
+	l.endOffsetsChange()
+	l.waiters.highWatermarkMoved()
 	// Transactions decided below the high watermark no longer pin the
 	// last stable offset; the producer state forgets them.
 	l.psm.OnHighWatermarkUpdated(hw)
@@ -483,6 +497,7 @@ func (l *Log) Close() error {
 		}
 		l.mu.Lock()
 		l.closed.Store(true)
+		l.waiters.closed()
 		segs := l.segments
 		for _, s := range segs {
 			if k, ok := l.keys[s]; ok {
@@ -497,6 +512,7 @@ func (l *Log) Close() error {
 			// Make the trims durable (file lengths) and the directory.
 			errs = append(errs, segment.SyncDir(l.dir))
 		}
+		errs = append(errs, l.deletions.removeNow())
 		errs = append(errs, unlockDir(l.lock))
 		l.closeErr = errors.Join(errs...)
 	})

@@ -56,10 +56,12 @@ func (l *Log) TruncateTo(offset int64) error {
 		return err
 	}
 	l.truncations.Add(1)
+	l.beginOffsetsChange()
 	l.logEndOffset.Store(offset)
 	l.recoveryPoint.Store(min(l.recoveryPoint.Load(), offset))
 	l.highWatermark.Store(min(l.highWatermark.Load(), offset))
 	l.logStartOffset.Store(min(l.logStartOffset.Load(), offset))
+	l.endOffsetsChange()
 	l.dirDirty = true
 	l.newJitter()
 	if err := l.epochs.truncateFromEnd(offset); err != nil {
@@ -128,9 +130,13 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		l.failed = err
 		return err
 	}
+	l.beginOffsetsChange()
 	for _, o := range []interface{ Store(int64) }{&l.logStartOffset, &l.logEndOffset, &l.recoveryPoint, &l.highWatermark} {
 		o.Store(offset)
 	}
+	l.endOffsetsChange()
+	l.waiters.logEndMoved()
+	l.waiters.highWatermarkMoved()
 	l.newJitter()
 	if _, err := snapshot.DeleteAbove(l.dir, -1); err != nil {
 		l.failed = err
@@ -159,9 +165,12 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	if offset <= l.logStartOffset.Load() {
 		return nil
 	}
+	l.beginOffsetsChange()
 	l.logStartOffset.Store(offset)
 	l.recoveryPoint.Store(max(l.recoveryPoint.Load(), offset))
 	l.highWatermark.Store(max(l.highWatermark.Load(), offset))
+	l.endOffsetsChange()
+	l.waiters.highWatermarkMoved()
 	var doomed []*segment.Segment
 	for i := 0; i+1 < len(l.segments); i++ {
 		if l.segments[i+1].BaseOffset() <= offset {
