@@ -77,7 +77,7 @@ type Log struct {
 	// offsetsSeq is odd while an operation other than an append moves
 	// the offsets (offsets.go).
 	offsetsSeq atomic.Uint64
-	waiters    waiters // wait.go
+	waiters    waiters          // wait.go
 	deletions  pendingDeletions // retention.go
 	topicID    TopicID          // partition.metadata, if any (partitions.go)
 

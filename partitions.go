@@ -191,4 +191,3 @@ func deleteDirName(tp TopicPartition) (string, error) {
 	}
 	return topic + suffix, nil
 }
-
