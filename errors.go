@@ -45,7 +45,10 @@ var (
 	// them first (truncate to the last stable offset, or append ABORT
 	// markers) and append the barrier again.
 	ErrOpenTransactions = errors.New("partlog: barrier refused while transactions are open")
-	// ErrNotBatchBoundary: TruncateTo was asked to cut inside a batch.
+	// ErrNotBatchBoundary is no longer returned: TruncateTo inside a
+	// batch removes the whole batch, as Kafka does (see TruncateAt).
+	//
+	// Deprecated: kept so that callers testing for it still compile.
 	ErrNotBatchBoundary = errors.New("partlog: truncation offset inside a batch")
 	// ErrInconsistentTopicID: a partition's partition.metadata names
 	// another topic id than the one expected (Options.TopicID, or the id
