@@ -397,9 +397,9 @@ func TestTruncateInsideBatch(t *testing.T) {
 	segs := probe.Segments()
 	all := ltCapture(t, probe)
 	type tcase struct {
-		name           string
+		name   string
 		target int64
-		want           int64
+		want   int64
 	}
 	var cases []tcase
 	for _, b := range all.Batches {
