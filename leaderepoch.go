@@ -97,3 +97,19 @@ func (l *Log) batchStartLocked(offset int64) (int64, error) {
 	}
 	return offset, nil
 }
+
+// epochForOffset returns the epoch in force at offset: the epoch of the
+// last entry starting at or below it (-1 when none), as Kafka's
+// epochForOffset.
+func (c *epochCache) epochForOffset(offset int64) int32 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	epoch := int32(-1)
+	for _, e := range c.entries {
+		if e.StartOffset > offset {
+			break
+		}
+		epoch = e.Epoch
+	}
+	return epoch
+}

@@ -1,6 +1,11 @@
 package partlog
 
-import "github.com/partlog/partlog/batch"
+import (
+	"slices"
+
+	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/segment"
+)
 
 // TimestampType is a topic's message.timestamp.type.
 type TimestampType = batch.TimestampType
@@ -12,3 +17,114 @@ const (
 	// LogAppendTime makes the leader stamp every batch with its clock.
 	LogAppendTime = batch.LogAppendTime
 )
+
+// Special timestamps of Kafka's ListOffsets, for OffsetForTimestamp.
+const (
+	// ListLatest asks for the log end offset.
+	ListLatest int64 = -1
+	// ListEarliest asks for the log start offset.
+	ListEarliest int64 = -2
+	// ListMaxTimestamp asks for the record with the largest timestamp.
+	ListMaxTimestamp int64 = -3
+	// ListEarliestLocal asks for the first offset held locally: the log
+	// start offset, without tiered storage.
+	ListEarliestLocal int64 = -4
+	// ListLatestTiered asks for the last offset in tiered storage: none
+	// here.
+	ListLatestTiered int64 = -5
+)
+
+// TimestampOffset is OffsetForTimestamp's answer: an offset, its
+// record's timestamp (-1 for the special lookups that name an offset
+// only) and the leader epoch of its batch (-1 when unknown).
+type TimestampOffset = segment.TimestampOffset
+
+// OffsetForTimestamp answers Kafka's ListOffsets for one partition. For
+// ts ≥ 0 it returns the first record whose timestamp is ≥ ts: the first
+// segment whose largest timestamp reaches ts is searched from its time
+// index's floor entry (then the offset index, then a walk of batch
+// headers; only the batch that holds the answer is decoded). The special
+// values:
+//
+//   - ListLatest (-1): the log end offset, timestamp -1, the latest
+//     leader epoch.
+//   - ListEarliest (-2) and ListEarliestLocal (-4): the log start offset,
+//     timestamp -1, the leader epoch in force there.
+//   - ListMaxTimestamp (-3): the first record holding the log's largest
+//     timestamp.
+//   - ListLatestTiered (-5): found is false (no tiered storage).
+//
+// found is false when no record qualifies (Kafka answers offset -1). The
+// lookup takes the append lock only while it reads the segments' largest
+// timestamps (opening a sealed segment's time index the first time).
+func (l *Log) OffsetForTimestamp(ts int64) (r TimestampOffset, found bool, err error) {
+	if l.closed.Load() {
+		return r, false, ErrClosed
+	}
+	switch ts {
+	case ListLatest:
+		return TimestampOffset{Timestamp: batch.NoTimestamp, Offset: l.logEndOffset.Load(), LeaderEpoch: l.epochs.latest()}, true, nil
+	case ListEarliest:
+		start := l.logStartOffset.Load()
+		epoch := int32(-1)
+		if es := l.epochs.list(); len(es) > 0 && es[0].StartOffset <= start {
+			epoch = es[0].Epoch
+		}
+		return TimestampOffset{Timestamp: batch.NoTimestamp, Offset: start, LeaderEpoch: epoch}, true, nil
+	case ListEarliestLocal:
+		start := l.logStartOffset.Load()
+		return TimestampOffset{Timestamp: batch.NoTimestamp, Offset: start, LeaderEpoch: l.epochs.epochForOffset(start)}, true, nil
+	case ListLatestTiered:
+		return r, false, nil
+	}
+	segs, maxes, offs, err := l.segmentMaxTimestamps()
+	if err != nil {
+		return r, false, err
+	}
+	if ts == ListMaxTimestamp {
+		best := -1
+		for i := range segs {
+			if best < 0 || maxes[i] > maxes[best] {
+				best = i
+			}
+		}
+		if best < 0 || maxes[best] < 0 {
+			return r, false, nil
+		}
+		r, found, _, err = segs[best].FindMaxTimestamp(maxes[best], offs[best], nil)
+		return r, found, err
+	}
+	start := l.logStartOffset.Load()
+	var scratch []byte
+	for i, s := range segs {
+		if maxes[i] < ts {
+			continue
+		}
+		r, found, scratch, err = s.FindOffsetByTimestamp(ts, start, scratch)
+		if err != nil || found {
+			return r, found, err
+		}
+	}
+	return r, false, nil
+}
+
+// segmentMaxTimestamps returns the segments and each one's largest
+// timestamp and the offset holding it, under the append lock (the active
+// segment's are owner-only).
+func (l *Log) segmentMaxTimestamps() ([]*segment.Segment, []int64, []int64, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed.Load() {
+		return nil, nil, nil, ErrClosed
+	}
+	segs := slices.Clone(l.segments)
+	maxes := make([]int64, len(segs))
+	offs := make([]int64, len(segs))
+	for i, s := range segs {
+		var err error
+		if maxes[i], offs[i], err = s.MaxTimestampSoFar(); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return segs, maxes, offs, nil
+}
