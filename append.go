@@ -92,7 +92,7 @@ func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan)
 		return fmt.Errorf("%w: %w", ErrInvalidRecords, err)
 	}
 	if int64(len(records)) > l.opts.SegmentBytes {
-		return fmt.Errorf("%w: append of %d bytes exceeds the segment size %d", ErrRecordTooLarge, len(records), l.opts.SegmentBytes)
+		return fmt.Errorf("%w: append of %d bytes exceeds the segment size %d", ErrRecordListTooLarge, len(records), l.opts.SegmentBytes)
 	}
 	return nil
 }
