@@ -133,7 +133,10 @@ func (l *Log) leaderRules(v batch.View, pos int64) error {
 // (idempotence, epochs, transactions), gives the batches the next offsets
 // and the leader epoch, and appends them. Only the base offset and
 // partition leader epoch of each batch are written, in the mapped copy:
-// records is not modified and no CRC is computed. A new leader epoch is
+// records is not modified and no CRC is computed (except on a
+// LogAppendTime topic, where each batch is stamped with the append time
+// in a copy and its CRC recomputed; see Options.MessageTimestampType and
+// applyTimestampRules). A new leader epoch is
 // recorded in the leader-epoch cache. Nothing is written when any batch
 // is rejected; a retried batch already in the log fails with a
 // *producerstate.DuplicateSequenceError carrying its original offsets.
@@ -162,6 +165,12 @@ func (l *Log) appendAssigned(records []byte, leaderEpoch int32, origin Origin) (
 	var s scan
 	if err := l.validate(records, origin, false, &s); err != nil {
 		return AppendInfo{}, err
+	}
+	if l.timestampRulesApply() {
+		var err error
+		if records, err = l.applyTimestampRules(records, origin, &s); err != nil {
+			return AppendInfo{}, err
+		}
 	}
 	if latest := l.epochs.latest(); leaderEpoch < latest {
 		return AppendInfo{}, fmt.Errorf("%w: append at epoch %d, latest %d", ErrStaleLeaderEpoch, leaderEpoch, latest)

@@ -61,7 +61,10 @@ type Log struct {
 	flushFault func() error
 	jitterMs   int64 // per active segment, drawn at creation
 	scratch    []byte
-	dirDirty   bool // a segment was created since the last Flush
+	// appendTimeBuf holds a LogAppendTime append's stamped copy
+	// (timestamp.go), under appendMu.
+	appendTimeBuf []byte
+	dirDirty      bool // a segment was created since the last Flush
 
 	mu        sync.RWMutex // guards segments, keys
 	segments  []*segment.Segment

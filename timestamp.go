@@ -1,6 +1,9 @@
 package partlog
 
 import (
+	"encoding/binary"
+	"fmt"
+	"math"
 	"slices"
 
 	"github.com/partlog/partlog/batch"
@@ -127,4 +130,87 @@ func (l *Log) segmentMaxTimestamps() ([]*segment.Segment, []int64, []int64, erro
 		}
 	}
 	return segs, maxes, offs, nil
+}
+
+// timestampRulesApply reports whether the topic's timestamp settings
+// need the clock for a leader append.
+func (l *Log) timestampRulesApply() bool {
+	return l.opts.MessageTimestampType == LogAppendTime || l.opts.MessageTimestampBeforeMaxMs > 0 || l.opts.MessageTimestampAfterMaxMs > 0
+}
+
+// applyTimestampRules applies message.timestamp.type and the timestamp
+// window to validated leader records and returns the bytes to append.
+//
+// CreateTime: every batch's first and max timestamps (from its header,
+// so the append stays zero-copy) must lie in [now -
+// MessageTimestampBeforeMaxMs, now + MessageTimestampAfterMaxMs];
+// batches without timestamps (-1) pass, as in Kafka. A record timestamp
+// below its batch's first timestamp is not looked at.
+//
+// LogAppendTime: the records are copied into a buffer the log keeps,
+// each batch gets the timestamp-type attribute bit and now as its max
+// timestamp, and its CRC-32C is recomputed (the only case where partlog
+// computes a CRC on the append path); the copy then goes through the
+// validating walk again so the producer state records the append time.
+// Caller holds appendMu.
+func (l *Log) applyTimestampRules(records []byte, origin Origin, s *scan) ([]byte, error) {
+	now := l.opts.Now().UnixMilli()
+	if l.opts.MessageTimestampType != LogAppendTime {
+		return records, l.checkTimestampWindow(records, now)
+	}
+	l.appendTimeBuf = append(l.appendTimeBuf[:0], records...)
+	buf := l.appendTimeBuf
+	for p := 0; p < len(buf); {
+		v := batch.View(buf[p:])
+		v = v[:v.Size()]
+		stampLogAppendTime(v, now)
+		p += len(v)
+	}
+	if err := l.validate(buf, origin, false, s); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// stampLogAppendTime marks a batch LogAppendTime with max timestamp ts
+// and rewrites its CRC.
+func stampLogAppendTime(v batch.View, ts int64) {
+	attrs := binary.BigEndian.Uint16(v[batch.OffAttributes:]) | uint16(batch.AttrTimestampType)
+	binary.BigEndian.PutUint16(v[batch.OffAttributes:], attrs)
+	binary.BigEndian.PutUint64(v[batch.OffMaxTimestamp:], uint64(ts))
+	binary.BigEndian.PutUint32(v[batch.OffCRC:], v.ComputeCRC())
+}
+
+// checkTimestampWindow applies message.timestamp.before.max.ms and
+// after.max.ms to every batch header of validated records.
+func (l *Log) checkTimestampWindow(records []byte, now int64) error {
+	before, after := l.opts.MessageTimestampBeforeMaxMs, l.opts.MessageTimestampAfterMaxMs
+	for p := 0; p < len(records); {
+		v := batch.View(records[p:])
+		v = v[:v.Size()]
+		for _, ts := range [2]int64{v.BaseTimestamp(), v.MaxTimestamp()} {
+			if ts == batch.NoTimestamp {
+				continue
+			}
+			if before > 0 && ts < now-before || after > 0 && ts > now+after {
+				return fmt.Errorf("%w: batch at %d has timestamp %d, accepted [%d, %d]", ErrInvalidTimestamp, p, ts, windowLow(now, before), windowHigh(now, after))
+			}
+		}
+		p += len(v)
+	}
+	return nil
+}
+
+func windowLow(now, before int64) int64 {
+	if before > 0 {
+		return now - before
+	}
+	return math.MinInt64
+}
+
+func windowHigh(now, after int64) int64 {
+	if after > 0 {
+		return now + after
+	}
+	return math.MaxInt64
 }
