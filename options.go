@@ -7,7 +7,8 @@ import (
 )
 
 // Options configure a Log. A nil *Options, or a zero field, means Kafka's
-// default for that setting (recovery.md §3.6).
+// default for that setting; docs/options.md lists every field against
+// Kafka's configuration name, default and support.
 type Options struct {
 	// SegmentBytes is the size at which the active segment rolls
 	// (segment.bytes). Default 1 GiB. partlog preallocates every active
@@ -27,7 +28,9 @@ type Options struct {
 	// index entries (index.interval.bytes). Default 4096. Smaller values
 	// make reads seek faster and indexes fill (and segments roll) sooner.
 	// IndexEveryAppend (any negative value) is Kafka's 0: every append
-	// but the first of a segment gets an entry.
+	// but the first of a segment gets an entry. (The zero value means
+	// the default here, unlike Kafka's index.interval.bytes=0; see
+	// docs/options.md for every option against Kafka's names.)
 	IndexIntervalBytes int64
 	// LogStartOffset is the log start offset a caller persisted (Kafka
 	// keeps it in the log directory's log-start-offset-checkpoint); Open
