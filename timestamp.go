@@ -2,6 +2,7 @@ package partlog
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -80,6 +81,19 @@ func (l *Log) OffsetForTimestamp(ts int64) (r TimestampOffset, found bool, err e
 	case ListLatestTiered:
 		return r, false, nil
 	}
+	// A segment deleted (retention, truncation) between reading the list
+	// and searching it reports segment.ErrClosed: read the list again.
+	for try := 0; ; try++ {
+		r, found, err = l.offsetForTimestamp(ts)
+		if !errors.Is(err, segment.ErrClosed) || l.closed.Load() || try == 3 {
+			return r, found, err
+		}
+	}
+}
+
+// offsetForTimestamp is OffsetForTimestamp for a timestamp or
+// ListMaxTimestamp, over one reading of the segment list.
+func (l *Log) offsetForTimestamp(ts int64) (r TimestampOffset, found bool, err error) {
 	segs, maxes, offs, err := l.segmentMaxTimestamps()
 	if err != nil {
 		return r, false, err

@@ -2,6 +2,7 @@ package partlog
 
 import (
 	"testing"
+	"time"
 
 	"github.com/partlog/partlog/batch"
 )
@@ -202,5 +203,61 @@ func BenchmarkOffsetForTimestamp(b *testing.B) {
 			b.Fatal(err)
 		}
 		i++
+	}
+}
+
+// TestOffsetForTimestampConcurrent: lookups running beside appends,
+// retention and truncation never fail and answer inside the log.
+func TestOffsetForTimestampConcurrent(t *testing.T) {
+	o := smallOpts(t)
+	o.SegmentBytes = 4 << 10
+	o.RetentionBytes = 16 << 10
+	o.FileDeleteDelayMs = -1
+	l, _ := openTestLog(t, o)
+	done := make(chan struct{})
+	errs := make(chan error, 1)
+	go func() {
+		defer close(done)
+		for i := 0; i < 400; i++ {
+			ts := int64(1_000_000 + i*100)
+			if _, err := l.AppendAsLeader(tsBatch(t, batch.CompressionNone, ts, ts+1), 1); err != nil {
+				errs <- err
+				return
+			}
+			l.SetHighWatermark(l.LogEndOffset())
+			switch i % 40 {
+			case 20:
+				if _, err := l.DeleteOldSegments(time.UnixMilli(0)); err != nil {
+					errs <- err
+					return
+				}
+			case 30:
+				if _, err := l.TruncateAt(l.LogEndOffset() - 3); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			select {
+			case err := <-errs:
+				t.Fatal(err)
+			default:
+			}
+			return
+		default:
+		}
+		for _, ts := range []int64{1_000_000, 1_020_000, ListMaxTimestamp, ListEarliest} {
+			r, ok, err := l.OffsetForTimestamp(ts)
+			if err != nil {
+				t.Fatalf("OffsetForTimestamp(%d): %v", ts, err)
+			}
+			if ok && r.Offset < 0 {
+				t.Fatalf("OffsetForTimestamp(%d) = %+v", ts, r)
+			}
+		}
 	}
 }
