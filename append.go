@@ -105,7 +105,7 @@ func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan)
 		return fmt.Errorf("%w: %w", ErrInvalidRecords, err)
 	}
 	if int64(len(records)) > l.opts.SegmentBytes {
-		return fmt.Errorf("%w: append of %d bytes exceeds the segment size %d", ErrRecordTooLarge, len(records), l.opts.SegmentBytes)
+		return fmt.Errorf("%w: append of %d bytes exceeds the segment size %d", ErrRecordListTooLarge, len(records), l.opts.SegmentBytes)
 	}
 	return nil
 }
@@ -160,7 +160,10 @@ func coordinatorRules(v batch.View, pos int64) error {
 // (idempotence, epochs, transactions), gives the batches the next offsets
 // and the leader epoch, and appends them. Only the base offset and
 // partition leader epoch of each batch are written, in the mapped copy:
-// records is not modified and no CRC is computed. A new leader epoch is
+// records is not modified and no CRC is computed (except on a
+// LogAppendTime topic, where each batch is stamped with the append time
+// in a copy and its CRC recomputed; see Options.MessageTimestampType and
+// applyTimestampRules). A new leader epoch is
 // recorded in the leader-epoch cache. Nothing is written when any batch
 // is rejected; a retried batch already in the log fails with a
 // *producerstate.DuplicateSequenceError carrying its original offsets.
@@ -189,6 +192,12 @@ func (l *Log) appendAssigned(records []byte, leaderEpoch int32, origin Origin) (
 	var s scan
 	if err := l.validate(records, origin, false, &s); err != nil {
 		return AppendInfo{}, err
+	}
+	if l.timestampRulesApply() {
+		var err error
+		if records, err = l.applyTimestampRules(records, origin, &s); err != nil {
+			return AppendInfo{}, err
+		}
 	}
 	if latest := l.epochs.latest(); leaderEpoch < latest {
 		return AppendInfo{}, fmt.Errorf("%w: append at epoch %d, latest %d", ErrStaleLeaderEpoch, leaderEpoch, latest)
@@ -267,6 +276,7 @@ func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, las
 	// The bytes are in the log: publish the end first, so that a failure
 	// below can never make offsets be reused (KAFKA-7866).
 	l.logEndOffset.Store(out.LastOffset + 1)
+	l.waiters.logEndMoved()
 	l.psm.Commit(&l.stage)
 	for _, t := range l.stage.CompletedTxns() {
 		if !t.Aborted {

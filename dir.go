@@ -32,6 +32,11 @@ type DirOptions struct {
 	// BrokerEpoch is written into the clean-shutdown marker by Close.
 	// Default -1 (none).
 	BrokerEpoch int64
+	// PartitionOptions, if set, returns a partition's own Options (a
+	// topic's settings), which replace Log for that partition (nil: use
+	// Log). The fields taken from the log directory's files are set as
+	// for Log.
+	PartitionOptions func(TopicPartition) *Options
 }
 
 // ErrDirLocked is returned by OpenDir when another holder (a running
@@ -47,7 +52,9 @@ type DirProblem struct {
 	// have made), "scheduled-for-deletion", "future", "stray" (Kafka's
 	// suffixed directories, left alone), "metadata-log" (KRaft's
 	// __cluster_metadata-0, which Kafka's log manager does not load
-	// either), "bad-checkpoint" or "failed".
+	// either), "bad-checkpoint", "inconsistent-topic-id"
+	// (partition.metadata names another id than the partition's Options)
+	// or "failed".
 	Kind string
 	// Detail says more.
 	Detail string
@@ -69,8 +76,12 @@ type Dir struct {
 	// there are any, Close writes no clean-shutdown marker.
 	unloaded map[TopicPartition]unloadedEntry
 	clean    bool
-	mu       sync.Mutex // serializes Checkpoint and Close
+	mu       sync.Mutex // serializes Checkpoint, Close, Create and Delete
 	closed   bool
+	// lmu guards logs against Create and Delete (which also hold mu) for
+	// Logs, Log and Reports.
+	lmu       sync.RWMutex
+	deletions pendingDeletions // deleted partition directories
 }
 
 // kafkaSuffixedDirRE matches Kafka's delete/future/stray directories.
@@ -79,8 +90,8 @@ var kafkaSuffixedDirRE = regexp.MustCompile(`^(\S+)-(\S+)\.(\S+)-(delete|future|
 // unloadedEntry is what the checkpoints said of a partition that failed
 // to load.
 type unloadedEntry struct {
-	recoveryPoint, logStart       int64
-	hasRecoveryPoint, hasLogStart bool
+	recoveryPoint, logStart, highWatermark          int64
+	hasRecoveryPoint, hasLogStart, hasHighWatermark bool
 }
 
 // OpenDir opens a Kafka log directory: it takes the directory's .lock
@@ -204,6 +215,7 @@ func (d *Dir) load() error {
 	}
 	rps := d.readOffsets(checkpoint.RecoveryPointFile)
 	starts := d.readOffsets(checkpoint.LogStartOffsetFile)
+	hws := d.readOffsets(checkpoint.ReplicationOffsetFile)
 	entries, err := os.ReadDir(d.path)
 	if err != nil {
 		return err
@@ -243,7 +255,8 @@ func (d *Dir) load() error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			o := d.opts.Log.withDefaults()
+			o := d.partitionOptions(j.tp)
+			o.HighWatermark = hws[j.tp]
 			o.CleanShutdown = clean
 			o.RecoveryPoint = 0
 			if rp, ok := rps[j.tp]; ok {
@@ -254,10 +267,15 @@ func (d *Dir) load() error {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				d.problems = append(d.problems, DirProblem{Name: j.name, Kind: "failed", Detail: err.Error()})
+				kind := "failed"
+				if errors.Is(err, ErrInconsistentTopicID) {
+					kind = "inconsistent-topic-id"
+				}
+				d.problems = append(d.problems, DirProblem{Name: j.name, Kind: kind, Detail: err.Error()})
 				u := unloadedEntry{}
 				u.recoveryPoint, u.hasRecoveryPoint = rps[j.tp]
 				u.logStart, u.hasLogStart = starts[j.tp]
+				u.highWatermark, u.hasHighWatermark = hws[j.tp]
 				d.unloaded[j.tp] = u
 				return
 			}
@@ -292,6 +310,8 @@ func (d *Dir) CleanShutdown() bool { return d.clean }
 
 // Logs returns the open partitions.
 func (d *Dir) Logs() map[TopicPartition]*Log {
+	d.lmu.RLock()
+	defer d.lmu.RUnlock()
 	out := make(map[TopicPartition]*Log, len(d.logs))
 	for tp, l := range d.logs {
 		out[tp] = l
@@ -301,6 +321,8 @@ func (d *Dir) Logs() map[TopicPartition]*Log {
 
 // Log returns one partition.
 func (d *Dir) Log(tp TopicPartition) (*Log, bool) {
+	d.lmu.RLock()
+	defer d.lmu.RUnlock()
 	l, ok := d.logs[tp]
 	return l, ok
 }
@@ -311,6 +333,8 @@ func (d *Dir) Problems() []DirProblem { return append([]DirProblem(nil), d.probl
 // Reports returns the recovery report of every partition that was
 // recovered at open.
 func (d *Dir) Reports() map[TopicPartition]*recovery.Report {
+	d.lmu.RLock()
+	defer d.lmu.RUnlock()
 	out := map[TopicPartition]*recovery.Report{}
 	for tp, l := range d.logs {
 		if r := l.RecoveryReport(); r != nil {
@@ -321,9 +345,10 @@ func (d *Dir) Reports() map[TopicPartition]*recovery.Report {
 }
 
 // Checkpoint writes recovery-point-offset-checkpoint (every partition's
-// recovery point) and log-start-offset-checkpoint (the partitions whose
+// recovery point), log-start-offset-checkpoint (the partitions whose
 // log start is above their first segment's base offset, as Kafka lists
-// them), each atomically. Kafka does this every minute and at shutdown.
+// them) and replication-offset-checkpoint (every partition's high
+// watermark), each atomically. Kafka does this every minute and at shutdown.
 func (d *Dir) Checkpoint() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -333,8 +358,10 @@ func (d *Dir) Checkpoint() error {
 func (d *Dir) checkpointLocked() error {
 	rps := map[TopicPartition]int64{}
 	starts := map[TopicPartition]int64{}
+	hws := map[TopicPartition]int64{}
 	for tp, l := range d.logs {
 		rps[tp] = l.RecoveryPoint()
+		hws[tp] = l.HighWatermark()
 		if segs := l.Segments(); len(segs) > 0 && l.LogStartOffset() > segs[0] {
 			starts[tp] = l.LogStartOffset()
 		}
@@ -346,10 +373,14 @@ func (d *Dir) checkpointLocked() error {
 		if u.hasLogStart {
 			starts[tp] = u.logStart
 		}
+		if u.hasHighWatermark {
+			hws[tp] = u.highWatermark
+		}
 	}
 	return errors.Join(
 		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.RecoveryPointFile), rps),
-		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.LogStartOffsetFile), starts))
+		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.LogStartOffsetFile), starts),
+		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.ReplicationOffsetFile), hws))
 }
 
 // Close flushes and closes every partition, writes both checkpoints (the
@@ -367,7 +398,7 @@ func (d *Dir) Close() error {
 	for _, l := range d.logs {
 		errs = append(errs, l.Close())
 	}
-	errs = append(errs, d.checkpointLocked())
+	errs = append(errs, d.checkpointLocked(), d.deletions.removeNow())
 	// A partition that failed to load was not recovered: the next open
 	// must not trust the directory as cleanly shut down (Kafka takes the
 	// whole log directory offline instead).

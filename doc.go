@@ -1,8 +1,13 @@
 // Package partlog is a storage engine for Kafka-format partition logs.
 // A Log is one partition directory whose files are byte-compatible with
-// Apache Kafka's (shared/spec/formats.md): 20-digit named segments, each
-// a .log of record batches (magic 2) with its .index, .timeindex and
-// .txnindex, and a leader-epoch-checkpoint.
+// Apache Kafka's: 20-digit named segments, each a .log of record batches
+// (magic 2) with its .index, .timeindex and .txnindex, and a
+// leader-epoch-checkpoint. A Dir is a whole log directory (Kafka's
+// log.dirs entry) with its checkpoints. The repository's docs/ folder
+// describes the formats (formats.md), opening and recovery (recovery.md),
+// producer state (producer-state.md), mirroring (mirror.md) and the
+// options against Kafka's configuration names (options.md); "§" references
+// in the documentation point there.
 //
 //	l, err := partlog.Open("/data/orders-0", nil) // nil: Kafka's defaults
 //	info, err := l.AppendAsLeader(produceRequestBytes, leaderEpoch)
@@ -32,6 +37,16 @@
 // the copy and the stamp leaves a CRC-valid batch with the client's
 // offsets behind the published end, which recovery would admit
 // (recovery.md §9 item 7).
+//
+// What a broker needs beside appends and reads: Offsets (one consistent
+// reading of log start, high watermark, last stable offset, log end and
+// recovery point; the high watermark persists in the log directory's
+// replication-offset-checkpoint), WaitLogEndOffset and WaitHighWatermark
+// (long-poll and delayed fetches), OffsetForTimestamp (ListOffsets),
+// EndOffsetForEpoch and TruncateAt (a follower's OffsetForLeaderEpoch and
+// truncation), DeleteOldSegments, Size and SegmentInfos (retention),
+// Dir.Create and Dir.Delete (partitions with their topic ids), and
+// KafkaErrorCode (the Kafka error code for every error returned).
 //
 // Concurrency: one appender at a time, any number of concurrent readers.
 // See the Log type for which lock guards what, and the lock order.

@@ -25,9 +25,12 @@ var (
 	// client, offset deltas not matching the record count, an idempotent
 	// batch without a sequence, a legacy batch); nothing was written.
 	ErrPolicy = errors.New("partlog: batch rejected by the leader's rules")
-	// ErrRecordTooLarge: a batch exceeds MaxBatchBytes, or an append
-	// exceeds SegmentBytes.
+	// ErrRecordTooLarge: a leader's batch exceeds MaxBatchBytes
+	// (max.message.bytes). Kafka: MESSAGE_TOO_LARGE.
 	ErrRecordTooLarge = errors.New("partlog: record batch too large")
+	// ErrRecordListTooLarge: an append as a whole exceeds SegmentBytes,
+	// so no segment can hold it. Kafka: RECORD_LIST_TOO_LARGE.
+	ErrRecordListTooLarge = errors.New("partlog: append larger than a segment")
 	// ErrOffsetOutOfRange: a read or truncation named an offset outside
 	// [LogStartOffset, LogEndOffset].
 	ErrOffsetOutOfRange = errors.New("partlog: offset out of range")
@@ -46,8 +49,20 @@ var (
 	// them first (truncate to the last stable offset, or append ABORT
 	// markers) and append the barrier again.
 	ErrOpenTransactions = errors.New("partlog: barrier refused while transactions are open")
-	// ErrNotBatchBoundary: TruncateTo was asked to cut inside a batch.
+	// ErrNotBatchBoundary is no longer returned: TruncateTo inside a
+	// batch removes the whole batch, as Kafka does (see TruncateAt).
+	//
+	// Deprecated: kept so that callers testing for it still compile.
 	ErrNotBatchBoundary = errors.New("partlog: truncation offset inside a batch")
+	// ErrInvalidTimestamp: a CreateTime batch whose timestamps lie
+	// outside [now - MessageTimestampBeforeMaxMs, now +
+	// MessageTimestampAfterMaxMs]; nothing was written. Kafka:
+	// INVALID_TIMESTAMP.
+	ErrInvalidTimestamp = errors.New("partlog: batch timestamp outside the accepted window")
+	// ErrInconsistentTopicID: a partition's partition.metadata names
+	// another topic id than the one expected (Options.TopicID, or the id
+	// given to Dir.Create).
+	ErrInconsistentTopicID = errors.New("partlog: topic id does not match partition.metadata")
 	// ErrFailed: an earlier flush or roll failed; the log refuses writes
 	// until it is reopened (a failed fsync is never retried).
 	ErrFailed = errors.New("partlog: log failed and must be reopened")

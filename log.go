@@ -63,7 +63,10 @@ type Log struct {
 	flushed  func(base, target int64)
 	jitterMs int64 // per active segment, drawn at creation
 	scratch  []byte
-	dirDirty bool // a segment was created since the last Flush
+	// appendTimeBuf holds a LogAppendTime append's stamped copy
+	// (timestamp.go), under appendMu.
+	appendTimeBuf []byte
+	dirDirty      bool // a segment was created since the last Flush
 
 	mu        sync.RWMutex // guards segments, keys
 	segments  []*segment.Segment
@@ -76,6 +79,12 @@ type Log struct {
 	logEndOffset   atomic.Int64
 	recoveryPoint  atomic.Int64
 	highWatermark  atomic.Int64
+	// offsetsSeq is odd while an operation other than an append moves
+	// the offsets (offsets.go).
+	offsetsSeq atomic.Uint64
+	waiters    waiters          // wait.go
+	deletions  pendingDeletions // retention.go
+	topicID    TopicID          // partition.metadata, if any (partitions.go)
 
 	epochs *epochCache
 	cache  *MappingCache
@@ -121,6 +130,11 @@ func Open(dir string, opts *Options) (*Log, error) {
 	if err := l.open(); err != nil {
 		l.closeSegments()
 		_ = unlockDir(lock)
+		return nil, err
+	}
+	l.restoreHighWatermark()
+	if err := l.loadTopicID(); err != nil {
+		_ = l.Close()
 		return nil, err
 	}
 	return l, nil
@@ -323,7 +337,10 @@ func (l *Log) SetHighWatermark(hw int64) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	hw = min(max(hw, l.logStartOffset.Load()), l.logEndOffset.Load())
+	l.beginOffsetsChange()
 	l.highWatermark.Store(hw)
+	l.endOffsetsChange()
+	l.waiters.highWatermarkMoved()
 	// Transactions decided below the high watermark no longer pin the
 	// last stable offset; the producer state forgets them.
 	l.psm.OnHighWatermarkUpdated(hw)
@@ -452,6 +469,7 @@ func (l *Log) Close() error {
 		}
 		l.mu.Lock()
 		l.closed.Store(true)
+		l.waiters.closed()
 		segs := l.segments
 		for _, s := range segs {
 			if k, ok := l.keys[s]; ok {
@@ -466,6 +484,7 @@ func (l *Log) Close() error {
 			// Make the trims durable (file lengths) and the directory.
 			errs = append(errs, segment.SyncDir(l.dir))
 		}
+		errs = append(errs, l.deletions.removeNow())
 		errs = append(errs, unlockDir(l.lock))
 		l.closeErr = errors.Join(errs...)
 	})

@@ -7,7 +7,8 @@ import (
 )
 
 // Options configure a Log. A nil *Options, or a zero field, means Kafka's
-// default for that setting (recovery.md §3.6).
+// default for that setting; docs/options.md lists every field against
+// Kafka's configuration name, default and support.
 type Options struct {
 	// SegmentBytes is the size at which the active segment rolls
 	// (segment.bytes). Default 1 GiB. partlog preallocates every active
@@ -27,7 +28,9 @@ type Options struct {
 	// index entries (index.interval.bytes). Default 4096. Smaller values
 	// make reads seek faster and indexes fill (and segments roll) sooner.
 	// IndexEveryAppend (any negative value) is Kafka's 0: every append
-	// but the first of a segment gets an entry.
+	// but the first of a segment gets an entry. (The zero value means
+	// the default here, unlike Kafka's index.interval.bytes=0; see
+	// docs/options.md for every option against Kafka's names.)
 	IndexIntervalBytes int64
 	// LogStartOffset is the log start offset a caller persisted (Kafka
 	// keeps it in the log directory's log-start-offset-checkpoint); Open
@@ -62,6 +65,39 @@ type Options struct {
 	// transaction is remembered after its last write
 	// (producer.id.expiration.ms). Default 86 400 000 (1 day).
 	ProducerIDExpirationMs int64
+	// HighWatermark is the partition's replication-offset-checkpoint
+	// value; Open restores the high watermark from it, clamped to
+	// [log start, log end]. Default 0 (the log start offset). OpenDir
+	// sets it.
+	HighWatermark int64
+	// TopicID is the expected topic id (partition.metadata). When not
+	// zero, Open fails with ErrInconsistentTopicID if the directory's
+	// partition.metadata names another id. Default: no check.
+	TopicID TopicID
+	// RetentionMs deletes sealed segments whose largest timestamp is
+	// older than this (retention.ms), in DeleteOldSegments. Default 7
+	// days; negative keeps segments forever.
+	RetentionMs int64
+	// RetentionBytes deletes the oldest sealed segments while the log is
+	// larger than this (retention.bytes), in DeleteOldSegments. Default
+	// (0) and negative: no size limit (Kafka's -1).
+	RetentionBytes int64
+	// FileDeleteDelayMs is how long the files of a deleted segment (or
+	// a deleted partition directory) stay renamed with their .deleted
+	// (-delete) suffix before they are removed (file.delete.delay.ms).
+	// Default 60 000; negative removes them at once.
+	FileDeleteDelayMs int64
+	// MessageTimestampType is CreateTime (the default: the producer's
+	// timestamps are kept and the append is zero-copy) or LogAppendTime
+	// (message.timestamp.type): see AppendAsLeader.
+	MessageTimestampType TimestampType
+	// MessageTimestampBeforeMaxMs and MessageTimestampAfterMaxMs bound
+	// how far a CreateTime batch's timestamps may lie before or after
+	// the leader's clock (message.timestamp.before.max.ms /
+	// after.max.ms); a batch outside fails with ErrInvalidTimestamp.
+	// Default (0) and negative: unbounded (Kafka's Long.MAX_VALUE).
+	MessageTimestampBeforeMaxMs int64
+	MessageTimestampAfterMaxMs  int64
 	// MappingCache bounds the mappings of sealed segments across logs.
 	// Default: DefaultMappingCache(), shared by the process.
 	MappingCache *MappingCache
@@ -77,6 +113,8 @@ const (
 	DefaultIndexIntervalBytes = 4096
 	DefaultMaxBatchBytes      = 1<<20 + 12
 	DefaultPrefaultBytes      = 8 << 20
+	DefaultRetentionMs        = 7 * 24 * 60 * 60 * 1000
+	DefaultFileDeleteDelayMs  = 60_000
 	// IndexEveryAppend is the IndexIntervalBytes that indexes every append
 	// (Kafka's index.interval.bytes = 0).
 	IndexEveryAppend = -1
@@ -109,6 +147,12 @@ func (o *Options) withDefaults() Options {
 	if r.PrefaultBytes == 0 {
 		r.PrefaultBytes = DefaultPrefaultBytes
 	}
+	if r.RetentionMs == 0 {
+		r.RetentionMs = DefaultRetentionMs
+	}
+	if r.FileDeleteDelayMs == 0 {
+		r.FileDeleteDelayMs = DefaultFileDeleteDelayMs
+	}
 	if r.Now == nil {
 		r.Now = time.Now
 	}
@@ -126,6 +170,10 @@ func (o *Options) validate() error {
 		return fmt.Errorf("partlog: negative LogStartOffset %d", o.LogStartOffset)
 	case o.SegmentJitterMs < 0:
 		return fmt.Errorf("partlog: negative SegmentJitterMs %d", o.SegmentJitterMs)
+	case o.MessageTimestampType != CreateTime && o.MessageTimestampType != LogAppendTime:
+		return fmt.Errorf("partlog: unknown MessageTimestampType %d", o.MessageTimestampType)
+	case o.HighWatermark < 0:
+		return fmt.Errorf("partlog: negative HighWatermark %d", o.HighWatermark)
 	case o.MaxBatchBytes < 0:
 		return fmt.Errorf("partlog: negative MaxBatchBytes %d", o.MaxBatchBytes)
 	}

@@ -12,7 +12,9 @@ import (
 // Release it must not be touched. A view is not safe for concurrent
 // Release.
 type ReadView struct {
-	// Records holds whole batches (possibly none).
+	// Records holds whole batches, possibly none: it is never nil, so a
+	// fetch response encoding it writes a record-set size of 0, not -1
+	// (which librdkafka rejects).
 	Records []byte
 	// Offset is the offset asked for; the first batch may start below it
 	// (the batch that holds it).
@@ -22,6 +24,9 @@ type ReadView struct {
 	Position          int64
 	rng               segment.Range
 }
+
+// noRecords backs the empty Records of an empty view.
+var noRecords = []byte{}
 
 var viewPool = sync.Pool{New: func() any { return new(ReadView) }}
 
@@ -55,6 +60,7 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (*ReadView, error) {
 	}
 	v := viewPool.Get().(*ReadView)
 	v.Offset = offset
+	v.Records = noRecords[:0:0] // empty, never nil (a nil set encodes as size -1)
 	upTo = min(upTo, end)
 	if offset >= upTo {
 		return v, nil

@@ -2,29 +2,26 @@ package partlog
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/segment"
 	"github.com/partlog/partlog/snapshot"
 )
 
 // TruncateTo removes every offset ≥ offset (a follower after a leader
-// change; recovery.md §5.1). offset must be at a batch boundary (or in a
-// gap between batches), else ErrNotBatchBoundary. Segments above it are
-// deleted, the one holding it is cut and becomes active again, and the log
-// end offset, recovery point, high watermark and leader-epoch cache
-// follow. Offsets at or past the log end change nothing. Readers holding
-// views keep their bytes.
+// change; recovery.md §5.1). An offset inside a batch removes that whole
+// batch, as Kafka does (TruncateAt says where the log now ends).
+// Segments above it are deleted, the one holding it is cut and becomes
+// active again, and the log end offset, recovery point, high watermark
+// and leader-epoch cache follow. Offsets at or past the log end change
+// nothing. Readers holding views keep their bytes.
 func (l *Log) TruncateTo(offset int64) error {
-	if offset < 0 {
-		return &OffsetError{Err: ErrOffsetOutOfRange, Offset: offset}
-	}
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	if err := l.checkWritable(); err != nil {
-		return err
-	}
+	_, err := l.TruncateAt(offset)
+	return err
+}
+
+// truncateToLocked is TruncateTo at a batch boundary (or in a gap).
+// Caller holds appendMu and checked the log is writable.
+func (l *Log) truncateToLocked(offset int64) error {
 	leo := l.logEndOffset.Load()
 	if offset >= leo {
 		return l.epochs.truncateFromEnd(leo)
@@ -38,9 +35,6 @@ func (l *Log) TruncateTo(offset int64) error {
 		i--
 	}
 	target := l.segments[i]
-	if err := l.checkBoundary(target, offset); err != nil {
-		return err
-	}
 	l.mu.Lock()
 	err := l.removeSegmentsLocked(l.segments[i+1:])
 	if err == nil {
@@ -56,10 +50,12 @@ func (l *Log) TruncateTo(offset int64) error {
 		return err
 	}
 	l.truncations.Add(1)
+	l.beginOffsetsChange()
 	l.logEndOffset.Store(offset)
 	l.recoveryPoint.Store(min(l.recoveryPoint.Load(), offset))
 	l.highWatermark.Store(min(l.highWatermark.Load(), offset))
 	l.logStartOffset.Store(min(l.logStartOffset.Load(), offset))
+	l.endOffsetsChange()
 	l.dirDirty = true
 	l.newJitter()
 	if err := l.epochs.truncateFromEnd(offset); err != nil {
@@ -76,21 +72,6 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err := l.takeSnapshot(); err != nil {
 		l.failed = err
 		return err
-	}
-	return nil
-}
-
-// checkBoundary fails unless offset is not strictly inside a batch of s.
-func (l *Log) checkBoundary(s *segment.Segment, offset int64) error {
-	r, err := s.Read(offset, 1, offset+1<<62)
-	if err != nil {
-		return err
-	}
-	defer r.Release()
-	if r.Bytes != nil {
-		if base := batch.View(r.Bytes).BaseOffset(); base < offset {
-			return fmt.Errorf("%w: %d is inside the batch starting at %d", ErrNotBatchBoundary, offset, base)
-		}
 	}
 	return nil
 }
@@ -128,9 +109,13 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		l.failed = err
 		return err
 	}
+	l.beginOffsetsChange()
 	for _, o := range []interface{ Store(int64) }{&l.logStartOffset, &l.logEndOffset, &l.recoveryPoint, &l.highWatermark} {
 		o.Store(offset)
 	}
+	l.endOffsetsChange()
+	l.waiters.logEndMoved()
+	l.waiters.highWatermarkMoved()
 	l.newJitter()
 	if _, err := snapshot.DeleteAbove(l.dir, -1); err != nil {
 		l.failed = err
@@ -159,9 +144,12 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	if offset <= l.logStartOffset.Load() {
 		return nil
 	}
+	l.beginOffsetsChange()
 	l.logStartOffset.Store(offset)
 	l.recoveryPoint.Store(max(l.recoveryPoint.Load(), offset))
 	l.highWatermark.Store(max(l.highWatermark.Load(), offset))
+	l.endOffsetsChange()
+	l.waiters.highWatermarkMoved()
 	var doomed []*segment.Segment
 	for i := 0; i+1 < len(l.segments); i++ {
 		if l.segments[i+1].BaseOffset() <= offset {

@@ -385,38 +385,67 @@ func TestTruncateTo(t *testing.T) {
 	}
 }
 
-func TestTruncateToNotBoundary(t *testing.T) {
+// TestTruncateInsideBatch: an offset strictly inside a batch removes the
+// whole batch (Kafka's LogSegment.truncateTo), TruncateAt reports the
+// batch's base offset as the new log end, and the result is the same log
+// as a truncation at that base: inside the first batch of the log, a batch
+// of a sealed segment and the last batch of the active segment.
+func TestTruncateInsideBatch(t *testing.T) {
 	opts := ltOpts(t)
-	l, dir := openTestLog(t, opts)
-	ltAppend(t, l, 30, ltEpochOf)
-	segs := l.Segments()
-	before := ltCapture(t, l)
-	var targets []int64
-	for _, b := range before.Batches {
-		// Inside the first batch of the log, a batch in a sealed segment
-		// and the last batch of the active segment.
-		if b.Base == 0 || b.Base == segs[1]+3 || b.Last == before.LEO-1 {
-			targets = append(targets, b.Base+1, b.Last)
+	probe, _ := openTestLog(t, opts)
+	ltAppend(t, probe, 30, ltEpochOf)
+	segs := probe.Segments()
+	all := ltCapture(t, probe)
+	type tcase struct {
+		name   string
+		target int64
+		want   int64
+	}
+	var cases []tcase
+	for _, b := range all.Batches {
+		switch {
+		case b.Base == 0:
+			cases = append(cases, tcase{"first batch +1", b.Base + 1, b.Base}, tcase{"first batch last", b.Last, b.Base})
+		case b.Base == segs[1]+3:
+			cases = append(cases, tcase{"sealed segment +1", b.Base + 1, b.Base}, tcase{"sealed segment last", b.Last, b.Base})
+		case b.Last == all.LEO-1:
+			cases = append(cases, tcase{"last batch +1", b.Base + 1, b.Base}, tcase{"last batch last", b.Last, b.Base})
 		}
 	}
-	if len(targets) != 6 {
-		t.Fatalf("targets %v", targets)
+	if len(cases) != 6 {
+		t.Fatalf("cases %v", cases)
 	}
-	namesBefore := ltNames(t, dir)
-	for _, target := range targets {
-		err := l.TruncateTo(target)
-		if !errors.Is(err, ErrNotBatchBoundary) {
-			t.Fatalf("TruncateTo(%d) inside a batch: %v, want ErrNotBatchBoundary", target, err)
-		}
-		ltSameState(t, fmt.Sprintf("after TruncateTo(%d)", target), ltCapture(t, l), before)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			inside, dir := openTestLog(t, opts)
+			ltAppend(t, inside, 30, ltEpochOf)
+			at, _ := openTestLog(t, opts)
+			ltAppend(t, at, 30, ltEpochOf)
+			leo, err := inside.TruncateAt(c.target)
+			if err != nil || leo != c.want {
+				t.Fatalf("TruncateAt(%d) = %d, %v; want %d", c.target, leo, err, c.want)
+			}
+			if err := at.TruncateTo(c.want); err != nil {
+				t.Fatal(err)
+			}
+			want := ltCapture(t, at)
+			ltSameState(t, "inside vs at the batch start", ltCapture(t, inside), want)
+			ltCheckReads(t, inside, want.Batches)
+			// The log takes appends at the new end and reopens the same.
+			infos := ltAppend(t, inside, 1, func(int) int32 { return 9 })
+			if infos[0].FirstOffset != c.want {
+				t.Fatalf("append at %d, want %d", infos[0].FirstOffset, c.want)
+			}
+			after := ltCapture(t, inside)
+			l2 := ltReopen(t, inside, dir, opts)
+			ltSameState(t, "after reopen", ltCapture(t, l2), after)
+		})
 	}
-	if got := ltNames(t, dir); !slices.Equal(got, namesBefore) {
-		t.Fatalf("files changed: %v, was %v", got, namesBefore)
-	}
-	// The log still takes appends where it was.
-	infos := ltAppend(t, l, 1, func(int) int32 { return 9 })
-	if infos[0].FirstOffset != before.LEO {
-		t.Fatalf("append at %d, want %d", infos[0].FirstOffset, before.LEO)
+	// TruncateTo (no result) has the same semantics.
+	l, _ := openTestLog(t, opts)
+	ltAppend(t, l, 3, ltEpochOf)
+	if err := l.TruncateTo(4); err != nil || l.LogEndOffset() != 3 {
+		t.Fatalf("TruncateTo(4) inside [3,5]: %v, LEO %d", err, l.LogEndOffset())
 	}
 }
 

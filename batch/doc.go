@@ -3,7 +3,7 @@
 // the bytes where they are (a produce request, a mapped segment): a View
 // is a []byte with accessors, validation computes the CRC once and never
 // rewrites it, and the only fields ever changed in place are the two the
-// CRC does not cover. Formats: shared/spec/formats.md §0–§3.
+// CRC does not cover. Formats: docs/formats.md §0–§3.
 //
 // The v2 batch header (61 bytes, big-endian; Kafka format, do not change):
 //

@@ -1,7 +1,7 @@
 // Package index reads and writes the three index files of a Kafka segment,
 // byte for byte as Apache Kafka does: the offset index (.index), the time
 // index (.timeindex) and the transaction index (.txnindex). The normative
-// description is shared/spec/formats.md §4.3–§4.7; recovery.md §7.3 lists
+// description is docs/formats.md §4.3–§4.7; recovery.md §7.3 lists
 // the extra checks partlog makes before trusting an index.
 //
 // # Byte maps

@@ -1,5 +1,5 @@
 // Package mirror is the destination side of cluster mirroring for one
-// partition (shared/spec/mirror.md): the mirror state machine, the append
+// partition (docs/mirror.md): the mirror state machine, the append
 // rules per origin, the mirror.checkpoint file, LOG_ALIGNMENT, MIRRORING
 // with epoch fencing, and the STOPPING procedure that writes the
 // MIRROR_PID_RESET barrier before the partition becomes writable. It is a

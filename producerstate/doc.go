@@ -1,7 +1,7 @@
 // Package producerstate is the producer state manager (PSM) of one
 // partition: idempotent-producer deduplication and fencing, transaction
 // tracking (first unstable and last stable offset), expiration, snapshots,
-// and the MIRROR_PID_RESET barrier (shared/spec/producer-state.md).
+// and the MIRROR_PID_RESET barrier (docs/producer-state.md).
 //
 // # State model
 //

@@ -62,9 +62,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 }
 
-// TestSnapshotVector loads the golden snapshot of
-// shared/testdata/vectors/segment (copied into testdata/) and compares
-// with its JSON.
+// TestSnapshotVector loads the golden snapshot of the Kafka-written
+// segment vectors in testdata/ and compares it with its JSON.
 func TestSnapshotVector(t *testing.T) {
 	raw, err := os.ReadFile("testdata/00000000000000000018.snapshot.json")
 	if err != nil {

@@ -2,8 +2,8 @@
 // closed cleanly, checks it, and repairs it so that the Log can load it as
 // a cleanly closed directory. It is the one code path behind both
 // partlog.Open (unclean opens) and the CLI's verify (Options.DryRun) and
-// recover commands. The contract is shared/spec/recovery.md §2 with the
-// engine deviations of §2.14; byte layouts are in shared/spec/formats.md.
+// recover commands. The contract is docs/recovery.md §2 with the
+// engine deviations of §2.14; byte layouts are in docs/formats.md.
 //
 //	rep, err := recovery.Run(dir, recovery.Options{RecoveryPoint: rp, LogStartOffset: ls, Segment: cfg})
 //	if err != nil { ... }        // an I/O error: nothing was cut

@@ -496,21 +496,9 @@ func syncFile(path string, missingOK bool) error {
 // its mapping until the last reference goes. The caller fsyncs the
 // directory.
 func (s *Segment) Delete() error {
-	s.mu.Lock()
-	s.closed = true
-	err := s.closeFiles()
-	s.active = false
-	s.mu.Unlock()
-	for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
-		from := s.Path(kind)
-		to := from + DeletedSuffix
-		if e := os.Rename(from, to); e != nil {
-			if !errors.Is(e, fs.ErrNotExist) {
-				err = errors.Join(err, e)
-			}
-			continue
-		}
-		err = errors.Join(err, os.Remove(to))
+	paths, err := s.RenameDeleted()
+	for _, p := range paths {
+		err = errors.Join(err, os.Remove(p))
 	}
 	return err
 }

@@ -1,6 +1,6 @@
 // Package snapshot reads and writes Kafka producer-state snapshot files
 // (`<20-digit offset>.snapshot`), byte-compatible with Apache Kafka
-// (shared/spec/formats.md §5, producer-state.md §5).
+// (docs/formats.md §5, producer-state.md §5).
 //
 // A snapshot named N holds the state of every producer after all batches
 // with offset < N. The package only moves bytes: it does not expire

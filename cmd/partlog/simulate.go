@@ -25,7 +25,7 @@ type simulateOptions struct {
 
 func (o *simulateOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&o.topology, "topology", "all", "scenario to run (mirror.md §4), or all")
+	f.StringVar(&o.topology, "topology", "all", "scenario to run (docs/mirror.md §4), or all")
 	f.StringVar(&o.strategy, "strategy", "all", "barrier, none, negation, idempotent-negation, bitfield, or all")
 	f.StringVar(&o.dir, "dir", "", "keep the simulated clusters' partition directories here (default: a temporary directory, removed afterwards)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object per scenario and strategy (schemaVersion 1) instead of text")
@@ -63,7 +63,7 @@ func newSimulateCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Run the cluster-mirroring scenarios on disk and compare PID strategies",
-		Long: `simulate runs the topologies of mirror.md §4 (active-passive, failback,
+		Long: `simulate runs the topologies of docs/mirror.md §4 (active-passive, failback,
 fan-out, fan-in, chains, source reassignment, a chain of four) with
 in-process clusters whose partition logs live on disk and whose PID
 allocators all start at 5, once per strategy: barrier (the
@@ -74,7 +74,7 @@ For every run it prints each step's events and every partition's state
 (log end, leader epoch, producer state, barriers), the barriers as the
 dump tool shows them, and what the run showed; then a table topology ×
 strategy whose cells are clean or the findings: corrupt(N,...) for the
-silent-corruption cases of mirror.md §1.2, lost, dup, phantom (a
+silent-corruption cases of docs/mirror.md §1.2, lost, dup, phantom (a
 read_committed consumer reads a never-committed record), rejected (a
 producer wrongly refused), clash (two producers under one rewritten id),
 diverged, psm-mismatch (producer state differs from a replay of its log).
@@ -135,7 +135,7 @@ func (o *simulateOptions) run(stdout, stderr io.Writer) error {
 	for _, t := range o.topologies {
 		cells[t.Name] = map[sim.Strategy]string{}
 		if !o.json {
-			fmt.Fprintf(w, "== %s (mirror.md %s): %s\n", t.Name, t.Section, t.Summary)
+			fmt.Fprintf(w, "== %s (docs/mirror.md %s): %s\n", t.Name, t.Section, t.Summary)
 		}
 		for _, s := range o.strategies {
 			r, err := sim.Run(t, s, root)

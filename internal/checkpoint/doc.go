@@ -1,5 +1,5 @@
 // Package checkpoint reads and writes Kafka's small text files next to the
-// logs, byte-compatible with Apache Kafka (shared/spec/formats.md §6,
+// logs, byte-compatible with Apache Kafka (docs/formats.md §6,
 // recovery.md §1.3.7, §1.5, §1.6):
 //
 //   - the generic checkpoint format (ParseEntries, AppendEntries), and on

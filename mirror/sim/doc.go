@@ -1,5 +1,5 @@
 // Package sim is an in-process simulator of Kafka cluster mirroring on
-// partlog logs (shared/spec/mirror.md §4, §6): several clusters (A, B, C,
+// partlog logs (docs/mirror.md §4, §6): several clusters (A, B, C,
 // D), each a set of partition logs on disk with its own PID allocator
 // starting at the same id (so producer ids collide across clusters),
 // idempotent and transactional producers whose every answer is recorded,

@@ -1,0 +1,249 @@
+package partlog
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partlog/partlog/internal/checkpoint"
+)
+
+func mustTopicID(t *testing.T, s string) TopicID {
+	t.Helper()
+	id, err := ParseTopicID(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestDirCreate: the partition directory and Kafka's partition.metadata
+// are written, the id is read back at open, Create is idempotent for the
+// same id and refuses another, bad names are refused.
+func TestDirCreate(t *testing.T) {
+	root := t.TempDir()
+	d, err := OpenDir(root, dirOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := mustTopicID(t, "H3rkV2yvQbirbfJ6X1vAeg")
+	other := mustTopicID(t, "AAAAAAAAAAAAAAAAAAAAAQ")
+	l, err := d.Create("orders", 3, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "orders-3", checkpoint.PartitionMetadataFile))
+	if err != nil || string(b) != "version: 0\ntopic_id: H3rkV2yvQbirbfJ6X1vAeg" {
+		t.Fatalf("partition.metadata %q, %v", b, err)
+	}
+	if l.TopicID() != id {
+		t.Fatalf("TopicID %v", l.TopicID())
+	}
+	for _, c := range []struct {
+		name      string
+		topic     string
+		partition int32
+		id        TopicID
+		want      error
+	}{
+		{"same id again", "orders", 3, id, nil},
+		{"other id", "orders", 3, other, ErrInconsistentTopicID},
+		{"zero id", "orders", 4, TopicID{}, ErrInconsistentTopicID},
+		{"empty topic", "", 0, id, ErrInvalidTopic},
+		{"slash", "a/b", 0, id, ErrInvalidTopic},
+		{"dot dot", "..", 0, id, ErrInvalidTopic},
+		{"too long", strings.Repeat("x", 250), 0, id, ErrInvalidTopic},
+		{"negative partition", "orders", -1, id, ErrUnknownPartition},
+	} {
+		got, err := d.Create(c.topic, c.partition, c.id, nil)
+		if !errors.Is(err, c.want) || (c.want == nil && got != l) {
+			t.Errorf("%s: %v, %v; want %v", c.name, got, err, c.want)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Read back at open; a partition whose Options expect another id is
+	// reported and not served.
+	d, err = OpenDir(root, dirOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := d.Log(TopicPartition{Topic: "orders", Partition: 3})
+	if !ok || l.TopicID() != id {
+		t.Fatalf("reopened: %v %v", ok, l)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	do := dirOpts(t)
+	do.PartitionOptions = func(tp TopicPartition) *Options {
+		o := *do.Log
+		o.TopicID = other
+		return &o
+	}
+	d, err = OpenDir(root, do)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Log(TopicPartition{Topic: "orders", Partition: 3}); ok {
+		t.Fatal("mismatching partition served")
+	}
+	if p := d.Problems(); len(p) != 1 || p[0].Kind != "inconsistent-topic-id" || !strings.Contains(p[0].Detail, id.String()) {
+		t.Fatalf("problems %+v", p)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDirPartitionOptions: options given to Create, or by
+// DirOptions.PartitionOptions at open, override the template.
+func TestDirPartitionOptions(t *testing.T) {
+	root := t.TempDir()
+	do := dirOpts(t)
+	d, err := OpenDir(root, do)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := TopicID{7}
+	own := *do.Log
+	own.SegmentBytes = 2048
+	own.IndexIntervalBytes = IndexEveryAppend
+	a, err := d.Create("small", 0, id, &own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := d.Create("big", 0, TopicID{8}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.opts.SegmentBytes != 2048 || a.opts.IndexIntervalBytes != 0 || b.opts.SegmentBytes != do.Log.SegmentBytes {
+		t.Fatalf("small %d/%d big %d", a.opts.SegmentBytes, a.opts.IndexIntervalBytes, b.opts.SegmentBytes)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	do.PartitionOptions = func(tp TopicPartition) *Options {
+		if tp.Topic == "small" {
+			return &own
+		}
+		return nil
+	}
+	d, err = OpenDir(root, do)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	a, _ = d.Log(TopicPartition{Topic: "small"})
+	b, _ = d.Log(TopicPartition{Topic: "big"})
+	if a.opts.SegmentBytes != 2048 || a.opts.IndexIntervalBytes != 0 || b.opts.SegmentBytes != do.Log.SegmentBytes {
+		t.Fatalf("reopened: small %d/%d big %d", a.opts.SegmentBytes, a.opts.IndexIntervalBytes, b.opts.SegmentBytes)
+	}
+}
+
+var deleteDirRE = regexp.MustCompile(`^orders-1\.[0-9a-f]{32}-delete$`)
+
+// TestDirDelete: the directory is renamed as Kafka names it, removed in
+// the background after the delay, the partition can be created again at
+// once, the checkpoints forget it, and Close finishes a pending removal.
+func TestDirDelete(t *testing.T) {
+	root := t.TempDir()
+	do := dirOpts(t)
+	do.Log.FileDeleteDelayMs = 150
+	d, err := OpenDir(root, do)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		l, err := d.Create("orders", p, TopicID{1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.AppendAsLeader(makeBatch(t, 1, 10, 1000), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Delete("orders", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Delete("orders", 1); !errors.Is(err, ErrUnknownPartition) {
+		t.Fatalf("second delete: %v", err)
+	}
+	names := func() (out []string) {
+		ents, _ := os.ReadDir(root)
+		for _, e := range ents {
+			if e.IsDir() {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	var pending string
+	for _, n := range names() {
+		if deleteDirRE.MatchString(n) {
+			pending = n
+		}
+	}
+	if pending == "" {
+		t.Fatalf("no -delete directory: %v", names())
+	}
+	if _, ok := d.Log(TopicPartition{Topic: "orders", Partition: 1}); ok {
+		t.Fatal("deleted partition still served")
+	}
+	rps, _ := checkpoint.ReadOffsets(filepath.Join(root, checkpoint.RecoveryPointFile))
+	if _, ok := rps[TopicPartition{Topic: "orders", Partition: 1}]; ok {
+		t.Fatal("checkpoint still lists the deleted partition")
+	}
+	// Created again at once, empty, while the old one waits for removal.
+	l, err := d.Create("orders", 1, TopicID{2}, nil)
+	if err != nil || l.LogEndOffset() != 0 {
+		t.Fatalf("re-create: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(filepath.Join(root, pending)); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(root, pending)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s not removed after the delay: %v", pending, err)
+	}
+	// A long delay: Close removes it.
+	d.opts.Log.FileDeleteDelayMs = 1 << 40
+	l.opts.FileDeleteDelayMs = 1 << 40
+	if err := d.Delete("orders", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names() {
+		if strings.HasSuffix(n, "-delete") {
+			t.Fatalf("Close left %s", n)
+		}
+	}
+	if got := names(); len(got) != 1 || got[0] != "orders-0" {
+		t.Fatalf("directories %v", got)
+	}
+}
+
+func TestDeleteDirName(t *testing.T) {
+	for _, c := range []struct {
+		topic   string
+		wantLen int
+	}{
+		{"orders", len("orders-12.") + 32 + len("-delete")},
+		{strings.Repeat("t", 249), 255},
+	} {
+		n, err := deleteDirName(TopicPartition{Topic: c.topic, Partition: 12})
+		if err != nil || len(n) != c.wantLen || !kafkaSuffixedDirRE.MatchString(n) || !strings.HasSuffix(n, "-delete") {
+			t.Errorf("%q: %q (%d bytes), %v", c.topic, n, len(n), err)
+		}
+	}
+}
