@@ -42,13 +42,7 @@ checkpoints, clean-shutdown marker, leader epochs, producers, barriers and
 the problems recovery would find. It changes nothing (recovery runs in
 dry-run mode).
 
-Reads: in each partition directory, the .log segments, .index,
-.timeindex and .txnindex files, producer .snapshot files,
-leader-epoch-checkpoint and partition.metadata, and the leftovers of
-interrupted operations (.cleaned, .swap, .deleted); in its log directory,
-recovery-point-offset-checkpoint, log-start-offset-checkpoint, the
-clean-shutdown marker .kafka_cleanshutdown and the .lock of a running
-broker. KRaft snapshots (.checkpoint) are left alone.
+` + recoveryReads + `
 
 Exit status: 0 no problem (recovery may still list routine changes),
 4 problems found, 8 operational error, 16 usage error.`,

@@ -66,13 +66,7 @@ corrupt-flushed) is never cut without --force: such a partition is left as
 it is and reported. The log directory's checkpoints and clean-shutdown
 marker are read, never written. A second --apply changes nothing.
 
-Reads: in each partition directory, the .log segments, .index,
-.timeindex and .txnindex files, producer .snapshot files,
-leader-epoch-checkpoint and partition.metadata, and the leftovers of
-interrupted operations (.cleaned, .swap, .deleted); in its log directory,
-recovery-point-offset-checkpoint, log-start-offset-checkpoint, the
-clean-shutdown marker .kafka_cleanshutdown and the .lock of a running
-broker. KRaft snapshots (.checkpoint) are left alone. With --apply it
+` + recoveryReads + ` With --apply it
 writes only inside the partition directory and the quarantine.
 
 Exit status: 0 nothing to do, 1 repaired, 4 problems (without --apply:

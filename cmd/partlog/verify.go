@@ -63,13 +63,7 @@ routine steps Kafka's own load takes, such as rebuilding a missing index
 or writing a producer snapshot at the log end) and notes. Only segments
 the broker would validate are read, unless --full.
 
-Reads: in each partition directory, the .log segments, .index,
-.timeindex and .txnindex files, producer .snapshot files,
-leader-epoch-checkpoint and partition.metadata, and the leftovers of
-interrupted operations (.cleaned, .swap, .deleted); in its log directory,
-recovery-point-offset-checkpoint, log-start-offset-checkpoint, the
-clean-shutdown marker .kafka_cleanshutdown and the .lock of a running
-broker. KRaft snapshots (.checkpoint) are left alone.
+` + recoveryReads + `
 
 Exit status: 0 no problem (changes may be listed), 4 problems found,
 8 operational error, 16 usage error; several directories OR their codes.`,
@@ -308,3 +302,13 @@ func joinInts(v []int64) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// recoveryReads is the "Reads:" paragraph of the help of the commands
+// that run recovery (verify, info, recover).
+const recoveryReads = `Reads: in each partition directory, the .log segments, .index,
+.timeindex and .txnindex files, producer .snapshot files,
+leader-epoch-checkpoint and partition.metadata, and the leftovers of
+interrupted operations (.cleaned, .swap, .deleted); in its log directory,
+recovery-point-offset-checkpoint, log-start-offset-checkpoint, the
+clean-shutdown marker .kafka_cleanshutdown and the .lock of a running
+broker. KRaft snapshots (.checkpoint) are left alone.`
