@@ -7,7 +7,6 @@ import (
 	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
-	"github.com/partlog/partlog/snapshot"
 )
 
 // Origin says who appends: it decides which producer-state rules apply
@@ -152,6 +151,5 @@ func (l *Log) takeSnapshot() error {
 
 // deleteSnapshotsAbove removes snapshots above offset (truncation).
 func (l *Log) deleteSnapshotsAbove(offset int64) error {
-	_, err := snapshot.DeleteAbove(l.dir, offset)
-	return err
+	return producerstate.DeleteSnapshotsAbove(l.dir, offset)
 }

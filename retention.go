@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
-	"github.com/partlog/partlog/snapshot"
 )
 
 // SegmentInfo describes one segment.
@@ -201,9 +201,7 @@ func (l *Log) deleteSegmentsLocked(predicate func(s, next *segment.Segment) (boo
 		return len(doomed), err
 	}
 	errs = append(errs, l.deletions.add(paths, l.opts.FileDeleteDelayMs))
-	// Snapshots below the first segment can never seed a replay.
-	_, serr := snapshot.DeleteBelow(l.dir, newStart)
-	errs = append(errs, serr)
+	errs = append(errs, producerstate.DeleteSnapshotsAtOrBelow(l.dir, l.logStartOffset.Load()))
 	l.psm.OnLogStartOffsetIncremented(l.logStartOffset.Load())
 	errs = append(errs, l.epochs.truncateFromStart(l.logStartOffset.Load()))
 	if err := errors.Join(errs...); err != nil {

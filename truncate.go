@@ -3,8 +3,8 @@ package partlog
 import (
 	"errors"
 
+	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
-	"github.com/partlog/partlog/snapshot"
 )
 
 // TruncateTo removes every offset ≥ offset (a follower after a leader
@@ -117,7 +117,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.waiters.logEndMoved()
 	l.waiters.highWatermarkMoved()
 	l.newJitter()
-	if _, err := snapshot.DeleteAbove(l.dir, -1); err != nil {
+	if err := producerstate.DeleteSnapshotsAbove(l.dir, -1); err != nil {
 		l.failed = err
 		return err
 	}
@@ -165,8 +165,7 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	// Snapshots at or below the log start never seed a replay: a load
 	// rebuilds from the log start and deletes them (as Kafka's does), so
 	// they go now rather than as a repair at the next open.
-	_, serr := snapshot.DeleteAtOrBelow(l.dir, offset)
-	err = errors.Join(err, serr)
+	err = errors.Join(err, producerstate.DeleteSnapshotsAtOrBelow(l.dir, offset))
 	l.psm.OnLogStartOffsetIncremented(offset)
 	return errors.Join(err, l.epochs.truncateFromStart(offset))
 }

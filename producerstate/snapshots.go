@@ -206,3 +206,23 @@ func LoadLatest(dir string, atOrBelow int64, logStart int64) (entries []snapshot
 		}
 	}
 }
+
+// DeleteSnapshotsAbove removes the snapshots of dir named above offset (a
+// truncation to offset: they describe offsets that are gone).
+func DeleteSnapshotsAbove(dir string, offset int64) error {
+	if _, err := snapshot.DeleteAbove(dir, offset); err != nil {
+		return fmt.Errorf("partlog/producerstate: %w", err)
+	}
+	return nil
+}
+
+// DeleteSnapshotsAtOrBelow removes the snapshots of dir named at or below
+// logStart: they can never seed a rebuild, which starts at the log start
+// without one, and a load deletes them (T37), so a raised log start
+// removes them at once.
+func DeleteSnapshotsAtOrBelow(dir string, logStart int64) error {
+	if _, err := snapshot.DeleteAtOrBelow(dir, logStart); err != nil {
+		return fmt.Errorf("partlog/producerstate: %w", err)
+	}
+	return nil
+}

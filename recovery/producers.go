@@ -289,7 +289,9 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 		reason = fmt.Sprintf("producer snapshot at the log end offset %d rewritten: its entries differ from the replay", leo)
 	}
 	err := x.rewrite(name, kindProducerSnapshot, reason, func(string) error {
-		if err := snapshot.Write(x.dir, leo, entries); err != nil {
+		// The snapshot at the map end offset (the LEO), written by the
+		// producer state that owns the files' content.
+		if err := m.TakeSnapshot(x.dir); err != nil {
 			return fmt.Errorf("partlog/recovery: %w", err)
 		}
 		return nil
