@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -172,11 +173,25 @@ func (l *Log) open() error {
 	if !l.opts.CleanShutdown || rep.Status != recovery.StatusOK || len(rep.Changes) > 0 {
 		l.report = rep
 	}
-	// Strict opens refuse any change, routine ones (Report.Changes) too.
-	if l.opts.Strict && (rep.Status != recovery.StatusOK || len(rep.Changes) > 0) {
+	// Strict opens refuse any problem and any change but the removal of
+	// obsolete producer snapshots (a truncation's snapshot left behind by
+	// later rolls, one at or below the log start): those change no state
+	// the Log adopts, and Kafka's load removes them too.
+	if l.opts.Strict && (rep.Status != recovery.StatusOK || !onlySnapshotRemovals(rep.Changes)) {
 		return fmt.Errorf("%w: %s", ErrNeedsRecovery, rep.Summary())
 	}
 	return l.adopt(ld)
+}
+
+// onlySnapshotRemovals reports whether every change is the removal of a
+// producer snapshot file.
+func onlySnapshotRemovals(changes []recovery.Change) bool {
+	for _, c := range changes {
+		if c.Action != recovery.ActionRemove || !strings.HasSuffix(c.File, segment.SnapshotSuffix) {
+			return false
+		}
+	}
+	return true
 }
 
 // create starts a new partition: one empty segment at the log start

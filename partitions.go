@@ -138,6 +138,9 @@ func (d *Dir) Create(topic string, partition int32, topicID TopicID, opts *Optio
 	d.lmu.Lock()
 	d.logs[tp] = l
 	d.lmu.Unlock()
+	// A partition that had failed to load is served now: its old
+	// checkpoint entries no longer stand in for it.
+	delete(d.unloaded, tp)
 	return l, nil
 }
 
@@ -155,25 +158,35 @@ func (d *Dir) Delete(topic string, partition int32) error {
 		return ErrClosed
 	}
 	l, ok := d.logs[tp]
-	if !ok {
+	_, failed := d.unloaded[tp]
+	if !ok && !failed {
 		return fmt.Errorf("%w: %s", ErrUnknownPartition, tp)
 	}
-	d.lmu.Lock()
-	delete(d.logs, tp)
-	d.lmu.Unlock()
-	errClose := l.Close()
+	var errClose error
+	po := d.partitionOptions(tp)
+	from, delay := filepath.Join(d.path, tp.String()), po.withDefaults().FileDeleteDelayMs
+	if ok {
+		d.lmu.Lock()
+		delete(d.logs, tp)
+		d.lmu.Unlock()
+		errClose = l.Close()
+		from, delay = l.Dir(), l.opts.FileDeleteDelayMs
+	}
+	// A partition that failed to load is deleted the same way, and its
+	// checkpoint entries go with it.
+	delete(d.unloaded, tp)
 	name, err := deleteDirName(tp)
 	if err != nil {
 		return err
 	}
 	to := filepath.Join(d.path, name)
-	if err := os.Rename(l.Dir(), to); err != nil {
+	if err := os.Rename(from, to); err != nil {
 		return errors.Join(errClose, err)
 	}
 	if err := segment.SyncDir(d.path); err != nil {
 		return errors.Join(errClose, err)
 	}
-	return errors.Join(d.deletions.add([]string{to}, l.opts.FileDeleteDelayMs), d.checkpointLocked())
+	return errors.Join(d.deletions.add([]string{to}, delay), d.checkpointLocked())
 }
 
 // deleteDirName is Kafka's name for a partition directory scheduled for

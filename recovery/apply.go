@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
@@ -51,17 +53,13 @@ func (x *run) logBounds(segs []*seg) (kept []*seg, leo, logStart int64, wiped bo
 	return kept, leo, logStart, wiped
 }
 
-// maxAppendBase is the largest base offset of a segment that can still
-// take a batch (its relative offsets fit in 31 bits without overflowing
-// an int64 offset).
-const maxAppendBase = math.MaxInt64 - math.MaxInt32
-
 // dropUnusableTail drops a last segment that holds no batch when its name
 // would move the log end offset past the data for nothing: a base offset
-// too large to take any append (09223372036854775807.log), or bytes that
-// are no batch at all under a base beyond the previous segment's end. The
-// log end then stays at the data (an empty segment at the log start
-// replaces it when nothing else is left).
+// that can take no append (09223372036854775807.log), or bytes that are no
+// batch at all under a base beyond the previous segment's end; the log end
+// then stays at the data (an empty segment at the log start replaces it
+// when nothing else is left). One whose bytes were all cut under a base
+// below the previous segment's end is replaced by an empty segment there.
 func (x *run) dropUnusableTail(kept []*seg) []*seg {
 	n := len(kept)
 	if n == 0 {
@@ -73,10 +71,18 @@ func (x *run) dropUnusableTail(kept []*seg) []*seg {
 	}
 	var why string
 	switch {
-	case s.base > maxAppendBase:
+	case s.base == math.MaxInt64:
 		why = "its base offset leaves no room for any batch"
 	case n > 1 && s.size > 0 && s.base > kept[n-2].next():
 		why = fmt.Sprintf("it holds no valid batch and its base offset lies beyond the end %d of segment %d", kept[n-2].next(), kept[n-2].base)
+	case n > 1 && s.base < kept[n-2].next():
+		// Its bytes were cut (none valid) and its name lies below the
+		// previous segment's end (E5): an empty segment at that end
+		// replaces it, as for an empty one found there.
+		why = fmt.Sprintf("it holds no valid batch and its base offset lies below the end %d of segment %d", kept[n-2].next(), kept[n-2].base)
+		x.r.problem(s.logName, -1, kindSegmentDropped, "segment %d (%d bytes) removed: %s; replaced by an empty one at %d", s.base, s.size, why, kept[n-2].next())
+		s.drop, s.dropWhy = true, why
+		return append(kept[:n-1], x.newEmpty(kept[n-2].next()))
 	default:
 		return kept
 	}
@@ -117,6 +123,12 @@ func (x *run) applyData(kept []*seg) error {
 	for _, s := range kept {
 		switch {
 		case s.created:
+			// A name held by an entry recovery ignores (a symbolic link,
+			// a directory) is left alone: the segment cannot be made.
+			if fi, err := os.Lstat(filepath.Join(x.dir, s.logName)); err == nil && !fi.Mode().IsRegular() {
+				return fmt.Errorf("partlog/recovery: cannot create the empty segment %s: the name is held by a %s, which is left alone",
+					filepath.Join(x.dir, s.logName), fileKind(fi.Mode()))
+			}
 			if err := x.replace(s.logName, nil, kindSegmentCreated, fmt.Sprintf("empty segment created at %d (the log's active segment)", s.base)); err != nil {
 				return err
 			}
@@ -187,11 +199,30 @@ func buildIndexes(data []byte, base, interval int64) (offsets, times []byte) {
 // missing). Files are written beside and renamed over (recovery.md §7.3).
 func (x *run) rebuildIndexes(kept []*seg) error {
 	for _, s := range kept {
-		if !s.recover {
+		if !s.recover && !s.flushedDamage {
 			continue
 		}
 		var offsets, times []byte
 		switch {
+		case s.flushedDamage:
+			// Left as it is: only a missing index is made, over the
+			// valid prefix (a read past it meets the damage, as it would
+			// on Kafka).
+			if s.scan.idx != nil && s.scan.idx.end == s.scan.validEnd {
+				offsets, times = s.scan.idx.offsets, s.scan.idx.times
+				break
+			}
+			m, done, err := x.mapSeg(s)
+			if err != nil {
+				return err
+			}
+			ferr := guard(s.logPath, func() {
+				offsets, times = buildIndexes(m.data[:s.scan.validEnd], s.base, x.o.Segment.IndexIntervalBytes)
+			})
+			done()
+			if ferr != nil {
+				return ferr
+			}
 		case s.keepEnd == 0:
 			offsets, times = []byte{}, []byte{}
 		case s.scan != nil && s.scan.idx != nil && s.scan.idx.end == s.keepEnd:
@@ -216,6 +247,9 @@ func (x *run) rebuildIndexes(kept []*seg) error {
 			data       []byte
 		}{{segment.IndexSuffix, "offset index", offsets}, {segment.TimeIndexSuffix, "time index", times}} {
 			name := s.name(f.kind)
+			if s.flushedDamage && x.exists(name) {
+				continue
+			}
 			same, err := x.sameContent(name, f.data)
 			if err != nil {
 				return err
@@ -281,4 +315,15 @@ func (x *run) sameContent(name string, data []byte) (bool, error) {
 		return false, err
 	}
 	return fits && bytes.Equal(b, data), nil
+}
+
+// fileKind names the type of a non-regular file for messages.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	case m.IsDir():
+		return "directory"
+	}
+	return "non-regular file"
 }

@@ -25,6 +25,7 @@ func (x *run) decide(segs []*seg) error {
 		if s.recover {
 			r := s.scan
 			if d := r.epochDrop; d != nil && d.pos < r.validEnd {
+				x.epochDrops = true
 				x.r.note(s.logName, kindEpochDecrease, "leader epoch decreases from %d to %d at offset %d (position %d); kept, as Kafka does", d.from, d.to, d.offset, d.pos)
 			}
 			s.keepEnd, s.batches = r.validEnd, r.batches
@@ -82,12 +83,15 @@ func (x *run) boundary(segs []*seg, i int, prev, s *seg) (stop bool, err error) 
 		prev.recover = true
 		return false, nil
 	}
-	if s.firstBase > prev.next() && prev.firstBase >= 0 {
-		x.r.problem(s.logName, -1, kindGap, "offsets %d..%d are missing between segment %d and segment %d",
+	if s.firstBase > prev.next() && prev.firstBase >= 0 && !prev.flushedDamage {
+		// Legal in Kafka (a compacted topic, a follower's roll over the
+		// leader's gap): a note, not damage.
+		x.r.note(s.logName, kindGap, "offsets %d..%d are missing between segment %d and segment %d",
 			prev.next(), s.firstBase-1, prev.base, s.base)
 	}
 	if e := s.firstEpoch; e >= 0 && prev.lastEpoch >= 0 && e < prev.lastEpoch {
 		// Kept, as Kafka keeps it (see structural).
+		x.epochDrops = true
 		x.r.note(s.logName, kindEpochDecrease, "leader epoch decreases from %d to %d at offset %d (the first batch of segment %d); kept, as Kafka does",
 			prev.lastEpoch, e, s.firstBase, s.base)
 	}
@@ -125,8 +129,36 @@ func (x *run) failure(segs []*seg, i int) bool {
 		return false
 	}
 	class := x.classify(segs, i, laterData >= 0)
+	if class == ClassCorruptFlushed && r.fail != failStructural && x.whollyFlushed(segs, i, laterData >= 0) && !x.o.CutFlushed {
+		// A segment Kafka's load would never scan: left as it is, its
+		// indexes included, and reported (recovery.md E2).
+		x.r.problem(s.logName, s.keepEnd, kindFlushedDamage,
+			"%s: invalid data in segment %d, which lies wholly below the recovery point: %s; left as it is (Kafka's load neither scans nor cuts it; recover --apply --force cuts it)",
+			ClassCorruptFlushed, s.base, r.reason)
+		s.recover, s.why, s.keepEnd, s.flushedDamage = false, "", s.size, true
+		return false
+	}
 	x.cutAt(segs, i, s.keepEnd, s.lastOffset, s.batches, class, r.reason, r.fail)
 	return true
+}
+
+// whollyFlushed reports whether segs[i] lies wholly below the recovery
+// point: before the segment holding it, or, with the clean-shutdown
+// marker, any segment followed by data.
+func (x *run) whollyFlushed(segs []*seg, i int, laterData bool) bool {
+	if x.o.Clean {
+		return laterData
+	}
+	rp := x.o.RecoveryPoint
+	if rp <= 0 {
+		return false
+	}
+	for j := i + 1; j < len(segs); j++ {
+		if segs[j].base <= rp {
+			return true
+		}
+	}
+	return false
 }
 
 func holdsData(s *seg) bool {
@@ -168,11 +200,11 @@ func (x *run) classify(segs []*seg, i int, laterData bool) string {
 // declared durable: below the recovery point's position, outside the page
 // holding it. A segment wholly below the recovery point's segment is
 // flushed wherever the damage lies. With a clean-shutdown marker every
-// segment followed by data was flushed (a Full run meets them; H3 keeps
-// the active segment's tail a torn tail).
+// segment followed by data was flushed (H3 keeps the active segment's
+// tail a torn tail).
 func (x *run) flushed(segs []*seg, i int, pos int64, laterData bool) bool {
 	if x.o.Clean {
-		return x.o.Full && laterData
+		return laterData
 	}
 	rp := x.o.RecoveryPoint
 	if rp <= 0 {

@@ -38,6 +38,10 @@ func (x *run) epochs(kept []*seg, leo, logStart int64, wiped bool) error {
 		rebuild = true
 		onDisk = nil
 	}
+	// A leader epoch decreases somewhere in the data (kept, as Kafka
+	// keeps it): the list is computed from every batch header so that its
+	// entries never name an epoch above a later batch's (envelope).
+	fromHeaders := rebuild || x.epochDrops
 	var list []checkpoint.EpochEntry
 	add := func(e int32, start int64) {
 		if e < 0 {
@@ -50,16 +54,16 @@ func (x *run) epochs(kept []*seg, leo, logStart int64, wiped bool) error {
 		}
 		list = append(list, checkpoint.EpochEntry{Epoch: e, StartOffset: start})
 	}
-	if !rebuild {
+	if !fromHeaders {
 		for _, e := range onDisk {
 			add(e.Epoch, e.StartOffset)
 		}
 	}
 	for _, s := range kept {
-		if s.created || s.keepEnd == 0 || (!rebuild && !s.recover) {
+		if s.created || s.keepEnd == 0 || (!fromHeaders && !s.recover) {
 			continue
 		}
-		if s.scan != nil && s.keepEnd <= s.scan.validEnd {
+		if s.scan != nil && s.keepEnd <= s.scan.validEnd && !x.epochDrops {
 			// The scan listed the batches whose epoch rises above every
 			// earlier one of the segment: no other batch can pass the
 			// test below, whose bound only grows with the segment's
@@ -78,9 +82,18 @@ func (x *run) epochs(kept []*seg, leo, logStart int64, wiped bool) error {
 		if err != nil {
 			return err
 		}
+		end := s.keepEnd
+		if s.flushedDamage {
+			end = s.scan.validEnd // whole batches only
+		}
 		ferr := guard(s.logPath, func() {
-			walkHeaders(mp.data[:s.keepEnd], func(v headerView) {
-				if e := v.epoch(); e >= 0 && (len(list) == 0 || e > list[len(list)-1].Epoch) {
+			walkHeaders(mp.data[:end], func(v headerView) {
+				e := v.epoch()
+				if x.epochDrops {
+					list = envelope(list, e, v.baseOffset())
+					return
+				}
+				if e >= 0 && (len(list) == 0 || e > list[len(list)-1].Epoch) {
 					add(e, v.baseOffset())
 				}
 			})
@@ -173,6 +186,27 @@ func epochChangeReason(onDisk, list []checkpoint.EpochEntry, leo, logStart int64
 		return "leader epochs rewritten"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// envelope adds a batch of epoch e at base offset start to the epoch list
+// of a log whose epochs decrease somewhere: an entry whose epoch is above
+// a later batch's is dropped (an isolated spike, a bit flip in the epoch
+// field, which the CRC does not cover, or a real decrease), so the cache
+// ends at the epoch of the newest data and a leader of any later epoch can
+// append. Kafka's own recovery would add the spike and its next leader
+// append would remove it again (LeaderEpochFileCache.assign drops entries
+// whose epoch is not below the new one); the result is the same list.
+func envelope(list []checkpoint.EpochEntry, e int32, start int64) []checkpoint.EpochEntry {
+	if e < 0 {
+		return list
+	}
+	for len(list) > 0 && list[len(list)-1].Epoch > e {
+		list = list[:len(list)-1]
+	}
+	if len(list) == 0 || list[len(list)-1].Epoch < e {
+		list = append(list, checkpoint.EpochEntry{Epoch: e, StartOffset: start})
+	}
+	return list
 }
 
 // headerView reads the two header fields the epoch rebuild needs.

@@ -50,6 +50,8 @@ type run struct {
 	// What the log that opens the directory adopts (Load).
 	state     *producerstate.Manager
 	epochList []checkpoint.EpochEntry
+	// epochDrops: a kept batch's leader epoch is below its predecessor's.
+	epochDrops bool
 }
 
 func (x *run) path(name string) string {

@@ -38,9 +38,13 @@ type seg struct {
 	firstEpoch int32
 	drop       bool   // removed from the log
 	dropWhy    string // why it is removed
-	cutWhy     string // why its .log is cut (keepEnd < size)
-	created    bool   // made by Run (empty)
-	trimmed    bool   // a lost trim was cut
+	// flushedDamage: damage was found in this segment, which lies wholly
+	// below the recovery point, and it is left as it is (no cut; only
+	// missing indexes are made, from the valid prefix).
+	flushedDamage bool
+	cutWhy        string // why its .log is cut (keepEnd < size)
+	created       bool   // made by Run (empty)
+	trimmed       bool   // a lost trim was cut
 }
 
 func (s *seg) next() int64 {
@@ -102,10 +106,25 @@ func Load(dir string, opts Options) (*Loaded, error) {
 		if err != nil {
 			return nil, err
 		}
+		var flushed *Problem
+		for i := range pr.Problems {
+			if pr.Problems[i].Kind == kindFlushedDamage {
+				flushed = &pr.Problems[i]
+				break
+			}
+		}
 		if t := pr.Truncation; t != nil && t.Class == ClassCorruptFlushed {
 			pr.Refused = fmt.Sprintf("the repair would cut data below the recovery point (%s in segment %d at position %d); nothing was changed",
 				t.Class, t.SegmentBaseOffset, t.Position)
 			pr.problem(segment.MakeFileName(t.SegmentBaseOffset, segment.LogSuffix), t.Position, kindRefused, "%s", pr.Refused)
+			pr.Changes = []Change{}
+			pr.finish(true)
+			return &Loaded{Report: pr}, nil
+		}
+		if flushed != nil {
+			pr.Refused = fmt.Sprintf("%s holds damage below the recovery point (position %d), which only a forced repair cuts; nothing was changed",
+				flushed.File, flushed.Position)
+			pr.problem(flushed.File, flushed.Position, kindRefused, "%s", pr.Refused)
 			pr.Changes = []Change{}
 			pr.finish(true)
 			return &Loaded{Report: pr}, nil

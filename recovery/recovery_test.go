@@ -287,8 +287,12 @@ func cases() []tcase {
 			setField(t, dir, 600, mid(t, dir).pos, batch.OffPartitionLeaderEpoch, be32(1<<31-1))
 		}, check: func(t testing.TB, r *Report, dir string) {
 			expectKeptWithEpochNote(t, r, 750)
-			if n := len(r.Epochs); n == 0 || r.Epochs[n-1].Epoch != 1<<31-1 {
-				t.Errorf("epoch cache %v: the spike is an increase and Kafka's cache takes it", r.Epochs)
+			// The spike is not in the cache: a later batch's epoch is
+			// below it (see envelope), so a leader of epoch 2 can append.
+			for _, e := range r.Epochs {
+				if e.Epoch > 1 {
+					t.Errorf("epoch cache holds %d", e.Epoch)
+				}
 			}
 		}},
 		{id: "C4", opts: unclean(600), damage: func(t testing.TB, dir string) {
@@ -443,7 +447,7 @@ func cases() []tcase {
 			}
 		}, check: func(t testing.TB, r *Report, dir string) {
 			expectCut(t, r, 750, "")
-			expectProblem(t, r, kindGap)
+			expectNote(t, r, kindGap) // a gap is legal in Kafka (compaction): noted, not damage
 			if exists(dir, "00000000000000000300.snapshot") {
 				t.Error("stray snapshot 300 kept")
 			}

@@ -56,6 +56,13 @@ type Options struct {
 	// the plan (as under DryRun) with Refused set. Without it the cut is
 	// made, as Kafka makes it (recovery.md §2.8).
 	RefuseFlushedCut bool
+	// CutFlushed cuts damage found in a segment wholly below the recovery
+	// point (with the clean-shutdown marker: any segment followed by data)
+	// as damage elsewhere is cut. Without it such a segment is left as it
+	// is and the damage reported (class corrupt-flushed): Kafka never scans
+	// those segments, so its load would not cut them either (recovery.md
+	// E2). The CLI's recover --apply --force sets it.
+	CutFlushed bool
 
 	// hooks are test seams (I/O error injection, crash points).
 	hooks *hooks
@@ -293,6 +300,7 @@ const (
 	kindCleanMarker      = "clean-marker-inconsistent"
 	kindLostTrim         = "lost-trim"
 	kindCut              = "cut"
+	kindFlushedDamage    = "corrupt-flushed"
 	kindSalvage          = "salvage"
 	kindOverlap          = "overlap"
 	kindGap              = "gap"
@@ -330,7 +338,7 @@ func (r *Report) change(c Change) {
 // apply are reported and never changed.
 func leftUndone(p Problem) bool {
 	switch p.Kind {
-	case kindForeignName, kindGap, kindProducerReplay, kindReplayIncomplete, kindRefused:
+	case kindForeignName, kindProducerReplay, kindReplayIncomplete, kindRefused, kindFlushedDamage:
 		return true
 	}
 	return false

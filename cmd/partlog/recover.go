@@ -120,6 +120,7 @@ func (o *recoverOptions) run(dirs []string, stdout, stderr io.Writer) error {
 		opts := t.recoveryOptions(o.indexInterval)
 		opts.Quarantine = q
 		opts.RefuseFlushedCut = !o.force
+		opts.CutFlushed = o.force
 		res.rep, res.err = recovery.Run(t.dir, opts)
 		if err := lock.release(); err != nil && res.err == nil {
 			res.err = err
