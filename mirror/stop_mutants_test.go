@@ -1,0 +1,76 @@
+package mirror
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+// TestStopTxnOpenAtOffsetZero: a transaction open from offset 0 of the
+// mirrored log is an open transaction like any other: ABORT_OPEN writes
+// its marker and TRUNCATE_LSO truncates the log to 0.
+func TestStopTxnOpenAtOffsetZero(t *testing.T) {
+	for _, policy := range []StopPolicy{TruncateLSO, AbortOpen} {
+		t.Run(policy.String(), func(t *testing.T) {
+			a := newCluster(t, "A", 3)
+			a.produce(9, 0, 0, 2, true) // offsets 0..1, left open
+			a.produce(5, 0, 0, 1, false)
+			l := openLog(t, filepath.Join(t.TempDir(), "B", "t-0"))
+			b := &cluster{t: t, id: "B", p: openPartition(t, l, Options{})}
+			s, err := b.p.Start(StartRequest{SourceClusterID: "A", TopicID: topic, SourceLeaderEpoch: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pump(t, b.p, s, a.log())
+			res, err := b.p.Stop(bg, policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch policy {
+			case TruncateLSO:
+				if res.LastMirrorOffset != 0 || len(res.Truncated) != 1 || res.Truncated[0].ProducerID != 9 || res.Truncated[0].FirstOffset != 0 {
+					t.Fatalf("result %+v: want the log truncated to 0 and producer 9's transaction listed", res)
+				}
+			case AbortOpen:
+				if len(res.Aborted) != 1 || res.Aborted[0].ProducerID != 9 || res.Aborted[0].FirstOffset != 0 {
+					t.Fatalf("result %+v: want an ABORT for producer 9's transaction at 0", res)
+				}
+			}
+			mustState(t, b.p, StateStopped)
+			if got := b.log().Producers(); len(got) != 0 {
+				t.Fatalf("producers after the stop: %+v", got)
+			}
+		})
+	}
+}
+
+// TestStopFromFailedKeepsPosition: a partition that went FAILED after
+// this session recorded its position resumes the stop at S4 with that
+// position and policy when Stop is called again, whatever policy the new
+// call names: S2 and S3 are not redone over what is in the log now.
+func TestStopFromFailedKeepsPosition(t *testing.T) {
+	f := newStopFixture(t, Options{crash: func(pt crashPoint) bool { return pt == crashStopPositionRecorded }})
+	if _, err := f.b.p.Stop(bg, AbortOpen); !errors.Is(err, ErrCrashed) {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "image")
+	copyDir(t, f.mirrorDir, dir)
+	l := openLog(t, dir)
+	if err := l.TruncateTo(f.firstOpen); err != nil { // the disk lost the tail
+		t.Fatal(err)
+	}
+	p := openPartition(t, l, Options{})
+	mustState(t, p, StateFailed)
+	recorded := p.Checkpoint()
+	if _, err := p.Stop(bg, TruncateLSO); !errors.Is(err, ErrPositionLost) {
+		t.Fatalf("Stop from FAILED with the position lost: %v, want ErrPositionLost", err)
+	}
+	c := p.Checkpoint()
+	if c.LastMirrorOffset != recorded.LastMirrorOffset || c.StopPolicy != AbortOpen {
+		t.Fatalf("checkpoint after the second Stop: LMO %d policy %s; want the recorded %d and ABORT_OPEN",
+			c.LastMirrorOffset, c.StopPolicy, recorded.LastMirrorOffset)
+	}
+	if n := len(barrierOffsets(t, l)); n != 0 {
+		t.Fatalf("%d barriers written over a lost position", n)
+	}
+}
