@@ -5,9 +5,12 @@ package producerstate
 // as the log does (the other tests take a fresh one each time).
 
 import (
+	"bytes"
+	"encoding/binary"
 	"slices"
 	"testing"
 
+	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/snapshot"
 )
 
@@ -183,5 +186,52 @@ func TestLogStartAtMarkerKeepsDecidedTxn(t *testing.T) {
 	m.OnLogStartOffsetIncremented(4)
 	if fuo, ok := m.FirstUnstableOffset(); ok {
 		t.Fatalf("FUO %d with the marker below the log start, want none", fuo)
+	}
+}
+
+// TestControlScratchDoesNotAliasBatches: decoding the records of a
+// compressed control batch must never write into the bytes of an
+// earlier batch of the same request. Validate keeps a scratch buffer for
+// decompression; the record section of an uncompressed batch is a
+// sub-slice of the caller's bytes and must not become that scratch.
+func TestControlScratchDoesNotAliasBatches(t *testing.T) {
+	m := New(Config{})
+	l := newLog(t, m)
+	l.must(Client, txnData(7, 0, 0, 1), txnData(8, 0, 0, 1)) // 0, 1: both open
+	buf := batch.AppendEndTxnMarkerBatch(nil, batch.ControlSpec{ProducerID: 7, Timestamp: 2000}, true, 0)
+	first := len(buf)
+	// A gzip-compressed ABORT marker for 8 (Kafka never writes one, a
+	// hostile or buggy peer may): built as a compressed transactional
+	// batch, then flagged as control with its CRC recomputed.
+	spec := batch.BatchSpec{Transactional: true, ProducerID: 8, BaseSequence: batch.NoSequence,
+		Compression: batch.CompressionGzip}
+	key := batch.AppendControlKey(nil, batch.ControlAbort)
+	val := batch.AppendEndTxnMarker(nil, 0)
+	var b batch.Builder
+	buf, err := b.AppendBatch(buf, &spec, []batch.RecordSpec{{Timestamp: 2000, Key: key, Value: val}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := buf[first:]
+	second[batch.OffAttributes+1] |= batch.AttrControl
+	binary.BigEndian.PutUint32(second[batch.OffCRC:], batch.Checksum(second[batch.OffAttributes:]))
+	if !batch.View(second).IsControl() || batch.View(second).Compression() != batch.CompressionGzip {
+		t.Fatal("could not build a compressed control batch")
+	}
+	orig := bytes.Clone(buf)
+	var a Append
+	m.Begin(&a, Coordinator, 0)
+	if err := m.Validate(&a, batch.View(buf[:first]), 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Validate(&a, batch.View(buf[first:]), 3); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf, orig) {
+		t.Fatal("validating the compressed control batch overwrote the caller's bytes")
+	}
+	m.Commit(&a)
+	if got := a.CompletedTxns(); len(got) != 2 || !got[1].Aborted || got[1].ProducerID != 8 {
+		t.Fatalf("completed %+v, want 7 committed and 8 aborted", got)
 	}
 }
