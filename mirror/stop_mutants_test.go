@@ -4,6 +4,9 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/batch"
 )
 
 // TestStopTxnOpenAtOffsetZero: a transaction open from offset 0 of the
@@ -72,5 +75,68 @@ func TestStopFromFailedKeepsPosition(t *testing.T) {
 	}
 	if n := len(barrierOffsets(t, l)); n != 0 {
 		t.Fatalf("%d barriers written over a lost position", n)
+	}
+}
+
+// markerCoordinatorEpochs returns producer id → coordinator epoch of
+// every ABORT or COMMIT marker of l at or after from.
+func markerCoordinatorEpochs(t *testing.T, l *partlog.Log, from int64) map[int64]int32 {
+	t.Helper()
+	out := map[int64]int32{}
+	for _, v := range batches(t, l) {
+		if v.BaseOffset() < from || !v.IsControl() || IsBarrier(v) {
+			continue
+		}
+		data, err := v.RecordData(nil, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec batch.Record
+		it := batch.NewRecordIterator(v, data)
+		if !it.Next(&rec) {
+			t.Fatalf("marker at %d has no record: %v", v.BaseOffset(), it.Err())
+		}
+		m, err := batch.ParseEndTxnMarker(rec.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[v.ProducerID()] = m.CoordinatorEpoch
+	}
+	return out
+}
+
+// TestStopAbortMarkersAndEpochs: the ABORT markers of ABORT_OPEN carry
+// each producer's coordinator epoch (0 when it never had a marker); after
+// the stop the partition's leader epoch is E_stop and the high watermark
+// covers the markers and the barrier (one replica).
+func TestStopAbortMarkersAndEpochs(t *testing.T) {
+	a := newCluster(t, "A", 3)
+	a.produce(9, 0, 0, 1, true)
+	if _, err := a.p.AppendCoordinator(marker(9, 0, true, 5), a.epoch); err != nil {
+		t.Fatal(err)
+	}
+	a.produce(9, 0, 1, 1, true) // 9's next transaction, left open
+	a.produce(11, 0, 0, 1, true)
+	a.log().SetHighWatermark(a.log().LogEndOffset())
+	l := openLog(t, filepath.Join(t.TempDir(), "B", "t-0"))
+	b := &cluster{t: t, id: "B", p: openPartition(t, l, Options{})}
+	s, err := b.p.Start(StartRequest{SourceClusterID: "A", TopicID: topic, SourceLeaderEpoch: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pump(t, b.p, s, a.log())
+	end := l.LogEndOffset()
+	res, err := b.p.Stop(bg, AbortOpen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := markerCoordinatorEpochs(t, l, end); len(got) != 2 || got[9] != 5 || got[11] != 0 {
+		t.Fatalf("ABORT markers' coordinator epochs %v, want 9:5 and 11:0", got)
+	}
+	if e := b.p.LeaderEpoch(); e != res.StopLeaderEpoch {
+		t.Fatalf("leader epoch %d after the stop, want E_stop %d", e, res.StopLeaderEpoch)
+	}
+	if hw, leo := l.HighWatermark(), l.LogEndOffset(); hw != leo {
+		t.Fatalf("high watermark %d after the stop, want the log end %d", hw, leo)
 	}
 }
