@@ -3,10 +3,12 @@ package mirror
 import (
 	"errors"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/testhook"
 )
 
 // TestStopTxnOpenAtOffsetZero: a transaction open from offset 0 of the
@@ -139,4 +141,51 @@ func TestStopAbortMarkersAndEpochs(t *testing.T) {
 	if hw, leo := l.HighWatermark(), l.LogEndOffset(); hw != leo {
 		t.Fatalf("high watermark %d after the stop, want the log end %d", hw, leo)
 	}
+}
+
+// TestStopAfterBarrierFsyncFailure: the fsync after the barrier append
+// fails, so the partition goes FAILED with the barrier in the log but
+// not recorded. After a restart (page cache kept), Stop resumes from the
+// recorded position, finds that barrier instead of writing a second one,
+// and says so.
+func TestStopAfterBarrierFsyncFailure(t *testing.T) {
+	var f *stopFixture
+	var armed atomic.Bool
+	boom := errors.New("injected fsync failure")
+	fault := func(dir string) error {
+		if armed.Load() && dir == f.mirrorDir {
+			return boom
+		}
+		return nil
+	}
+	if !testhook.LogFlushFault.CompareAndSwap(nil, &fault) {
+		t.Fatal("testhook.LogFlushFault is already set")
+	}
+	t.Cleanup(func() { testhook.LogFlushFault.Store(nil) })
+	f = newStopFixture(t, Options{crash: func(pt crashPoint) bool {
+		if pt == crashStopAbortsWritten {
+			armed.Store(true) // the next flush is the barrier's
+		}
+		return false
+	}})
+	if _, err := f.b.p.Stop(bg, TruncateLSO); !errors.Is(err, boom) {
+		t.Fatalf("stop with the barrier's fsync failing: %v, want the fsync error", err)
+	}
+	mustState(t, f.b.p, StateFailed)
+	if n := len(barrierOffsets(t, f.b.log())); n != 1 {
+		t.Fatalf("%d barriers in the log after the failed fsync, want 1", n)
+	}
+	armed.Store(false)
+	image := filepath.Join(t.TempDir(), "image")
+	copyDir(t, f.mirrorDir, image)
+	p := openPartition(t, openLog(t, image), Options{LeaderEpoch: 13})
+	mustState(t, p, StateFailed)
+	res, err := p.Stop(bg, TruncateLSO)
+	if err != nil {
+		t.Fatalf("Stop after the restart: %v", err)
+	}
+	if !res.BarrierFound {
+		t.Fatalf("result %+v: the barrier already in the log was not reported as found", res)
+	}
+	checkStopped(t, p, TruncateLSO, f.firstOpen, f.mirrorEnd)
 }
