@@ -1,6 +1,8 @@
 package partlog
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -1171,5 +1173,42 @@ func TestRegression_HighWatermarkNeverPrunesDecidedTransactions(t *testing.T) {
 	}
 	if fuo, ok := l.psm.FirstUnstableOffset(); ok {
 		t.Fatalf("first unstable offset %d (the transaction at %d) after the high watermark passed every marker", fuo, first.FirstOffset)
+	}
+}
+
+// TestRegression_CompressedControlBatchKeepsFetchBytes: a follower fetch
+// holding an uncompressed COMMIT marker and then a (non-standard)
+// gzip-compressed ABORT marker is stored byte for byte: decoding the
+// second marker's records must not overwrite the first one in the fetch
+// buffer before it is copied into the segment.
+func TestRegression_CompressedControlBatchKeepsFetchBytes(t *testing.T) {
+	l, _ := psNew(t)
+	if _, err := l.AppendAsFollower(psAt(0, 1, psData(t, 7, 0, 0, 1, true), psData(t, 8, 0, 0, 1, true))); err != nil {
+		t.Fatal(err)
+	}
+	spec := batch.BatchSpec{Transactional: true, ProducerID: 8, BaseSequence: batch.NoSequence, Compression: batch.CompressionGzip}
+	var b batch.Builder
+	abort8, err := b.AppendBatch(nil, &spec, []batch.RecordSpec{{Timestamp: psTS + 500,
+		Key: batch.AppendControlKey(nil, batch.ControlAbort), Value: batch.AppendEndTxnMarker(nil, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	abort8[batch.OffAttributes+1] |= batch.AttrControl
+	binary.BigEndian.PutUint32(abort8[batch.OffCRC:], batch.Checksum(abort8[batch.OffAttributes:]))
+	fetch := psAt(2, 1, psMarker(7, 0, true, 0), abort8)
+	want := bytes.Clone(fetch)
+	if _, err := l.AppendAsFollower(fetch); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(fetch, want) {
+		t.Error("the append changed the caller's fetch buffer")
+	}
+	v, err := l.Read(2, 1<<20, l.LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	if !bytes.Equal(v.Records, want) {
+		t.Fatalf("the stored markers differ from the fetched bytes")
 	}
 }

@@ -56,6 +56,9 @@ func (l *Log) flush() error {
 	if l.flushFault != nil {
 		err = l.flushFault()
 	}
+	if f := testhook.LogFlushFault.Load(); f != nil && err == nil {
+		err = (*f)(l.dir)
+	}
 	for _, s := range segs {
 		if err != nil {
 			break

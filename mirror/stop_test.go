@@ -223,6 +223,8 @@ func TestStopCrashPoints(t *testing.T) {
 					hits := 0
 					crashed := false
 					var lmoAtCrash int64 = -1
+					var leoAtCrash int64 = -1
+					var cpAtCrash Checkpoint
 					opts := Options{crash: func(pt crashPoint) bool {
 						if pt != cp.pt || crashed {
 							return false
@@ -232,6 +234,7 @@ func TestStopCrashPoints(t *testing.T) {
 						}
 						crashed = true
 						lmoAtCrash = f.b.p.cp.LastMirrorOffset
+						leoAtCrash, cpAtCrash = f.b.log().LogEndOffset(), f.b.p.cp
 						switch image {
 						case "cache":
 							copyDir(t, f.mirrorDir, imageDir)
@@ -258,6 +261,10 @@ func TestStopCrashPoints(t *testing.T) {
 					}
 					if !errors.Is(err, ErrCrashed) {
 						t.Fatalf("stop: %v, want ErrCrashed", err)
+					}
+					// The process died at the crash point: nothing after it ran.
+					if leo := f.b.log().LogEndOffset(); leo != leoAtCrash || f.b.p.cp != cpAtCrash {
+						t.Fatalf("after the crash point: log end %d (was %d), checkpoint %+v (was %+v)", leo, leoAtCrash, f.b.p.cp, cpAtCrash)
 					}
 					// T28: the crashed incarnation stays refused.
 					if _, err := f.b.p.AppendClient(dataBatch(t, 5, 0, 0, 1, false, batch.CompressionNone), 14); err == nil {

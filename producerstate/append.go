@@ -297,7 +297,10 @@ func (a *Append) validateControl(v batch.View, baseOffset int64) error {
 	if err != nil {
 		return a.corruptControl(v, baseOffset, err)
 	}
-	if cap(data) > cap(a.scratch) {
+	// Keep a grown decompression buffer for the next batch, but never
+	// the records of an uncompressed batch: those are the caller's bytes,
+	// which a later decompression into the scratch would overwrite.
+	if v.Compression() != batch.CompressionNone && cap(data) > cap(a.scratch) {
 		a.scratch = data[:0]
 	}
 	it := batch.NewRecordIterator(v, data)

@@ -23,3 +23,8 @@ var Fallocate atomic.Pointer[func(fd int, off, n int64) error]
 // internal/mmapfile, and in package segment for sealed segments and
 // directories), so tests can see what a flush made durable.
 var Synced atomic.Pointer[func(path string)]
+
+// LogFlushFault, when set, is called by partlog at the start of each Log
+// flush's fsyncs, with the log's directory; an error it returns fails the
+// flush as a failed fsync would (the log is then poisoned).
+var LogFlushFault atomic.Pointer[func(dir string) error]
