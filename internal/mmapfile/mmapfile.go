@@ -31,7 +31,10 @@
 //     returns at most Size bytes, so fresh slices never reach that region.
 //  5. The mapping is never moved or resized in place, so a slice obtained
 //     under a reference never dangles while that reference is held; Grow only
-//     reserves more blocks inside the existing mapping.
+//     reserves more blocks inside the existing mapping. A growable file
+//     (CreateReserved, OpenReserved) is mapped at its full capacity from the
+//     start, with only the reserved prefix backed by the file; the rest of
+//     the mapping is address space that Bytes never reaches.
 //
 // Mutating methods (Grow, Truncate, Sync, Close) belong to the owner and must
 // not run concurrently with each other. Bytes, Size, Cap, Acquire, Release and
@@ -114,6 +117,51 @@ func Create(path string, size int64) (*File, error) {
 	return f, nil
 }
 
+// CreateReserved creates a new file at path (failing if it exists) whose
+// mapping is capacity bytes long but whose blocks are reserved with fallocate
+// only for the first reserve bytes (reserve ≤ capacity): the file is reserve
+// bytes long, Size is reserve and Cap is capacity. Grow later extends the
+// reservation inside the mapping without moving it.
+//
+// Mapping past the end of the file is legal (MAP_SHARED of a file never
+// costs memory for pages nobody touches, and file mappings are not charged
+// against the overcommit limit); touching a page wholly past the end raises
+// SIGBUS, which is why Bytes never hands out more than Size bytes and every
+// store goes through a slice from Bytes. On failure the new file is removed.
+func CreateReserved(path string, capacity, reserve int64) (*File, error) {
+	if reserve < 0 || capacity < reserve {
+		return nil, pathError(path, "create", fmt.Errorf("reserve %d outside [0, capacity %d]", reserve, capacity))
+	}
+	fd, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, pathError(path, "create", err)
+	}
+	f, err := mapFileReserved(path, fd, 0, reserve, capacity, true)
+	if err != nil {
+		_ = os.Remove(path)
+		return nil, err
+	}
+	return f, nil
+}
+
+// OpenReserved maps an existing file read-write over max(capacity, length)
+// bytes and makes sure max(reserve, length) bytes are backed by fallocate
+// (the whole range, so holes left by another tool cannot fault). Size is the
+// resulting file length; Grow extends it up to Cap.
+func OpenReserved(path string, capacity, reserve int64) (*File, error) {
+	fd, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, pathError(path, "open", err)
+	}
+	st, err := fd.Stat()
+	if err != nil {
+		_ = fd.Close()
+		return nil, pathError(path, "stat", err)
+	}
+	length := max(st.Size(), reserve)
+	return mapFileReserved(path, fd, st.Size(), length, max(capacity, length), true)
+}
+
 // Open maps an existing file.
 //
 // A writable file is mapped read-write over max(mapSize, current length); if
@@ -145,7 +193,13 @@ func Open(path string, mapSize int64, writable bool) (*File, error) {
 // mapFile reserves blocks up to length (writable only) and maps length bytes.
 // It takes ownership of fd and closes it on failure.
 func mapFile(path string, fd *os.File, current, length int64, writable bool) (*File, error) {
-	if length != int64(int(length)) {
+	return mapFileReserved(path, fd, current, length, length, writable)
+}
+
+// mapFileReserved reserves blocks up to length (writable only) and maps
+// mapLen ≥ length bytes. It takes ownership of fd and closes it on failure.
+func mapFileReserved(path string, fd *os.File, current, length, mapLen int64, writable bool) (*File, error) {
+	if mapLen != int64(int(mapLen)) {
 		_ = fd.Close()
 		return nil, pathError(path, "mmap", fmt.Errorf("length %d does not fit in memory", length))
 	}
@@ -159,12 +213,12 @@ func mapFile(path string, fd *os.File, current, length int64, writable bool) (*F
 		}
 	}
 	f := &File{path: path, writable: writable, fd: fd}
-	if length > 0 {
+	if mapLen > 0 {
 		prot := unix.PROT_READ
 		if writable {
 			prot |= unix.PROT_WRITE
 		}
-		data, err := unix.Mmap(int(fd.Fd()), 0, int(length), prot, unix.MAP_SHARED)
+		data, err := unix.Mmap(int(fd.Fd()), 0, int(mapLen), prot, unix.MAP_SHARED)
 		if err != nil {
 			_ = fd.Close()
 			return nil, pathError(path, "mmap", err)
@@ -213,10 +267,48 @@ func (f *File) Grow(n int64) error {
 	if n > f.Cap() {
 		return pathError(f.path, "grow", fmt.Errorf("%w: %d > mapped %d", ErrCapacity, n, f.Cap()))
 	}
-	if err := fallocate(int(f.fd.Fd()), 0, 0, n); err != nil {
+	// Only the new range: the part below cur is already backed (Create,
+	// Open and the previous Grow reserved it).
+	if err := fallocate(int(f.fd.Fd()), 0, cur, n-cur); err != nil {
 		return pathError(f.path, "fallocate", err)
 	}
 	f.size.Store(n)
+	return nil
+}
+
+// WriteAt writes head and then body at off with one pwritev(2) (retried on
+// a short write) through the page cache the mapping shares, so the bytes
+// are visible through Bytes as soon as it returns. The range must lie
+// below Size (grow first): WriteAt never extends the file. Owner only.
+func (f *File) WriteAt(head, body []byte, off int64) error {
+	if err := f.checkWritable("write"); err != nil {
+		return err
+	}
+	n := int64(len(head) + len(body))
+	if off < 0 || off+n > f.size.Load() {
+		return pathError(f.path, "write", fmt.Errorf("%w: range [%d, %d) outside the %d reserved bytes", ErrCapacity, off, off+n, f.size.Load()))
+	}
+	fd := int(f.fd.Fd())
+	for len(head)+len(body) > 0 {
+		iov := [2][]byte{head, body}
+		w, err := unix.Pwritev(fd, iov[:], off)
+		if err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return pathError(f.path, "pwritev", err)
+		}
+		if w == 0 {
+			return pathError(f.path, "pwritev", fmt.Errorf("wrote nothing at %d", off))
+		}
+		off += int64(w)
+		if w >= len(head) {
+			body = body[w-len(head):]
+			head = nil
+		} else {
+			head = head[w:]
+		}
+	}
 	return nil
 }
 
