@@ -47,7 +47,9 @@ func OpenActive(dir string, base int64, cfg Config, now time.Time) (*Segment, er
 		_ = s.closeFiles()
 		return nil, fmt.Errorf("%w: %w", ErrNeedsRecovery, err)
 	}
-	f, err := mmapfile.Open(s.Path(LogSuffix), max(cfg.SegmentBytes, dataLen), true)
+	// Mapped at SegmentBytes, nothing reserved beyond the data until the
+	// first append needs it (see "Disk reservation" in the Segment doc).
+	f, err := mmapfile.OpenReserved(s.Path(LogSuffix), max(cfg.SegmentBytes, dataLen), dataLen)
 	if err != nil {
 		_ = s.closeFiles()
 		return nil, err

@@ -28,9 +28,32 @@ type Config struct {
 	// offset-index entries.
 	IndexIntervalBytes int64
 	// Prefault, if positive, is the window kept populated ahead of the
-	// write position of the active segment by a background goroutine.
+	// write position of the active segment by the workers of PrefaultPool.
 	Prefault int64
+	// PrefaultPool serves the prefault windows; nil means the process's
+	// mmapfile.DefaultPrefaultPool.
+	PrefaultPool *mmapfile.PrefaultPool
+	// ReserveMaxBytes is the largest step by which the active .log's disk
+	// reservation grows (see the Segment doc, "Disk reservation"). Zero
+	// means DefaultReserveMaxBytes; a negative value reserves the whole
+	// SegmentBytes when the segment is created, as before steps existed.
+	ReserveMaxBytes int64
 }
+
+// Disk reservation of the active .log (see the Segment doc).
+const (
+	// ReserveMinBytes is the first reservation of a new active segment
+	// and the smallest step.
+	ReserveMinBytes = 256 << 10
+	// DefaultReserveMaxBytes is the default largest step.
+	DefaultReserveMaxBytes = 16 << 20
+	// reserveFastGrowth: a step used up within this long doubles the next
+	// one; a slower one halves it.
+	reserveFastGrowth = time.Second
+)
+
+// monotonic is the clock of the reservation policy (tests replace it).
+var monotonic = time.Now
 
 // Errors of this package.
 var (
@@ -59,6 +82,22 @@ var (
 //     partly written batch.
 //   - Sealed segment: the file trimmed to its data, mapped read-only on
 //     demand (and unmapped again by the owner's cache through Unmap).
+//
+// Disk reservation: the active .log is mapped at SegmentBytes from the
+// start (address space only) but its file is extended with fallocate in
+// steps ahead of the write position, so disk use grows with the data and a
+// full disk is the error of the append that needed the room, never a SIGBUS
+// (no store reaches past the reserved length: Append grows the file first).
+// A new segment reserves ReserveMinBytes (or SegmentBytes if smaller); a
+// segment reopened after a clean close reserves nothing beyond its data
+// until it is appended to. When an append needs more, the file is extended
+// to the append's end plus the current step; the step doubles when the
+// previous one was used up in less than a second and halves otherwise,
+// between ReserveMinBytes and Config.ReserveMaxBytes (16 MiB by default), so
+// a busy partition takes a syscall per 16 MiB while an idle or slow one
+// reserves at most a few hundred KiB beyond its data. Its indexes follow
+// the same scheme in smaller steps (package index). Roll and close trim the
+// file to its data, as before.
 //
 // Who may hold slices into a mapping: only a holder of a reference on the
 // *mmapfile.File it came from (see AcquireRange). Unmapping (Unmap, Seal,
@@ -90,12 +129,15 @@ type Segment struct {
 	active      bool
 	closed      bool
 	onMap       func(*Segment, int64) // told when a sealed mapping is made
-	// synced remembers what the last Flush made durable, so indexes that
-	// did not change are not synced again. -1 forces a sync.
-	synced struct{ offsetEntries, timeEntries, txnBytes int64 }
+	// synced remembers what the last Flush made durable, so a transaction
+	// index that did not change is not synced again. -1 forces a sync.
+	synced struct{ txnBytes int64 }
 
 	// Owner-only state (the log's append lock).
 	prefaulter           *mmapfile.Prefaulter
+	reserveStep          int64                  // next growth step of the .log
+	reservedAt           time.Time              // when the .log last grew
+	hdr                  [batch.HeaderSize]byte // stamped header for WriteAt
 	bytesSinceIndex      int64
 	maxTimestamp         int64 // largest timestamp appended, -1 if none
 	offsetOfMaxTimestamp int64
@@ -154,7 +196,7 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 			return nil, err
 		}
 	}
-	f, err := mmapfile.Create(s.Path(LogSuffix), cfg.SegmentBytes)
+	f, err := mmapfile.CreateReserved(s.Path(LogSuffix), cfg.SegmentBytes, s.firstReserve())
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +216,7 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 func newSegment(dir string, base int64, cfg Config, now time.Time) *Segment {
 	s := &Segment{dir: dir, base: base, cfg: cfg, maxTimestamp: batch.NoTimestamp,
 		offsetOfMaxTimestamp: base, rollingTimestamp: batch.NoTimestamp, created: now}
-	s.synced.offsetEntries, s.synced.timeEntries, s.synced.txnBytes = -1, -1, -1
+	s.synced.txnBytes = -1
 	s.nextOffset.Store(base)
 	return s
 }
@@ -222,10 +264,45 @@ func (s *Segment) openWritableIndexes(create bool) error {
 	return err
 }
 
+// firstReserve is the reservation of a newly created .log.
+func (s *Segment) firstReserve() int64 {
+	if s.cfg.ReserveMaxBytes < 0 {
+		return s.cfg.SegmentBytes
+	}
+	return min(s.cfg.SegmentBytes, ReserveMinBytes)
+}
+
+// reserve grows the .log's reservation to cover need bytes (≤ Cap) plus
+// the next step of the policy described in the Segment doc. Owner only.
+func (s *Segment) reserve(need int64) error {
+	maxStep := s.cfg.ReserveMaxBytes
+	if maxStep <= 0 {
+		maxStep = DefaultReserveMaxBytes
+	}
+	maxStep = max(maxStep, ReserveMinBytes)
+	now := monotonic()
+	switch {
+	case s.reserveStep == 0:
+		s.reserveStep = ReserveMinBytes
+	case now.Sub(s.reservedAt) < reserveFastGrowth:
+		s.reserveStep = min(s.reserveStep*2, maxStep)
+	default:
+		s.reserveStep = max(s.reserveStep/2, ReserveMinBytes)
+	}
+	s.reservedAt = now
+	size := min(need+s.reserveStep, s.log.Cap())
+	return s.log.Grow(size)
+}
+
+// startPrefault gives the active segment a Prefaulter. It populates
+// nothing until the first append reports a position.
 func (s *Segment) startPrefault() {
 	if s.cfg.Prefault > 0 && s.log != nil {
-		s.prefaulter = mmapfile.NewPrefaulter(s.log, s.cfg.Prefault)
-		s.prefaulter.Advance(s.size.Load())
+		pool := s.cfg.PrefaultPool
+		if pool == nil {
+			pool = mmapfile.DefaultPrefaultPool()
+		}
+		s.prefaulter = pool.NewPrefaulter(s.log, s.cfg.Prefault)
 	}
 }
 
@@ -430,11 +507,16 @@ func (s *Segment) closeFiles() error {
 	return errors.Join(errs...)
 }
 
-// Flush makes the segment's .log bytes (and length) and index entries
-// durable, in that order: fdatasync of the .log, then the indexes, then
-// the transaction index (recovery.md §3.5). A sealed segment's indexes
-// were synced by their trim; its .log is synced through a fresh
-// descriptor.
+// Flush makes what recovery cannot rebuild of the segment durable: the
+// .log bytes and length (fdatasync), then the transaction index if it
+// changed. The offset and time indexes of the active segment are not
+// synced: the recovery point a Flush establishes lies inside (or at the
+// end of) the active segment, recovery after a crash rescans the segment
+// holding the recovery point and rebuilds its indexes from the .log, and a
+// clean shutdown trims and syncs them (Seal). Each index fdatasync costs
+// about as much as the .log's, so this halves or thirds the cost of a
+// durable append. A sealed segment's indexes were synced by their trim;
+// its .log is synced through a fresh descriptor.
 func (s *Segment) Flush() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -447,20 +529,8 @@ func (s *Segment) Flush() error {
 	if err := s.log.Sync(0, s.size.Load()); err != nil {
 		return err
 	}
-	// Each index costs an fdatasync of its own (about as much as the
-	// .log's on this kind of disk): sync only those that changed.
-	if n := s.offsetIndex.Entries(); n != s.synced.offsetEntries {
-		if err := s.offsetIndex.Sync(); err != nil {
-			return err
-		}
-		s.synced.offsetEntries = n
-	}
-	if n := s.timeIndex.Entries(); n != s.synced.timeEntries {
-		if err := s.timeIndex.Sync(); err != nil {
-			return err
-		}
-		s.synced.timeEntries = n
-	}
+	// The transaction index costs an fdatasync of its own: sync it only
+	// when it changed.
 	if n := s.txnIndex.FileSize(); n != s.synced.txnBytes {
 		if err := s.txnIndex.Sync(); err != nil {
 			return err

@@ -320,13 +320,13 @@ func TestSegmentTruncate(t *testing.T) {
 			if tc.hold && !bytes.Equal(held.Bytes, heldCopy) {
 				t.Fatal("held range changed by the truncation")
 			}
-			// On disk: the kept prefix, then zeros to the preallocated end.
+			// On disk: the kept prefix, then zeros to the reserved end.
 			data, err := os.ReadFile(s.Path(LogSuffix))
 			if err != nil {
 				t.Fatal(err)
 			}
 			prefix := segConcat(keep)
-			if int64(len(data)) != segTestCfg.SegmentBytes || !bytes.Equal(data[:len(prefix)], prefix) {
+			if len(data) < len(prefix) || int64(len(data)) > segTestCfg.SegmentBytes || !bytes.Equal(data[:len(prefix)], prefix) {
 				t.Fatalf(".log after truncation: %d bytes", len(data))
 			}
 			if i := slices.IndexFunc(data[len(prefix):], func(c byte) bool { return c != 0 }); i >= 0 {
@@ -476,35 +476,163 @@ func TestSegmentShouldRoll(t *testing.T) {
 }
 
 func TestSegmentAppendAllocs(t *testing.T) {
-	dir := t.TempDir()
+	for _, write := range []bool{false, true} {
+		t.Run(fmt.Sprint("write=", write), func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := Config{SegmentBytes: 1 << 20, MaxIndexBytes: 64 << 10, IndexIntervalBytes: 300, Prefault: 64 << 10}
+			s, err := Create(dir, 0, cfg, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			src := segMakeBatch(t, 3, 50, 1000)
+			var out Appended
+			next := int64(0)
+			// 500 appends of ~200 bytes cross the first reservation
+			// step, so the growth path is measured too.
+			allocs := testing.AllocsPerRun(1500, func() {
+				if err := s.Append(src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 2, Write: write}, &out); err != nil {
+					panic(err)
+				}
+				next = out.LastOffset + 1
+			})
+			if allocs != 0 {
+				t.Fatalf("Append allocates %.1f times per call", allocs)
+			}
+			if s.offsetIndex.Entries() == 0 {
+				t.Fatal("no index entry was written: the guard missed the index path")
+			}
+			if s.log.Size() <= ReserveMinBytes {
+				t.Fatalf("reservation %d never grew", s.log.Size())
+			}
+			r, err := s.Read(next-3, 1, math.MaxInt64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Release()
+			if v, err := batch.Check(r.Bytes); err != nil || v.BaseOffset() != next-3 || v.PartitionLeaderEpoch() != 2 {
+				t.Fatalf("last batch: %v", err)
+			}
+		})
+	}
+}
+
+// TestSegmentWriteMatchesStore appends the same batches through the
+// mapping and with WriteAt (alternating): the file holds the same bytes
+// as an all-stores segment, read back through the mapping.
+func TestSegmentWriteMatchesStore(t *testing.T) {
 	cfg := Config{SegmentBytes: 1 << 20, MaxIndexBytes: 64 << 10, IndexIntervalBytes: 300}
+	var files [2][]byte
+	for mode := range 2 {
+		dir := t.TempDir()
+		s, err := Create(dir, 100, cfg, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 40 {
+			src := segMakeBatch(t, 1+i%4, 30+i*13, 1000+int64(i))
+			var out Appended
+			st := Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 3, Write: mode == 1 && i%2 == 0}
+			if err := s.Append(src, st, &out); err != nil {
+				t.Fatal(err)
+			}
+			r, err := s.Read(out.FirstOffset, 1, math.MaxInt64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, err := batch.Check(r.Bytes); err != nil || v.BaseOffset() != out.FirstOffset || v.PartitionLeaderEpoch() != 3 {
+				t.Fatalf("mode %d batch %d reads back: %v", mode, i, err)
+			}
+			r.Release()
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if files[mode], err = os.ReadFile(Path(dir, 100, LogSuffix)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(files[0], files[1]) {
+		t.Fatalf("written and stored segments differ (%d and %d bytes)", len(files[0]), len(files[1]))
+	}
+}
+
+// TestSegmentReserveSteps checks the disk reservation policy: a new
+// segment reserves ReserveMinBytes, the step doubles while appends use it
+// up fast and halves when they are slow, never exceeds ReserveMaxBytes,
+// the file never exceeds SegmentBytes, a reopened clean segment reserves
+// nothing beyond its data, and a negative ReserveMaxBytes reserves the
+// whole segment at once.
+func TestSegmentReserveSteps(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	monotonic = func() time.Time { return clock }
+	t.Cleanup(func() { monotonic = time.Now })
+	dir := t.TempDir()
+	cfg := Config{SegmentBytes: 64 << 20, MaxIndexBytes: 1 << 20, IndexIntervalBytes: 4096, ReserveMaxBytes: 2 << 20}
 	s, err := Create(dir, 0, cfg, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	src := segMakeBatch(t, 3, 50, 1000)
-	var out Appended
-	next := int64(0)
-	allocs := testing.AllocsPerRun(500, func() {
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 2}, &out); err != nil {
-			panic(err)
+	fileSize := func(kind string) int64 {
+		st, err := os.Stat(s.Path(kind))
+		if err != nil {
+			t.Fatal(err)
 		}
-		next = out.LastOffset + 1
-	})
-	if allocs != 0 {
-		t.Fatalf("Append allocates %.1f times per call", allocs)
+		return st.Size()
 	}
-	if s.offsetIndex.Entries() == 0 {
-		t.Fatal("no index entry was written: the guard missed the index path")
+	if got := fileSize(LogSuffix) + fileSize(IndexSuffix) + fileSize(TimeIndexSuffix); got > 1<<20 {
+		t.Fatalf("an empty segment reserves %d bytes", got)
 	}
-	r, err := s.Read(next-3, 1, math.MaxInt64)
+	if got := fileSize(LogSuffix); got != ReserveMinBytes {
+		t.Fatalf("new .log reserves %d, want %d", got, ReserveMinBytes)
+	}
+	src := segMakeBatch(t, 10, 6000, 1000) // ~60 KiB
+	var out Appended
+	var steps []int64
+	appendUntilGrow := func() {
+		before := s.log.Size()
+		for s.log.Size() == before {
+			if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		steps = append(steps, s.log.Size()-s.Size())
+	}
+	for range 6 { // fast: 256 KiB (the first step), 512 KiB, 1, 2, 2, 2 MiB
+		appendUntilGrow()
+	}
+	clock = clock.Add(5 * time.Second) // slow: halves
+	appendUntilGrow()
+	want := []int64{256 << 10, 512 << 10, 1 << 20, 2 << 20, 2 << 20, 2 << 20, 1 << 20}
+	if !slices.Equal(steps, want) {
+		t.Fatalf("steps %v, want %v", steps, want)
+	}
+	if fileSize(LogSuffix) != s.log.Size() {
+		t.Fatalf("file %d, reserved %d", fileSize(LogSuffix), s.log.Size())
+	}
+	size := s.Size()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenActive(dir, 0, cfg, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Release()
-	if v, err := batch.Check(r.Bytes); err != nil || v.BaseOffset() != next-3 || v.PartitionLeaderEpoch() != 2 {
-		t.Fatalf("last batch: %v", err)
+	if got := fileSize(LogSuffix); got != size {
+		t.Fatalf("reopened .log is %d bytes, data %d", got, size)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	whole := cfg
+	whole.ReserveMaxBytes = -1
+	w, err := Create(t.TempDir(), 0, whole, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if w.log.Size() != whole.SegmentBytes {
+		t.Fatalf("ReserveMaxBytes < 0 reserved %d", w.log.Size())
 	}
 }
 
