@@ -1,6 +1,7 @@
 package index
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -9,7 +10,9 @@ import (
 )
 
 // mapped is the part shared by the offset and time indexes: a file of
-// fixed-size entries, memory-mapped.
+// fixed-size entries, memory-mapped. Like Kafka's, it holds no file
+// descriptor while open (mmapfile.File.ReleaseDescriptor): the file is
+// opened again for the rare calls that change it (growth steps, trim).
 //
 // An active (writable) index is mapped at its full capacity (MaxIndexBytes)
 // from the start, but its file holds only the entries plus a reservation
@@ -59,7 +62,7 @@ func (m *mapped) create(path string, baseOffset, maxIndexBytes, entrySize int64)
 	}
 	m.init(path, baseOffset, entrySize, true, f)
 	m.maxEntries.Store(length / entrySize)
-	if err := m.reserve(1); err != nil {
+	if err := errors.Join(m.grow(1, false), f.ReleaseDescriptor()); err != nil {
 		_ = f.Close()
 		return err
 	}
@@ -68,7 +71,12 @@ func (m *mapped) create(path string, baseOffset, maxIndexBytes, entrySize int64)
 
 // reserve makes sure the file has room for n entries, growing it by the
 // next step (see mapped) when it does not. Writer only.
-func (m *mapped) reserve(n int64) error {
+func (m *mapped) reserve(n int64) error { return m.grow(n, true) }
+
+// grow is reserve; populate says whether the new pages are populated (not
+// for the first step of a new index: an idle partition holds no
+// populated pages).
+func (m *mapped) grow(n int64, populate bool) error {
 	need := n * m.entrySize
 	cur := int64(len(m.buf))
 	if need <= cur {
@@ -86,9 +94,11 @@ func (m *mapped) reserve(n int64) error {
 		return err
 	}
 	m.buf = m.file.Bytes()
-	// Populate the new pages now rather than fault on them one by one in
-	// the append path; a failure here only costs those faults later.
-	_ = m.file.Prefault(cur, size-cur)
+	if populate {
+		// Populate the new pages now rather than fault on them one by
+		// one in the append path; a failure only costs those faults.
+		_ = m.file.Prefault(cur, size-cur)
+	}
 	return nil
 }
 
@@ -111,6 +121,10 @@ func (m *mapped) ensureRoom() error {
 func (m *mapped) open(path string, baseOffset, entrySize int64, readOnly bool) error {
 	f, err := mmapfile.Open(path, 0, !readOnly)
 	if err != nil {
+		return err
+	}
+	if err := f.ReleaseDescriptor(); err != nil {
+		_ = f.Close()
 		return err
 	}
 	m.init(path, baseOffset, entrySize, !readOnly, f)
@@ -204,6 +218,10 @@ func (m *mapped) resize(size int64) error {
 		// Readers are excluded by mu, so nobody holds the old slice.
 		f, err := mmapfile.OpenReserved(m.path, length, 0)
 		if err != nil {
+			return err
+		}
+		if err := f.ReleaseDescriptor(); err != nil {
+			_ = f.Close()
 			return err
 		}
 		if err := m.file.Close(); err != nil {

@@ -191,17 +191,39 @@ func (s *Segment) Path(kind string) string { return Path(s.dir, s.base, kind) }
 // left under the same names are replaced.
 func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error) {
 	s := newSegment(dir, base, cfg, now)
-	for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
-		if err := os.Remove(s.Path(kind)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
+	// The .log and both indexes are created exclusively: only when one is
+	// left over are they all removed and created again (a syscall per
+	// file saved on the common path: thousands at a broker's start). A
+	// stale .txnindex would be adopted by OpenTxnIndex, so it always goes.
+	if err := os.Remove(s.Path(TxnIndexSuffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
 	f, err := mmapfile.CreateReserved(s.Path(LogSuffix), cfg.SegmentBytes, s.firstReserve())
+	if errors.Is(err, fs.ErrExist) {
+		if err := s.removeFiles(); err != nil {
+			return nil, err
+		}
+		f, err = mmapfile.CreateReserved(s.Path(LogSuffix), cfg.SegmentBytes, s.firstReserve())
+	}
 	if err != nil {
 		return nil, err
 	}
 	s.log = f
-	if err := s.openWritableIndexes(true); err != nil {
+	err = s.openWritableIndexes(true)
+	if errors.Is(err, fs.ErrExist) {
+		// Index files left without their .log: replace them.
+		_ = s.closeFiles()
+		s.log = nil
+		if err = s.removeFiles(); err != nil {
+			return nil, err
+		}
+		if f, err = mmapfile.CreateReserved(s.Path(LogSuffix), cfg.SegmentBytes, s.firstReserve()); err != nil {
+			return nil, err
+		}
+		s.log = f
+		err = s.openWritableIndexes(true)
+	}
+	if err != nil {
 		_ = s.closeFiles()
 		for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
 			_ = os.Remove(s.Path(kind))
@@ -211,6 +233,16 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 	s.active = true
 	s.startPrefault()
 	return s, nil
+}
+
+// removeFiles removes the segment's four files where they exist.
+func (s *Segment) removeFiles() error {
+	for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
+		if err := os.Remove(s.Path(kind)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 func newSegment(dir string, base int64, cfg Config, now time.Time) *Segment {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -696,5 +697,33 @@ func TestRegression_SegmentMappingReadsLogAfterUnlock(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// TestSegmentCreateReplacesLeftovers: Create over files left under the
+// segment's names (a .log, or only indexes, or only a .txnindex) starts an
+// empty segment without adopting any of them.
+func TestSegmentCreateReplacesLeftovers(t *testing.T) {
+	for _, kinds := range [][]string{{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix}, {IndexSuffix}, {TimeIndexSuffix}, {TxnIndexSuffix}} {
+		t.Run(strings.Join(kinds, ","), func(t *testing.T) {
+			dir := t.TempDir()
+			for _, k := range kinds {
+				if err := os.WriteFile(Path(dir, 50, k), bytes.Repeat([]byte{7}, 4096), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := Create(dir, 50, segTestCfg, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if !s.IsEmpty() || s.offsetIndex.Entries() != 0 || s.timeIndex.Entries() != 0 || s.txnIndex.FileSize() != 0 {
+				t.Fatalf("adopted leftovers: size %d entries %d/%d txn %d", s.Size(), s.offsetIndex.Entries(), s.timeIndex.Entries(), s.txnIndex.FileSize())
+			}
+			if data := s.log.Bytes(); slices.ContainsFunc(data, func(c byte) bool { return c != 0 }) {
+				t.Fatal("the new .log holds old bytes")
+			}
+			segCheckReads(t, s, segFill(t, s, 3))
+		})
 	}
 }

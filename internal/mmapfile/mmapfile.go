@@ -269,11 +269,43 @@ func (f *File) Grow(n int64) error {
 	}
 	// Only the new range: the part below cur is already backed (Create,
 	// Open and the previous Grow reserved it).
-	if err := fallocate(int(f.fd.Fd()), 0, cur, n-cur); err != nil {
+	err := f.withFD(func(fd int) error { return fallocate(fd, 0, cur, n-cur) })
+	if err != nil {
 		return pathError(f.path, "fallocate", err)
 	}
 	f.size.Store(n)
 	return nil
+}
+
+// ReleaseDescriptor closes the File's descriptor and keeps the mapping
+// (a shared mapping does not need it). Later Grow, Truncate, Sync and
+// WriteAt calls open the file again by its path for the call. Indexes do
+// this, as Kafka's do: their file is changed only at growth steps and at
+// roll, and a broker with thousands of partitions would otherwise hold two
+// descriptors more per partition. Owner only.
+func (f *File) ReleaseDescriptor() error {
+	if f.fd == nil || f.closed.Load() {
+		return nil
+	}
+	err := f.fd.Close()
+	f.fd = nil
+	if err != nil {
+		return pathError(f.path, "close", err)
+	}
+	return nil
+}
+
+// withFD calls fn with the File's descriptor, or with one opened for the
+// call when the descriptor was released.
+func (f *File) withFD(fn func(fd int) error) error {
+	if f.fd != nil {
+		return fn(int(f.fd.Fd()))
+	}
+	fd, err := os.OpenFile(f.path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	return errors.Join(fn(int(fd.Fd())), fd.Close())
 }
 
 // WriteAt writes head and then body at off with one pwritev(2) (retried on
@@ -287,6 +319,9 @@ func (f *File) WriteAt(head, body []byte, off int64) error {
 	n := int64(len(head) + len(body))
 	if off < 0 || off+n > f.size.Load() {
 		return pathError(f.path, "write", fmt.Errorf("%w: range [%d, %d) outside the %d reserved bytes", ErrCapacity, off, off+n, f.size.Load()))
+	}
+	if f.fd == nil {
+		return pathError(f.path, "write", errors.New("descriptor released"))
 	}
 	fd := int(f.fd.Fd())
 	for len(head)+len(body) > 0 {
@@ -326,7 +361,7 @@ func (f *File) Truncate(n int64) error {
 	// Publish the smaller size first so that no new Bytes call hands out the
 	// region that is about to lose its backing.
 	f.size.Store(n)
-	if err := f.fd.Truncate(n); err != nil {
+	if err := f.withFD(func(fd int) error { return unix.Ftruncate(fd, n) }); err != nil {
 		return pathError(f.path, "truncate", err)
 	}
 	return nil
@@ -367,7 +402,7 @@ func (f *File) SyncFile() error {
 }
 
 func (f *File) syncFdatasync() error {
-	if err := unix.Fdatasync(int(f.fd.Fd())); err != nil {
+	if err := f.withFD(unix.Fdatasync); err != nil {
 		return pathError(f.path, "fdatasync", err)
 	}
 	return nil
@@ -470,9 +505,12 @@ func (f *File) Close() error {
 	if !f.closed.CompareAndSwap(false, true) {
 		return pathError(f.path, "close", ErrClosed)
 	}
-	err := f.fd.Close()
-	if err != nil {
-		err = pathError(f.path, "close", err)
+	var err error
+	if f.fd != nil {
+		if err = f.fd.Close(); err != nil {
+			err = pathError(f.path, "close", err)
+		}
+		f.fd = nil
 	}
 	return errors.Join(err, f.release())
 }

@@ -584,3 +584,41 @@ func TestAlignRange(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseDescriptor: a File without its descriptor keeps its mapping
+// (stores and reads work), and Grow, Truncate and Sync open the file for
+// the call; WriteAt, which needs the descriptor, refuses.
+func TestReleaseDescriptor(t *testing.T) {
+	path := tempPath(t, "d")
+	f, err := CreateReserved(path, 1<<20, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.ReleaseDescriptor(); err != nil {
+		t.Fatal(err)
+	}
+	copy(f.Bytes(), "entry")
+	if err := f.Grow(8192); err != nil {
+		t.Fatal(err)
+	}
+	copy(f.Bytes()[8000:], "late")
+	if err := f.SyncFile(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WriteAt(nil, []byte("x"), 0); err == nil {
+		t.Fatal("WriteAt without a descriptor succeeded")
+	}
+	if err := f.Truncate(8004); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) != 8004 || string(data[:5]) != "entry" || string(data[8000:]) != "late" {
+		t.Fatalf("file after release: %d bytes", len(data))
+	}
+}
