@@ -114,6 +114,19 @@ const (
 	WritePwrite
 )
 
+// String names the write path.
+func (p WritePath) String() string {
+	switch p {
+	case WriteAuto:
+		return "auto"
+	case WriteMapped:
+		return "mapped"
+	case WritePwrite:
+		return "pwrite"
+	}
+	return fmt.Sprintf("WritePath(%d)", int(p))
+}
+
 // Defaults of Options (Kafka's, recovery.md §3.6).
 const (
 	DefaultSegmentBytes       = 1 << 30

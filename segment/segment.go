@@ -323,7 +323,16 @@ func (s *Segment) reserve(need int64) error {
 	}
 	s.reservedAt = now
 	size := min(need+s.reserveStep, s.log.Cap())
-	return s.log.Grow(size)
+	err := s.log.Grow(size)
+	if err != nil && size > need {
+		// Too little room for the step (a nearly full disk): reserve
+		// just what this append needs, so the disk is used to the end.
+		s.reserveStep = ReserveMinBytes
+		if s.log.Grow(need) == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // startPrefault gives the active segment a Prefaulter. It populates

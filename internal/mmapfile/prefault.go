@@ -33,6 +33,12 @@ const prefaultChunk = 1 << 20
 // was opened is never queued, so it holds no populated pages ahead of its
 // data.
 //
+// Fair share: each writer's window is its own (Prefaulter's window) or
+// the budget divided among the writers that have appended, whichever is
+// smaller (but at least 64 KiB), so a thousand partitions appending round
+// robin each get pages ahead of them instead of the first few taking the
+// whole budget.
+//
 // Budget bounds the sum over writers of the populated bytes ahead of their
 // positions (each writer's share is recounted whenever a worker serves it,
 // and released when it stops). When the budget is spent, writers are served
@@ -50,7 +56,12 @@ type PrefaultPool struct {
 	running int           // live worker goroutines
 	ahead   int64         // sum of the writers' counted shares
 	flight  int64         // bytes being populated by workers right now
+	writers int           // writers advanced at least once and not stopped
 }
+
+// minFairWindow is the smallest window a writer gets when the budget is
+// shared among many (16 pages).
+const minFairWindow = 64 << 10
 
 // NewPrefaultPool returns a pool of at most workers goroutines (≤ 0: one per
 // CPU, GOMAXPROCS) that keeps at most budget bytes (≤ 0:
@@ -154,10 +165,15 @@ func (pp *PrefaultPool) recount(p *Prefaulter) {
 	p.share = share
 }
 
-// release returns p's share. Caller holds pp.mu.
+// release returns p's share (and its place among the writers). Caller
+// holds pp.mu.
 func (pp *PrefaultPool) release(p *Prefaulter) {
 	pp.ahead -= p.share
 	p.share = 0
+	if p.counted {
+		p.counted = false
+		pp.writers--
+	}
 }
 
 // Prefaulter keeps the pages just ahead of one writer populated, using the
@@ -184,12 +200,14 @@ type Prefaulter struct {
 	window int64
 
 	pos  atomic.Int64 // latest position reported by Advance
+	step atomic.Int64 // a quarter of the window in force (fair share)
 	next int64        // writer only: Advance queues p when pos reaches it
 	last int64        // writer only: previous position, to detect rewinds
 
 	// Guarded by pool.mu.
 	done    int64 // pages below this offset have been populated
 	share   int64 // populated bytes ahead of pos, as counted in pool.ahead
+	counted bool  // counted in pool.writers
 	queued  bool
 	busy    bool // a worker is populating a chunk of it
 	stopped bool
@@ -210,6 +228,7 @@ func (pp *PrefaultPool) NewPrefaulter(f *File, window int64) *Prefaulter {
 		window = DefaultPrefaultWindow
 	}
 	p := &Prefaulter{pool: pp, f: f, window: window}
+	p.step.Store(window / 4)
 	p.idle = sync.NewCond(&pp.mu)
 	return p
 }
@@ -224,10 +243,14 @@ func (p *Prefaulter) Advance(pos int64) {
 	if pos < p.next && !rewound {
 		return
 	}
-	p.next = pos + max(p.window/4, pageSize)
+	p.next = pos + max(p.step.Load(), pageSize)
 	p.pos.Store(pos)
 	pp := p.pool
 	pp.mu.Lock()
+	if !p.counted && !p.stopped {
+		p.counted = true
+		pp.writers++
+	}
 	if rewound {
 		// Pages after pos may have gone with the file's tail.
 		p.done = min(p.done, pos)
@@ -248,7 +271,9 @@ func (p *Prefaulter) nextChunk() (start, n int64) {
 	pos := p.pos.Load()
 	pp.recount(p)
 	start = max(p.done, pos)
-	target := min(pos+p.window, p.f.Size())
+	window := min(p.window, max(pp.budget/int64(max(pp.writers, 1)), minFairWindow))
+	p.step.Store(window / 4)
+	target := min(pos+window, p.f.Size())
 	n = min(target-start, prefaultChunk, pp.budget-pp.ahead-pp.flight)
 	return start, n
 }
