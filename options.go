@@ -98,15 +98,16 @@ type Options struct {
 type WritePath int
 
 const (
-	// WriteAuto stores into the mapping, except while the log's appends
-	// are being made durable (a Flush or Sync in the last 1024 appends),
-	// when it writes with pwritev: a flush after stores into a shared
-	// mapping costs more than one after pwritev of the same bytes
-	// (written-back mapped pages are write-protected and fault again on
-	// the next store, and populated pages ahead of the writer are dirty
-	// zeros every fdatasync writes out), while for appends that are not
-	// synced the stores avoid a syscall per batch. BenchmarkWritePath in
-	// bench/ measures the three.
+	// WriteAuto writes with pwritev while the log's appends are being
+	// made durable (a Flush or Sync in the last 1024 appends) and for
+	// appends of 32 KiB or more, and stores into the mapping otherwise.
+	// A flush after stores into a shared mapping costs more than one
+	// after pwritev of the same bytes (written-back mapped pages are
+	// write-protected and fault again on the next store, and populated
+	// pages ahead of the writer are dirty zeros every fdatasync writes
+	// out), and large stores pay page faults that pwritev does not; for
+	// small appends that are not synced the stores avoid a syscall per
+	// batch. BenchmarkWritePath in bench/ measures the three.
 	WriteAuto WritePath = iota
 	// WriteMapped always stores into the mapping.
 	WriteMapped

@@ -35,7 +35,7 @@ func BenchmarkWritePath(b *testing.B) {
 		writers int
 	}
 	var configs []config
-	for _, size := range []int{256, 1 << 10, 16 << 10, 1 << 20} {
+	for _, size := range []int{256, 1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20} {
 		configs = append(configs, config{size, false, 1})
 	}
 	for _, size := range []int{1 << 10, 16 << 10, 256 << 10} {
