@@ -67,10 +67,19 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 		return fmt.Errorf("%w: %d bytes at position %d of %d", ErrFull, len(src), pos, c)
 	}
 	// Room first, for the data and the index entries this append adds, so
-	// a full disk fails the append before anything is written.
-	if end > s.log.Size() {
-		if err := s.reserve(end); err != nil {
+	// a full disk fails the append before anything is written. Stores
+	// reserve a step more (at most the prefault window), so that the
+	// prefaulter, which stops at the reserved end, stays ahead.
+	need := end
+	if s.prefaulter != nil && !st.Write {
+		need = min(end+min(s.cfg.Prefault, s.reserveStep), s.log.Cap())
+	}
+	if need > s.log.Size() {
+		if err := s.reserve(need); err != nil && end > s.log.Size() {
 			return err
+		}
+		if s.prefaulter != nil {
+			s.prefaulter.Grew()
 		}
 	}
 	indexed := s.bytesSinceIndex > s.cfg.IndexIntervalBytes

@@ -260,6 +260,11 @@ func (p *Prefaulter) Advance(pos int64) {
 	pp.mu.Unlock()
 }
 
+// Grew tells p that its file's reserved size grew, so the next Advance
+// queues it (the window may have been cut short by the old size). Writer
+// only.
+func (p *Prefaulter) Grew() { p.next = 0 }
+
 // nextChunk returns the range a worker should populate next for p, within
 // the window, the file's reserved size and the pool's budget. Caller holds
 // pool.mu.
