@@ -49,7 +49,7 @@ func OpenActive(dir string, base int64, cfg Config, now time.Time) (*Segment, er
 	}
 	// Mapped at SegmentBytes, nothing reserved beyond the data until the
 	// first append needs it (see "Disk reservation" in the Segment doc).
-	f, err := mmapfile.OpenReserved(s.Path(LogSuffix), max(cfg.SegmentBytes, dataLen), dataLen)
+	f, err := mmapfile.OpenAhead(s.Path(LogSuffix), max(cfg.SegmentBytes, dataLen), dataLen)
 	if err != nil {
 		_ = s.closeFiles()
 		return nil, err

@@ -84,10 +84,12 @@ var (
 //     demand (and unmapped again by the owner's cache through Unmap).
 //
 // Disk reservation: the active .log is mapped at SegmentBytes from the
-// start (address space only) but its file is extended with fallocate in
-// steps ahead of the write position, so disk use grows with the data and a
-// full disk is the error of the append that needed the room, never a SIGBUS
-// (no store reaches past the reserved length: Append grows the file first).
+// start (address space only) and its length is SegmentBytes (a hole past
+// the reservation, mmapfile.CreateAhead), but its blocks are reserved with
+// fallocate in steps ahead of the write position, so disk use grows with
+// the data and a full disk is the error of the append that needed the
+// room, never a SIGBUS or a lost writeback (no store or write reaches past
+// the reserved prefix: Append reserves first).
 // A new segment reserves ReserveMinBytes (or SegmentBytes if smaller); a
 // segment reopened after a clean close reserves nothing beyond its data
 // until it is appended to. When an append needs more, the file is extended
@@ -198,12 +200,12 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 	if err := os.Remove(s.Path(TxnIndexSuffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	f, err := mmapfile.CreateReserved(s.Path(LogSuffix), cfg.SegmentBytes, s.firstReserve())
+	f, err := mmapfile.CreateAhead(s.Path(LogSuffix), cfg.SegmentBytes, s.firstReserve())
 	if errors.Is(err, fs.ErrExist) {
 		if err := s.removeFiles(); err != nil {
 			return nil, err
 		}
-		f, err = mmapfile.CreateReserved(s.Path(LogSuffix), cfg.SegmentBytes, s.firstReserve())
+		f, err = mmapfile.CreateAhead(s.Path(LogSuffix), cfg.SegmentBytes, s.firstReserve())
 	}
 	if err != nil {
 		return nil, err
@@ -217,7 +219,7 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 		if err = s.removeFiles(); err != nil {
 			return nil, err
 		}
-		if f, err = mmapfile.CreateReserved(s.Path(LogSuffix), cfg.SegmentBytes, s.firstReserve()); err != nil {
+		if f, err = mmapfile.CreateAhead(s.Path(LogSuffix), cfg.SegmentBytes, s.firstReserve()); err != nil {
 			return nil, err
 		}
 		s.log = f

@@ -104,7 +104,7 @@ func (s *Segment) reactivate(keep, oldSize int64) error {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	nf, err := mmapfile.CreateReserved(tmp, max(s.cfg.SegmentBytes, keep), keep)
+	nf, err := mmapfile.CreateAhead(tmp, max(s.cfg.SegmentBytes, keep), keep)
 	if err != nil {
 		return err
 	}

@@ -162,6 +162,69 @@ func OpenReserved(path string, capacity, reserve int64) (*File, error) {
 	return mapFileReserved(path, fd, st.Size(), length, max(capacity, length), true)
 }
 
+// CreateAhead is CreateReserved with the file's length set to capacity at
+// once (ftruncate: the part past the reservation is a hole that takes no
+// disk). Blocks are still reserved with fallocate only for the first
+// reserve bytes, and Size, Bytes and WriteAt stay within them, so no
+// store ever reaches the hole (whose blocks would be allocated at
+// writeback, where a full disk could no longer be reported). Growing the
+// reservation then never changes the file's length. On the reference VM
+// (1 KiB stores into a fresh mapping, 256 MiB, 16 MiB steps, six
+// interleaved rounds, two runs) stores into a file reserved in steps that
+// extend its length cost 1.5x (1.52, 1.44) those into a file reserved
+// whole, and 1.14 and 0.83x with the length set once. A crash leaves the
+// file at capacity, ending in zeros, which recovery cuts.
+func CreateAhead(path string, capacity, reserve int64) (*File, error) {
+	if reserve < 0 || capacity < reserve {
+		return nil, pathError(path, "create", fmt.Errorf("reserve %d outside [0, capacity %d]", reserve, capacity))
+	}
+	fd, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, pathError(path, "create", err)
+	}
+	f, err := mapFileAhead(path, fd, 0, reserve, capacity)
+	if err != nil {
+		_ = os.Remove(path)
+		return nil, err
+	}
+	return f, nil
+}
+
+// OpenAhead is OpenReserved with the file's length set to the capacity
+// (see CreateAhead). The reserved prefix is max(reserve, current length).
+func OpenAhead(path string, capacity, reserve int64) (*File, error) {
+	fd, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, pathError(path, "open", err)
+	}
+	st, err := fd.Stat()
+	if err != nil {
+		_ = fd.Close()
+		return nil, pathError(path, "stat", err)
+	}
+	length := max(st.Size(), reserve)
+	return mapFileAhead(path, fd, st.Size(), length, max(capacity, length))
+}
+
+// mapFileAhead reserves [0, length), sets the file's length to mapLen and
+// maps it. It takes ownership of fd and closes it on failure.
+func mapFileAhead(path string, fd *os.File, current, length, mapLen int64) (*File, error) {
+	if length > current {
+		if err := fallocate(int(fd.Fd()), 0, 0, length); err != nil {
+			_ = fd.Close()
+			return nil, pathError(path, "fallocate", err)
+		}
+		current = length
+	}
+	if mapLen > current {
+		if err := fd.Truncate(mapLen); err != nil {
+			_ = fd.Close()
+			return nil, pathError(path, "truncate", err)
+		}
+	}
+	return mapFileReserved(path, fd, mapLen, length, mapLen, true)
+}
+
 // Open maps an existing file.
 //
 // A writable file is mapped read-write over max(mapSize, current length); if
@@ -247,8 +310,9 @@ func (f *File) Bytes() []byte {
 	return f.data[:n:n]
 }
 
-// Size returns the usable length of the mapping, which equals the length of
-// the file: the mapped length at open, lowered by Truncate and raised by Grow.
+// Size returns the usable length of the mapping: the length of the file,
+// or for CreateAhead and OpenAhead the reserved prefix of it; the mapped
+// length at open, lowered by Truncate and raised by Grow.
 func (f *File) Size() int64 { return f.size.Load() }
 
 // Cap returns the length of the mapping, the largest size Grow accepts.

@@ -622,3 +622,49 @@ func TestReleaseDescriptor(t *testing.T) {
 		t.Fatalf("file after release: %d bytes", len(data))
 	}
 }
+
+// TestAhead: a file created or opened "ahead" is as long as its capacity
+// from the start, but only its reserved prefix has blocks; Grow reserves
+// more without changing the length, nothing is handed out or written past
+// the reservation, and Truncate cuts the file to its data.
+func TestAhead(t *testing.T) {
+	path := tempPath(t, "a")
+	f, err := CreateAhead(path, 8<<20, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := func() (length, allocated int64) {
+		var st unix.Stat_t
+		if err := unix.Stat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Size, st.Blocks * 512
+	}
+	if n, a := blocks(); n != 8<<20 || a < 64<<10 || a > 64<<10+4096 || f.Size() != 64<<10 || len(f.Bytes()) != 64<<10 {
+		t.Fatalf("length %d allocated %d size %d", n, a, f.Size())
+	}
+	if err := f.WriteAt(nil, make([]byte, 10), 64<<10-5); !errors.Is(err, ErrCapacity) {
+		t.Fatalf("WriteAt past the reservation: %v", err)
+	}
+	if err := f.Grow(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if n, a := blocks(); n != 8<<20 || a < 1<<20 || a > 1<<20+4096 {
+		t.Fatalf("after Grow: length %d allocated %d", n, a)
+	}
+	copy(f.Bytes()[1<<20-4:], "tail")
+	if err := f.Truncate(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := OpenAhead(path, 8<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if n, _ := blocks(); n != 8<<20 || g.Size() != 1<<20 || string(g.Bytes()[1<<20-4:]) != "tail" {
+		t.Fatalf("reopened: length %d size %d", n, g.Size())
+	}
+}
