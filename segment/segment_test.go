@@ -732,3 +732,55 @@ func TestSegmentCreateReplacesLeftovers(t *testing.T) {
 		})
 	}
 }
+
+// mappingRss returns the resident size of the mapping that starts at
+// data's first byte, from /proc/self/smaps.
+func mappingRss(t *testing.T, data []byte) int64 {
+	t.Helper()
+	start := fmt.Sprintf("%p", &data[0])[2:] + "-"
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no /proc/self/smaps: %v", err)
+	}
+	lines := strings.Split(string(smaps), "\n")
+	for i, line := range lines {
+		if !strings.HasPrefix(line, start) {
+			continue
+		}
+		for _, l := range lines[i+1:] {
+			if rest, ok := strings.CutPrefix(l, "Rss:"); ok {
+				var kb int64
+				if _, err := fmt.Sscan(rest, &kb); err != nil {
+					t.Fatal(err)
+				}
+				return kb << 10
+			}
+		}
+	}
+	t.Fatalf("mapping at %s not found in smaps", start)
+	return 0
+}
+
+// TestSegmentIdleHoldsNoPages: a new active segment with a prefault window
+// populates nothing while nobody appends (no resident pages in its .log
+// mapping), and its window is populated once it is appended to.
+func TestSegmentIdleHoldsNoPages(t *testing.T) {
+	cfg := Config{SegmentBytes: 16 << 20, MaxIndexBytes: 64 << 10, IndexIntervalBytes: 4096, Prefault: 1 << 20}
+	s, err := Create(t.TempDir(), 0, cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	time.Sleep(50 * time.Millisecond)
+	if rss := mappingRss(t, s.log.Bytes()); rss != 0 {
+		t.Fatalf("an idle segment has %d resident bytes in its mapping", rss)
+	}
+	segFill(t, s, 1)
+	deadline := time.Now().Add(5 * time.Second)
+	for mappingRss(t, s.log.Bytes()) < 64<<10 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if rss := mappingRss(t, s.log.Bytes()); rss < 64<<10 {
+		t.Fatalf("after an append only %d bytes are resident: the window was not populated", rss)
+	}
+}
