@@ -269,6 +269,7 @@ func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, las
 	if err := l.recordEpochs(records, s, st, first); err != nil {
 		return AppendInfo{}, err
 	}
+	st.Write = l.writes.write(l.opts.WritePath, len(records))
 	var out segment.Appended
 	if err := active.Append(records, st, &out); err != nil {
 		return AppendInfo{}, err

@@ -2,7 +2,10 @@ package partlog
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -133,4 +136,68 @@ func checkFullDisk(t *testing.T, mnt string) {
 	// The failed roll left no file behind, and every segment's data is
 	// in place on the full disk.
 	ltCheckFiles(t, mnt, state.Segs)
+}
+
+// TestFullDiskReserve fills a file system while an active segment's
+// reservation grows (the segment is larger than the file system): the
+// append that cannot reserve its room fails with ENOSPC, as an error and
+// not a SIGBUS, with nothing of it visible; the log is not poisoned, since
+// nothing was written, so once space is freed appends go on, and the log
+// reopens with every batch. Both write paths.
+func TestFullDiskReserve(t *testing.T) {
+	for _, path := range []WritePath{WriteMapped, WritePwrite} {
+		t.Run(fmt.Sprint("path=", path), func(t *testing.T) {
+			mnt := fullMountTmpfs(t, "4m")
+			ballast := filepath.Join(mnt, "ballast")
+			if err := os.WriteFile(ballast, make([]byte, 1<<20), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(mnt, "t-0")
+			opts := smallOpts(t)
+			opts.SegmentBytes = 64 << 20
+			opts.WritePath = path
+			l, err := Open(dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			big := makeBatch(t, 4, 16<<10, 1000) // ~64 KiB
+			var appendErr error
+			for range 200 {
+				before := ltCapture(t, l)
+				if _, err := l.AppendAsLeader(big, 1); err != nil {
+					appendErr = err
+					ltSameState(t, "after the failed append", ltCapture(t, l), before)
+					break
+				}
+			}
+			if !errors.Is(appendErr, syscall.ENOSPC) {
+				t.Fatalf("append on a full disk: %v, want ENOSPC", appendErr)
+			}
+			if len(l.Segments()) != 1 {
+				t.Fatalf("%d segments: the disk should fill inside the first", len(l.Segments()))
+			}
+			if err := os.Remove(ballast); err != nil {
+				t.Fatal(err)
+			}
+			for range 4 {
+				if _, err := l.AppendAsLeader(big, 1); err != nil {
+					t.Fatalf("append after space was freed: %v", err)
+				}
+			}
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			state := ltCapture(t, l)
+			ltCheckReads(t, l, state.Batches)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l, err = Open(dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			ltSameState(t, "reopened", ltCapture(t, l), state)
+		})
+	}
 }

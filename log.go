@@ -51,11 +51,16 @@ type Log struct {
 	flushMu sync.Mutex // serializes flushes; taken before appendMu
 	syncMu  sync.Mutex // guards syncing
 	syncing *syncGroup // the flush Sync callers currently share, if any
+	// syncNext is the group gathering for the next flush and lastGroup
+	// the size of the last group that flushed (sync.go).
+	syncNext  *syncGroup
+	lastGroup int
 	// syncers counts the callers inside Sync; lastFlushNs is how long the
 	// last group flush took (both steer how long a flush leader waits for
 	// its group).
 	syncers     atomic.Int64
 	lastFlushNs atomic.Int64
+	writes      writePolicy // how appends reach the page cache (sync.go)
 	// flushFault, set by tests, makes a flush fail as an fsync would.
 	flushFault func() error
 	// flushed, set by tests, is called by a flush before it fsyncs each
@@ -317,6 +322,7 @@ func (l *Log) segConfig() segment.Config {
 		MaxIndexBytes:      l.opts.MaxIndexBytes,
 		IndexIntervalBytes: l.opts.IndexIntervalBytes,
 		Prefault:           pre,
+		ReserveMaxBytes:    l.opts.ReserveMaxBytes,
 	}
 }
 

@@ -11,10 +11,30 @@ import (
 // Kafka's configuration name, default and support.
 type Options struct {
 	// SegmentBytes is the size at which the active segment rolls
-	// (segment.bytes). Default 1 GiB. partlog preallocates every active
-	// segment to this size with fallocate, so each open log reserves this
-	// much disk; the file is trimmed to its data on roll and close.
+	// (segment.bytes). Default 1 GiB. The active segment is mapped at this
+	// size but reserves disk only in steps ahead of its data (see
+	// ReserveMaxBytes); the file is trimmed to its data on roll and close.
 	SegmentBytes int64
+	// ReserveMaxBytes bounds the steps by which the active segment's disk
+	// reservation grows. The .log is extended with fallocate ahead of the
+	// write position (so a full disk is the error of an append, never a
+	// SIGBUS): a new segment reserves 256 KiB, a cleanly reopened one
+	// nothing beyond its data, and each extension reserves the append plus
+	// a step that doubles when the previous step was used up within a
+	// second and halves otherwise, from 256 KiB up to ReserveMaxBytes. Its
+	// indexes grow the same way from one page, doubling up to 1 MiB at a
+	// time. An idle partition therefore reserves at most ~264 KiB beyond
+	// its data, a busy one at most ReserveMaxBytes, and a busy partition
+	// makes one fallocate call per ReserveMaxBytes appended. Default
+	// 16 MiB; negative reserves the whole SegmentBytes at segment creation
+	// (and indexes still grow in steps).
+	ReserveMaxBytes int64
+	// WritePath chooses how appended bytes reach the page cache: stores
+	// into the segment's shared mapping, or pwritev of the caller's bytes
+	// (the stamped header from a scratch buffer, then the rest of each
+	// batch: no copy in user space either way, no CRC computed). Reads
+	// use the mapping in every case. Default WriteAuto.
+	WritePath WritePath
 	// SegmentMs rolls a segment whose first batch is older than this
 	// (segment.ms). Default 7 days. Negative disables time-based rolling.
 	SegmentMs int64
@@ -46,8 +66,12 @@ type Options struct {
 	// times the CRC on small records (see BenchmarkValidate in batch).
 	ValidateRecords bool
 	// PrefaultBytes is the window of the active segment kept populated
-	// ahead of the write position by a background goroutine, so appends
-	// copy into resident pages. Default 8 MiB; negative disables it.
+	// ahead of the write position, so appends store into resident pages.
+	// The work runs on the process's shared prefault pool (one worker per
+	// CPU, started on demand, within a process-wide budget of 256 MiB of
+	// populated, not yet written pages), and only for partitions that are
+	// appending through the mapping: an idle partition populates nothing.
+	// Default 8 MiB; negative disables it.
 	PrefaultBytes int64
 	// CleanShutdown says the log directory's .kafka_cleanshutdown marker
 	// was present: the directory is trusted as closed cleanly (only the
@@ -103,6 +127,41 @@ type Options struct {
 	MappingCache *MappingCache
 	// Now is the clock (time-based rolling). Default time.Now.
 	Now func() time.Time
+}
+
+// WritePath says how appends hand their bytes to the page cache (see
+// Options.WritePath).
+type WritePath int
+
+const (
+	// WriteAuto writes with pwritev while the log's appends are being
+	// made durable (a Flush or Sync in the last 1024 appends) and for
+	// appends of 32 KiB or more, and stores into the mapping otherwise.
+	// A flush after stores into a shared mapping costs more than one
+	// after pwritev of the same bytes (written-back mapped pages are
+	// write-protected and fault again on the next store, and populated
+	// pages ahead of the writer are dirty zeros every fdatasync writes
+	// out), and large stores pay page faults that pwritev does not; for
+	// small appends that are not synced the stores avoid a syscall per
+	// batch. BenchmarkWritePath in bench/ measures the three.
+	WriteAuto WritePath = iota
+	// WriteMapped always stores into the mapping.
+	WriteMapped
+	// WritePwrite always writes with pwritev.
+	WritePwrite
+)
+
+// String names the write path.
+func (p WritePath) String() string {
+	switch p {
+	case WriteAuto:
+		return "auto"
+	case WriteMapped:
+		return "mapped"
+	case WritePwrite:
+		return "pwrite"
+	}
+	return fmt.Sprintf("WritePath(%d)", int(p))
 }
 
 // Defaults of Options (Kafka's, recovery.md §3.6).
@@ -176,6 +235,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("partlog: negative HighWatermark %d", o.HighWatermark)
 	case o.MaxBatchBytes < 0:
 		return fmt.Errorf("partlog: negative MaxBatchBytes %d", o.MaxBatchBytes)
+	case o.WritePath < WriteAuto || o.WritePath > WritePwrite:
+		return fmt.Errorf("partlog: unknown WritePath %d", o.WritePath)
 	}
 	return nil
 }

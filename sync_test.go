@@ -491,3 +491,37 @@ func TestSyncWaitersShareFailure(t *testing.T) {
 	}
 	l.flushFault = nil
 }
+
+// TestWritePolicy checks the rules of Options.WritePath: the fixed paths,
+// and WriteAuto's pwritev for large appends and for the 1024 appends that
+// follow a flush.
+func TestWritePolicy(t *testing.T) {
+	var w writePolicy
+	for _, tc := range []struct {
+		path WritePath
+		n    int
+		want bool
+	}{
+		{WriteMapped, 1 << 20, false},
+		{WritePwrite, 10, true},
+		{WriteAuto, 256, false},
+		{WriteAuto, writeMinBytes - 1, false},
+		{WriteAuto, writeMinBytes, true},
+	} {
+		if got := w.write(tc.path, tc.n); got != tc.want {
+			t.Errorf("%v, %d bytes: pwritev %v, want %v", tc.path, tc.n, got, tc.want)
+		}
+	}
+	w.flushes.Add(1)
+	for i := range durableWindow {
+		if !w.write(WriteAuto, 256) {
+			t.Fatalf("append %d after a flush stores into the mapping", i)
+		}
+	}
+	if w.write(WriteAuto, 256) {
+		t.Fatal("still writing with pwritev long after the last flush")
+	}
+	if w.write(WriteMapped, 256) {
+		t.Fatal("WriteMapped used pwritev")
+	}
+}

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -9,13 +10,26 @@ import (
 )
 
 // mapped is the part shared by the offset and time indexes: a file of
-// fixed-size entries, memory-mapped, preallocated while it is active.
+// fixed-size entries, memory-mapped. Like Kafka's, it holds no file
+// descriptor while open (mmapfile.File.ReleaseDescriptor): the file is
+// opened again for the rare calls that change it (growth steps, trim).
+//
+// An active (writable) index is mapped at its full capacity (MaxIndexBytes)
+// from the start, but its file holds only the entries plus a reservation
+// made with fallocate in steps ahead of them: the first step is one page
+// (indexReserveMin), each later one doubles the file, up to indexReserveMax
+// at a time. The store of an entry never reaches past the file's end (which
+// would raise SIGBUS): an append first grows the file when the next slot is
+// not reserved, and a full disk is the error of that append. Each new step
+// is populated for writing right away (a few pages, so the writer does not
+// page-fault on the index).
 //
 // Locking: mu is held exclusively while the mapping or the entry count goes
-// down or moves (resize, trim, truncate, close) and shared by every reader of
-// the mapping. Appends take no lock: they write the entry bytes past the
-// published count and then publish the new count with an atomic store, so a
-// reader that loads the count sees complete entries below it.
+// down or moves (resize, trim, truncate, close, and growth of the reserved
+// length) and shared by every reader of the mapping. Appends into the
+// reserved part take no lock: they write the entry bytes past the published
+// count and then publish the new count with an atomic store, so a reader
+// that loads the count sees complete entries below it.
 type mapped struct {
 	path       string
 	baseOffset int64
@@ -24,24 +38,81 @@ type mapped struct {
 
 	mu     sync.RWMutex
 	file   *mmapfile.File // guarded by mu; nil after Close
-	buf    []byte         // file.Bytes(); guarded by mu
+	buf    []byte         // file.Bytes(): the reserved part; guarded by mu
 	closed bool           // guarded by mu
 
 	entries    atomic.Int64 // published entry count
-	maxEntries atomic.Int64 // capacity of the current file length
+	maxEntries atomic.Int64 // capacity: entries the index may grow to
 }
+
+// Reservation steps of an active index file (see mapped).
+const (
+	indexReserveMin = 4 << 10
+	indexReserveMax = 1 << 20
+)
 
 func (m *mapped) create(path string, baseOffset, maxIndexBytes, entrySize int64) error {
 	length := maxIndexBytes / entrySize * entrySize
 	if length < entrySize {
 		return fmt.Errorf("%w: %s: %d bytes cannot hold a %d-byte entry", ErrSize, path, maxIndexBytes, entrySize)
 	}
-	f, err := mmapfile.Create(path, length)
+	f, err := mmapfile.CreateReserved(path, length, 0)
 	if err != nil {
 		return err
 	}
 	m.init(path, baseOffset, entrySize, true, f)
+	m.maxEntries.Store(length / entrySize)
+	if err := errors.Join(m.grow(1, false), f.ReleaseDescriptor()); err != nil {
+		_ = f.Close()
+		return err
+	}
 	return nil
+}
+
+// reserve makes sure the file has room for n entries, growing it by the
+// next step (see mapped) when it does not. Writer only.
+func (m *mapped) reserve(n int64) error { return m.grow(n, true) }
+
+// grow is reserve; populate says whether the new pages are populated (not
+// for the first step of a new index: an idle partition holds no
+// populated pages).
+func (m *mapped) grow(n int64, populate bool) error {
+	need := n * m.entrySize
+	cur := int64(len(m.buf))
+	if need <= cur {
+		return nil
+	}
+	limit := m.maxEntries.Load() * m.entrySize
+	size := min(max(need, cur*2, cur+indexReserveMin), max(need, cur+indexReserveMax), limit)
+	size = size / m.entrySize * m.entrySize
+	if size < need {
+		return fmt.Errorf("%w: %s has %d entries", ErrFull, m.path, n-1)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.file.Grow(size); err != nil {
+		return err
+	}
+	m.buf = m.file.Bytes()
+	if populate {
+		// Populate the new pages now rather than fault on them one by
+		// one in the append path; a failure only costs those faults.
+		_ = m.file.Prefault(cur, size-cur)
+	}
+	return nil
+}
+
+// ensureRoom makes room for one more entry (the next append's), so the
+// caller can fail before it writes anything else. Writer only.
+func (m *mapped) ensureRoom() error {
+	if err := m.checkWritable(); err != nil {
+		return err
+	}
+	n := m.entries.Load() + 1
+	if n > m.maxEntries.Load() {
+		return nil // full: the append itself reports it
+	}
+	return m.reserve(n)
 }
 
 // open maps an existing file. As in Kafka (formats.md §4.3), every whole
@@ -50,6 +121,10 @@ func (m *mapped) create(path string, baseOffset, maxIndexBytes, entrySize int64)
 func (m *mapped) open(path string, baseOffset, entrySize int64, readOnly bool) error {
 	f, err := mmapfile.Open(path, 0, !readOnly)
 	if err != nil {
+		return err
+	}
+	if err := f.ReleaseDescriptor(); err != nil {
+		_ = f.Close()
 		return err
 	}
 	m.init(path, baseOffset, entrySize, !readOnly, f)
@@ -78,10 +153,15 @@ func (m *mapped) checkWritable() error {
 }
 
 // publish stores entry bytes at slot n (the current count) and then the new
-// count. Writer only; the caller has checked capacity.
-func (m *mapped) publish(n int64, entry []byte) {
+// count, growing the file first when slot n is not reserved. Writer only;
+// the caller has checked capacity.
+func (m *mapped) publish(n int64, entry []byte) error {
+	if err := m.reserve(n + 1); err != nil {
+		return err
+	}
 	copy(m.buf[n*m.entrySize:], entry)
 	m.entries.Store(n + 1)
+	return nil
 }
 
 // fileLength returns the current length of the index file.
@@ -112,7 +192,10 @@ func (m *mapped) truncateEntries(n int64) error {
 	return nil
 }
 
-// resize sets the file length to size rounded down to whole entries.
+// resize sets the capacity to size rounded down to whole entries. A
+// smaller size cuts the file to it; a larger one only widens the mapping
+// (mapping the file again when it is too short) and leaves the file's
+// length alone: the next appends reserve room in steps (see mapped).
 func (m *mapped) resize(size int64) error {
 	if err := m.checkWritable(); err != nil {
 		return err
@@ -126,21 +209,19 @@ func (m *mapped) resize(size int64) error {
 	defer m.mu.Unlock()
 	cur := m.file.Size()
 	switch {
-	case length == cur:
-		return nil
 	case length < cur:
 		if err := m.file.Truncate(length); err != nil {
 			return err
 		}
-	case length <= m.file.Cap():
-		if err := m.file.Grow(length); err != nil {
-			return err
-		}
-	default:
+	case length > m.file.Cap():
 		// The mapping is too short: map the file again at the new length.
 		// Readers are excluded by mu, so nobody holds the old slice.
-		f, err := mmapfile.Open(m.path, length, true)
+		f, err := mmapfile.OpenReserved(m.path, length, 0)
 		if err != nil {
+			return err
+		}
+		if err := f.ReleaseDescriptor(); err != nil {
+			_ = f.Close()
 			return err
 		}
 		if err := m.file.Close(); err != nil {

@@ -50,7 +50,8 @@ func (x *OffsetIndex) BaseOffset() int64 { return x.m.baseOffset }
 // Entries returns the number of entries.
 func (x *OffsetIndex) Entries() int64 { return x.m.entries.Load() }
 
-// MaxEntries returns the capacity of the file at its current length.
+// MaxEntries returns the capacity: the entries the index may hold before
+// the segment must roll.
 func (x *OffsetIndex) MaxEntries() int64 { return x.m.maxEntries.Load() }
 
 // IsFull reports whether no entry can be appended; the segment then rolls.
@@ -84,7 +85,9 @@ func (x *OffsetIndex) Append(offset int64, position int32) error {
 	var b [OffsetEntrySize]byte
 	binary.BigEndian.PutUint32(b[0:], uint32(rel))
 	binary.BigEndian.PutUint32(b[4:], uint32(position))
-	x.m.publish(n, b[:])
+	if err := x.m.publish(n, b[:]); err != nil {
+		return err
+	}
 	x.lastOffset = offset
 	return nil
 }
@@ -176,15 +179,21 @@ func (x *OffsetIndex) TruncateTo(offset int64) error {
 	return nil
 }
 
-// Resize sets the file length to size rounded down to a multiple of
-// OffsetEntrySize, preallocating or cutting the file. It fails with ErrSize if
-// the entries written would not fit. Writer only.
+// Resize sets the capacity to size rounded down to a multiple of
+// OffsetEntrySize: a smaller size cuts the file, a larger one lets it grow
+// (the file is extended in steps as entries are appended). It fails with
+// ErrSize if the entries written would not fit. Writer only.
 func (x *OffsetIndex) Resize(size int64) error { return x.m.resize(size) }
 
 // Trim cuts the file to the entries written (Kafka's trimToValidSize) and
 // syncs it, so the cut survives a crash. Call it when the segment rolls or
 // closes. Writer only.
 func (x *OffsetIndex) Trim() error { return x.m.trim() }
+
+// EnsureRoom reserves the file's room for one more entry, so a caller can
+// fail (a full disk) before it writes anything that depends on the entry.
+// Writer only.
+func (x *OffsetIndex) EnsureRoom() error { return x.m.ensureRoom() }
 
 // Sync makes the entries appended so far durable. Writer only.
 func (x *OffsetIndex) Sync() error { return x.m.sync() }

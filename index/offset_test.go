@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -21,9 +22,40 @@ func newOffsetIndex(t testing.TB, base, maxBytes int64) *OffsetIndex {
 	return x
 }
 
+// TestIndexReserveSteps checks the reservation policy of an active index:
+// one page first, then the file doubles (at most indexReserveMax at a time)
+// as entries are appended, never past the capacity, and every entry stays
+// readable across the growth.
+func TestIndexReserveSteps(t *testing.T) {
+	x := newOffsetIndex(t, 0, 4<<20)
+	sizes := []int64{x.FileSize()}
+	for i := int64(0); i < 4<<20/OffsetEntrySize; i++ {
+		if err := x.Append(i+1, int32(i*10)); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		if s := x.FileSize(); s != sizes[len(sizes)-1] {
+			sizes = append(sizes, s)
+		}
+	}
+	want := []int64{4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 3 << 20, 4 << 20}
+	if !slices.Equal(sizes, want) {
+		t.Fatalf("file sizes %v, want %v", sizes, want)
+	}
+	if !x.IsFull() {
+		t.Fatal("not full at capacity")
+	}
+	if err := x.Append(1<<30, 1<<30); !errors.Is(err, ErrFull) {
+		t.Fatalf("append past capacity: %v", err)
+	}
+	if off, pos := x.Lookup(300_000); off != 300_000 || pos != 2_999_990 {
+		t.Fatalf("lookup after growth: %d %d", off, pos)
+	}
+}
+
 func TestOffsetIndexCreate(t *testing.T) {
 	x := newOffsetIndex(t, 0, DefaultMaxIndexBytes)
-	if x.FileSize() != 10485760 || x.MaxEntries() != 1310720 || x.Entries() != 0 || x.IsFull() {
+	// The file starts with one page reserved, not its capacity.
+	if x.FileSize() != indexReserveMin || x.MaxEntries() != 1310720 || x.Entries() != 0 || x.IsFull() {
 		t.Fatalf("size %d max %d entries %d", x.FileSize(), x.MaxEntries(), x.Entries())
 	}
 	y := newOffsetIndex(t, 0, 8*3+5)
@@ -249,7 +281,7 @@ func TestOffsetIndexTrimReopen(t *testing.T) {
 			if err := y.Resize(DefaultMaxIndexBytes); err != nil {
 				t.Fatal(err)
 			}
-			if y.IsFull() || y.FileSize() != DefaultMaxIndexBytes {
+			if y.IsFull() || y.FileSize() != 1000*OffsetEntrySize || y.MaxEntries() != DefaultMaxIndexBytes/OffsetEntrySize {
 				t.Fatalf("after Resize: full %v size %d", y.IsFull(), y.FileSize())
 			}
 			if err := y.Append(base+5000, 5_000_000); err != nil {

@@ -50,7 +50,7 @@ func (x *TimeIndex) BaseOffset() int64 { return x.m.baseOffset }
 // Entries returns the number of entries.
 func (x *TimeIndex) Entries() int64 { return x.m.entries.Load() }
 
-// MaxEntries returns the capacity of the file at its current length.
+// MaxEntries returns the capacity: the entries the index may hold.
 func (x *TimeIndex) MaxEntries() int64 { return x.m.maxEntries.Load() }
 
 // IsFull reports whether the segment must roll: the last slot is kept for
@@ -96,7 +96,9 @@ func (x *TimeIndex) MaybeAppend(timestamp, offset int64, skipFullCheck bool) (ap
 	var b [TimeEntrySize]byte
 	binary.BigEndian.PutUint64(b[0:], uint64(timestamp))
 	binary.BigEndian.PutUint32(b[8:], uint32(rel))
-	x.m.publish(n, b[:])
+	if err := x.m.publish(n, b[:]); err != nil {
+		return false, err
+	}
 	x.last = TimeEntry{Timestamp: timestamp, Offset: offset}
 	return true, nil
 }
@@ -184,15 +186,20 @@ func (x *TimeIndex) TruncateTo(offset int64) error {
 	return nil
 }
 
-// Resize sets the file length to size rounded down to a multiple of
-// TimeEntrySize, preallocating or cutting the file. It fails with ErrSize if
-// the entries written would not fit. Writer only.
+// Resize sets the capacity to size rounded down to a multiple of
+// TimeEntrySize: a smaller size cuts the file, a larger one lets it grow
+// (the file is extended in steps as entries are appended). It fails with
+// ErrSize if the entries written would not fit. Writer only.
 func (x *TimeIndex) Resize(size int64) error { return x.m.resize(size) }
 
 // Trim cuts the file to the entries written (Kafka's trimToValidSize) and
 // syncs it, so the cut survives a crash. Call it when the segment rolls or
 // closes, after the final MaybeAppend. Writer only.
 func (x *TimeIndex) Trim() error { return x.m.trim() }
+
+// EnsureRoom reserves the file's room for one more entry (see
+// OffsetIndex.EnsureRoom). Writer only.
+func (x *TimeIndex) EnsureRoom() error { return x.m.ensureRoom() }
 
 // Sync makes the entries appended so far durable. Writer only.
 func (x *TimeIndex) Sync() error { return x.m.sync() }

@@ -2,6 +2,7 @@ package segment
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/partlog/partlog/batch"
@@ -17,6 +18,16 @@ type Stamp struct {
 	Assign      bool
 	NextOffset  int64
 	LeaderEpoch int32
+	// Write makes Append hand the bytes to the kernel with pwritev (the
+	// stamped header from a scratch buffer, then the rest of the batch
+	// from src) instead of storing them into the mapping. The bytes are
+	// the same and read back through the mapping either way (one page
+	// cache); the difference is the cost of making them durable: pages
+	// stored through a shared mapping are write-protected again by each
+	// writeback and fault on the next store, and a prefaulted window
+	// ahead of the writer is dirty zeros that every fdatasync writes out.
+	// The log sets it when appends are being synced (see Log.Sync).
+	Write bool
 }
 
 // Appended reports what an append wrote.
@@ -36,7 +47,8 @@ type Appended struct {
 // Append copies src, a sequence of batches already validated by the
 // caller (batch.Check on each), to the end of the active segment. For
 // each batch it copies the 61-byte header first, stamps the base offset
-// and leader epoch (Assign), then copies the rest, so a crash can never
+// and leader epoch (Assign), then copies the rest (with Write, the stamped
+// header and the rest go in that order in one pwritev), so a crash can never
 // leave a CRC-valid batch with the client's offsets behind the published
 // end (recovery.md §9 item 7). src is never modified and no CRC is
 // computed. The new size is published after everything is in place.
@@ -50,11 +62,34 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 		return ErrSealed
 	}
 	pos := s.size.Load()
-	data := s.log.Bytes()
-	if int64(len(src)) > int64(len(data))-pos {
-		return fmt.Errorf("%w: %d bytes at position %d of %d", ErrFull, len(src), pos, len(data))
+	end := pos + int64(len(src))
+	if c := s.log.Cap(); end > c {
+		return fmt.Errorf("%w: %d bytes at position %d of %d", ErrFull, len(src), pos, c)
 	}
-	dst := data[pos : pos+int64(len(src))]
+	// Room first, for the data and the index entries this append adds, so
+	// a full disk fails the append before anything is written. Stores
+	// reserve a step more (at most the prefault window), so that the
+	// prefaulter, which stops at the reserved end, stays ahead.
+	need := end
+	if s.prefaulter != nil && !st.Write {
+		need = min(end+min(s.cfg.Prefault, s.reserveStep), s.log.Cap())
+	}
+	if need > s.log.Size() {
+		if err := s.reserve(need); err != nil && end > s.log.Size() {
+			return err
+		}
+		if s.prefaulter != nil {
+			s.prefaulter.Grew()
+		}
+	}
+	indexed := s.bytesSinceIndex > s.cfg.IndexIntervalBytes
+	if indexed {
+		if err := errors.Join(s.offsetIndex.EnsureRoom(), s.timeIndex.EnsureRoom()); err != nil {
+			return err
+		}
+	}
+	data := s.log.Bytes()
+	dst := data[pos:end]
 	*out = Appended{Position: pos, FirstOffset: -1, MaxTimestamp: batch.NoTimestamp}
 	next := st.NextOffset
 	maxTs, offMaxTs := batch.NoTimestamp, int64(-1)
@@ -63,18 +98,29 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 		if n < batch.HeaderSize || n > len(src)-p {
 			return fmt.Errorf("partlog/segment: append of unvalidated bytes at %d", p)
 		}
-		copy(dst[p:p+batch.HeaderSize], src[p:p+batch.HeaderSize])
-		v := batch.View(dst[p : p+n])
+		var h batch.View
+		if st.Write {
+			h = batch.View(s.hdr[:])
+		} else {
+			h = batch.View(dst[p : p+batch.HeaderSize])
+		}
+		copy(h, src[p:p+batch.HeaderSize])
 		if st.Assign {
-			v.SetBaseOffset(next)
-			v.SetPartitionLeaderEpoch(st.LeaderEpoch)
+			h.SetBaseOffset(next)
+			h.SetPartitionLeaderEpoch(st.LeaderEpoch)
 		}
-		copy(dst[p+batch.HeaderSize:p+n], src[p+batch.HeaderSize:p+n])
-		last := v.LastOffset()
+		if st.Write {
+			if err := s.log.WriteAt(h, src[p+batch.HeaderSize:p+n], pos+int64(p)); err != nil {
+				return err
+			}
+		} else {
+			copy(dst[p+batch.HeaderSize:p+n], src[p+batch.HeaderSize:p+n])
+		}
+		last := h.LastOffset()
 		if out.FirstOffset < 0 {
-			out.FirstOffset = v.BaseOffset()
+			out.FirstOffset = h.BaseOffset()
 		}
-		if ts := v.MaxTimestamp(); ts > maxTs {
+		if ts := h.MaxTimestamp(); ts > maxTs {
 			maxTs, offMaxTs = ts, last
 		}
 		next = last + 1
@@ -92,7 +138,7 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 	if maxTs > s.maxTimestamp {
 		s.maxTimestamp, s.offsetOfMaxTimestamp = maxTs, offMaxTs
 	}
-	if s.bytesSinceIndex > s.cfg.IndexIntervalBytes {
+	if indexed {
 		if err := s.offsetIndex.Append(out.LastOffset, int32(pos)); err != nil {
 			return err
 		}
@@ -103,9 +149,11 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 	}
 	s.bytesSinceIndex += int64(len(src))
 	s.nextOffset.Store(next)
-	s.size.Store(pos + int64(len(src)))
-	if s.prefaulter != nil {
-		s.prefaulter.Advance(pos + int64(len(src)))
+	s.size.Store(end)
+	if s.prefaulter != nil && !st.Write {
+		// Only stores into the mapping gain from populated pages; for
+		// written appends they would be dirty zeros for the next flush.
+		s.prefaulter.Advance(end)
 	}
 	return nil
 }

@@ -75,7 +75,9 @@ func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, chec
 			return nil, fmt.Errorf("%w: %w", ErrNeedsRecovery, err)
 		}
 	}
-	f, err := mmapfile.Open(s.Path(LogSuffix), max(cfg.SegmentBytes, dataLen), true)
+	// Mapped at SegmentBytes, nothing reserved beyond the data until the
+	// first append needs it (see "Disk reservation" in the Segment doc).
+	f, err := mmapfile.OpenAhead(s.Path(LogSuffix), max(cfg.SegmentBytes, dataLen), dataLen)
 	if err != nil {
 		_ = s.closeFiles()
 		return nil, err

@@ -29,9 +29,32 @@ type Config struct {
 	// offset-index entries.
 	IndexIntervalBytes int64
 	// Prefault, if positive, is the window kept populated ahead of the
-	// write position of the active segment by a background goroutine.
+	// write position of the active segment by the workers of PrefaultPool.
 	Prefault int64
+	// PrefaultPool serves the prefault windows; nil means the process's
+	// mmapfile.DefaultPrefaultPool.
+	PrefaultPool *mmapfile.PrefaultPool
+	// ReserveMaxBytes is the largest step by which the active .log's disk
+	// reservation grows (see the Segment doc, "Disk reservation"). Zero
+	// means DefaultReserveMaxBytes; a negative value reserves the whole
+	// SegmentBytes when the segment is created, as before steps existed.
+	ReserveMaxBytes int64
 }
+
+// Disk reservation of the active .log (see the Segment doc).
+const (
+	// ReserveMinBytes is the first reservation of a new active segment
+	// and the smallest step.
+	ReserveMinBytes = 256 << 10
+	// DefaultReserveMaxBytes is the default largest step.
+	DefaultReserveMaxBytes = 16 << 20
+	// reserveFastGrowth: a step used up within this long doubles the next
+	// one; a slower one halves it.
+	reserveFastGrowth = time.Second
+)
+
+// monotonic is the clock of the reservation policy (tests replace it).
+var monotonic = time.Now
 
 // Errors of this package.
 var (
@@ -60,6 +83,24 @@ var (
 //     partly written batch.
 //   - Sealed segment: the file trimmed to its data, mapped read-only on
 //     demand (and unmapped again by the owner's cache through Unmap).
+//
+// Disk reservation: the active .log is mapped at SegmentBytes from the
+// start (address space only) and its length is SegmentBytes (a hole past
+// the reservation, mmapfile.CreateAhead), but its blocks are reserved with
+// fallocate in steps ahead of the write position, so disk use grows with
+// the data and a full disk is the error of the append that needed the
+// room, never a SIGBUS or a lost writeback (no store or write reaches past
+// the reserved prefix: Append reserves first).
+// A new segment reserves ReserveMinBytes (or SegmentBytes if smaller); a
+// segment reopened after a clean close reserves nothing beyond its data
+// until it is appended to. When an append needs more, the file is extended
+// to the append's end plus the current step; the step doubles when the
+// previous one was used up in less than a second and halves otherwise,
+// between ReserveMinBytes and Config.ReserveMaxBytes (16 MiB by default), so
+// a busy partition takes a syscall per 16 MiB while an idle or slow one
+// reserves at most a few hundred KiB beyond its data. Its indexes follow
+// the same scheme in smaller steps (package index). Roll and close trim the
+// file to its data, as before.
 //
 // Who may hold slices into a mapping: only a holder of a reference on the
 // *mmapfile.File it came from (see AcquireRange). Unmapping (Unmap, Seal,
@@ -91,12 +132,15 @@ type Segment struct {
 	active      bool
 	closed      bool
 	onMap       func(*Segment, int64) // told when a sealed mapping is made
-	// synced remembers what the last Flush made durable, so indexes that
-	// did not change are not synced again. -1 forces a sync.
-	synced struct{ offsetEntries, timeEntries, txnBytes int64 }
+	// synced remembers what the last Flush made durable, so a transaction
+	// index that did not change is not synced again. -1 forces a sync.
+	synced struct{ txnBytes int64 }
 
 	// Owner-only state (the log's append lock).
 	prefaulter           *mmapfile.Prefaulter
+	reserveStep          int64                  // next growth step of the .log
+	reservedAt           time.Time              // when the .log last grew
+	hdr                  [batch.HeaderSize]byte // stamped header for WriteAt
 	bytesSinceIndex      int64
 	maxTimestamp         int64 // largest timestamp appended, -1 if none
 	offsetOfMaxTimestamp int64
@@ -151,24 +195,41 @@ func (s *Segment) Path(kind string) string { return Path(s.dir, s.base, kind) }
 // file (a directory, a symbolic link): that is left alone and Create fails.
 func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error) {
 	s := newSegment(dir, base, cfg, now)
-	for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
-		if st, err := os.Lstat(s.Path(kind)); err == nil && !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("partlog/segment: create segment %d: %s exists and is not a regular file", base, s.Path(kind))
-		}
-		if err := os.Remove(s.Path(kind)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// The .log and both indexes are created exclusively: only when one is
+	// left over are they all removed and created again (a syscall per
+	// file saved on the common path: thousands at a broker's start). A
+	// stale .txnindex would be adopted by OpenTxnIndex, so it always goes.
+	if err := removeRegular(s.Path(TxnIndexSuffix)); err != nil {
+		return nil, fmt.Errorf("partlog/segment: create segment %d: %w", base, err)
+	}
+	f, err := mmapfile.CreateAhead(s.Path(LogSuffix), cfg.SegmentBytes, s.firstReserve())
+	if errors.Is(err, fs.ErrExist) {
+		if err := s.removeFiles(); err != nil {
 			return nil, err
 		}
+		f, err = mmapfile.CreateAhead(s.Path(LogSuffix), cfg.SegmentBytes, s.firstReserve())
 	}
-	f, err := mmapfile.Create(s.Path(LogSuffix), cfg.SegmentBytes)
 	if err != nil {
 		return nil, err
 	}
 	s.log = f
-	if err := s.openWritableIndexes(true); err != nil {
+	err = s.openWritableIndexes(true)
+	if errors.Is(err, fs.ErrExist) {
+		// Index files left without their .log: replace them.
 		_ = s.closeFiles()
-		for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
-			_ = os.Remove(s.Path(kind))
+		s.log = nil
+		if err = s.removeFiles(); err != nil {
+			return nil, err
 		}
+		if f, err = mmapfile.CreateAhead(s.Path(LogSuffix), cfg.SegmentBytes, s.firstReserve()); err != nil {
+			return nil, err
+		}
+		s.log = f
+		err = s.openWritableIndexes(true)
+	}
+	if err != nil {
+		_ = s.closeFiles()
+		_ = s.removeFiles()
 		return nil, err
 	}
 	s.active = true
@@ -176,10 +237,40 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 	return s, nil
 }
 
+// removeFiles removes the segment's four files where they exist.
+func (s *Segment) removeFiles() error {
+	for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
+		if err := removeRegular(s.Path(kind)); err != nil {
+			return fmt.Errorf("partlog/segment: create segment %d: %w", s.base, err)
+		}
+	}
+	return nil
+}
+
+// removeRegular removes path if it is a regular file; a missing one is
+// fine, and any other entry (a link, a directory) is left alone and is an
+// error: a segment is never made over it.
+func removeRegular(path string) error {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s exists and is not a regular file", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 func newSegment(dir string, base int64, cfg Config, now time.Time) *Segment {
 	s := &Segment{dir: dir, base: base, cfg: cfg, maxTimestamp: batch.NoTimestamp,
 		offsetOfMaxTimestamp: base, rollingTimestamp: batch.NoTimestamp, created: now}
-	s.synced.offsetEntries, s.synced.timeEntries, s.synced.txnBytes = -1, -1, -1
+	s.synced.txnBytes = -1
 	s.nextOffset.Store(base)
 	return s
 }
@@ -227,10 +318,54 @@ func (s *Segment) openWritableIndexes(create bool) error {
 	return err
 }
 
+// firstReserve is the reservation of a newly created .log.
+func (s *Segment) firstReserve() int64 {
+	if s.cfg.ReserveMaxBytes < 0 {
+		return s.cfg.SegmentBytes
+	}
+	return min(s.cfg.SegmentBytes, ReserveMinBytes)
+}
+
+// reserve grows the .log's reservation to cover need bytes (≤ Cap) plus
+// the next step of the policy described in the Segment doc. Owner only.
+func (s *Segment) reserve(need int64) error {
+	maxStep := s.cfg.ReserveMaxBytes
+	if maxStep <= 0 {
+		maxStep = DefaultReserveMaxBytes
+	}
+	maxStep = max(maxStep, ReserveMinBytes)
+	now := monotonic()
+	switch {
+	case s.reserveStep == 0:
+		s.reserveStep = ReserveMinBytes
+	case now.Sub(s.reservedAt) < reserveFastGrowth:
+		s.reserveStep = min(s.reserveStep*2, maxStep)
+	default:
+		s.reserveStep = max(s.reserveStep/2, ReserveMinBytes)
+	}
+	s.reservedAt = now
+	size := min(need+s.reserveStep, s.log.Cap())
+	err := s.log.Grow(size)
+	if err != nil && size > need {
+		// Too little room for the step (a nearly full disk): reserve
+		// just what this append needs, so the disk is used to the end.
+		s.reserveStep = ReserveMinBytes
+		if s.log.Grow(need) == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// startPrefault gives the active segment a Prefaulter. It populates
+// nothing until the first append reports a position.
 func (s *Segment) startPrefault() {
 	if s.cfg.Prefault > 0 && s.log != nil {
-		s.prefaulter = mmapfile.NewPrefaulter(s.log, s.cfg.Prefault)
-		s.prefaulter.Advance(s.size.Load())
+		pool := s.cfg.PrefaultPool
+		if pool == nil {
+			pool = mmapfile.DefaultPrefaultPool()
+		}
+		s.prefaulter = pool.NewPrefaulter(s.log, s.cfg.Prefault)
 	}
 }
 
@@ -435,11 +570,16 @@ func (s *Segment) closeFiles() error {
 	return errors.Join(errs...)
 }
 
-// Flush makes the segment's .log bytes (and length) and index entries
-// durable, in that order: fdatasync of the .log, then the indexes, then
-// the transaction index (recovery.md §3.5). A sealed segment's indexes
-// were synced by their trim; its .log is synced through a fresh
-// descriptor.
+// Flush makes what recovery cannot rebuild of the segment durable: the
+// .log bytes and length (fdatasync), then the transaction index if it
+// changed. The offset and time indexes of the active segment are not
+// synced: the recovery point a Flush establishes lies inside (or at the
+// end of) the active segment, recovery after a crash rescans the segment
+// holding the recovery point and rebuilds its indexes from the .log, and a
+// clean shutdown trims and syncs them (Seal). Each index fdatasync costs
+// about as much as the .log's, so this halves or thirds the cost of a
+// durable append. A sealed segment's indexes were synced by their trim;
+// its .log is synced through a fresh descriptor.
 func (s *Segment) Flush() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -452,20 +592,8 @@ func (s *Segment) Flush() error {
 	if err := s.log.Sync(0, s.size.Load()); err != nil {
 		return err
 	}
-	// Each index costs an fdatasync of its own (about as much as the
-	// .log's on this kind of disk): sync only those that changed.
-	if n := s.offsetIndex.Entries(); n != s.synced.offsetEntries {
-		if err := s.offsetIndex.Sync(); err != nil {
-			return err
-		}
-		s.synced.offsetEntries = n
-	}
-	if n := s.timeIndex.Entries(); n != s.synced.timeEntries {
-		if err := s.timeIndex.Sync(); err != nil {
-			return err
-		}
-		s.synced.timeEntries = n
-	}
+	// The transaction index costs an fdatasync of its own: sync it only
+	// when it changed.
 	if n := s.txnIndex.FileSize(); n != s.synced.txnBytes {
 		if err := s.txnIndex.Sync(); err != nil {
 			return err

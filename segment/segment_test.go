@@ -8,8 +8,10 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -320,13 +322,13 @@ func TestSegmentTruncate(t *testing.T) {
 			if tc.hold && !bytes.Equal(held.Bytes, heldCopy) {
 				t.Fatal("held range changed by the truncation")
 			}
-			// On disk: the kept prefix, then zeros to the preallocated end.
+			// On disk: the kept prefix, then zeros to the reserved end.
 			data, err := os.ReadFile(s.Path(LogSuffix))
 			if err != nil {
 				t.Fatal(err)
 			}
 			prefix := segConcat(keep)
-			if int64(len(data)) != segTestCfg.SegmentBytes || !bytes.Equal(data[:len(prefix)], prefix) {
+			if len(data) < len(prefix) || int64(len(data)) > segTestCfg.SegmentBytes || !bytes.Equal(data[:len(prefix)], prefix) {
 				t.Fatalf(".log after truncation: %d bytes", len(data))
 			}
 			if i := slices.IndexFunc(data[len(prefix):], func(c byte) bool { return c != 0 }); i >= 0 {
@@ -476,35 +478,167 @@ func TestSegmentShouldRoll(t *testing.T) {
 }
 
 func TestSegmentAppendAllocs(t *testing.T) {
-	dir := t.TempDir()
+	for _, write := range []bool{false, true} {
+		t.Run(fmt.Sprint("write=", write), func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := Config{SegmentBytes: 1 << 20, MaxIndexBytes: 64 << 10, IndexIntervalBytes: 300, Prefault: 64 << 10}
+			s, err := Create(dir, 0, cfg, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			src := segMakeBatch(t, 3, 50, 1000)
+			var out Appended
+			next := int64(0)
+			// 500 appends of ~200 bytes cross the first reservation
+			// step, so the growth path is measured too.
+			allocs := testing.AllocsPerRun(1500, func() {
+				if err := s.Append(src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 2, Write: write}, &out); err != nil {
+					panic(err)
+				}
+				next = out.LastOffset + 1
+			})
+			if allocs != 0 {
+				t.Fatalf("Append allocates %.1f times per call", allocs)
+			}
+			if s.offsetIndex.Entries() == 0 {
+				t.Fatal("no index entry was written: the guard missed the index path")
+			}
+			if s.log.Size() <= ReserveMinBytes {
+				t.Fatalf("reservation %d never grew", s.log.Size())
+			}
+			r, err := s.Read(next-3, 1, math.MaxInt64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Release()
+			if v, err := batch.Check(r.Bytes); err != nil || v.BaseOffset() != next-3 || v.PartitionLeaderEpoch() != 2 {
+				t.Fatalf("last batch: %v", err)
+			}
+		})
+	}
+}
+
+// TestSegmentWriteMatchesStore appends the same batches through the
+// mapping and with WriteAt (alternating): the file holds the same bytes
+// as an all-stores segment, read back through the mapping.
+func TestSegmentWriteMatchesStore(t *testing.T) {
 	cfg := Config{SegmentBytes: 1 << 20, MaxIndexBytes: 64 << 10, IndexIntervalBytes: 300}
+	var files [2][]byte
+	for mode := range 2 {
+		dir := t.TempDir()
+		s, err := Create(dir, 100, cfg, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 40 {
+			src := segMakeBatch(t, 1+i%4, 30+i*13, 1000+int64(i))
+			var out Appended
+			st := Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 3, Write: mode == 1 && i%2 == 0}
+			if err := s.Append(src, st, &out); err != nil {
+				t.Fatal(err)
+			}
+			r, err := s.Read(out.FirstOffset, 1, math.MaxInt64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, err := batch.Check(r.Bytes); err != nil || v.BaseOffset() != out.FirstOffset || v.PartitionLeaderEpoch() != 3 {
+				t.Fatalf("mode %d batch %d reads back: %v", mode, i, err)
+			}
+			r.Release()
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if files[mode], err = os.ReadFile(Path(dir, 100, LogSuffix)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(files[0], files[1]) {
+		t.Fatalf("written and stored segments differ (%d and %d bytes)", len(files[0]), len(files[1]))
+	}
+}
+
+// TestSegmentReserveSteps checks the disk reservation policy: a new
+// segment reserves ReserveMinBytes, the step doubles while appends use it
+// up fast and halves when they are slow, never exceeds ReserveMaxBytes,
+// the file never exceeds SegmentBytes, a reopened clean segment reserves
+// nothing beyond its data, and a negative ReserveMaxBytes reserves the
+// whole segment at once.
+func TestSegmentReserveSteps(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	monotonic = func() time.Time { return clock }
+	t.Cleanup(func() { monotonic = time.Now })
+	dir := t.TempDir()
+	cfg := Config{SegmentBytes: 64 << 20, MaxIndexBytes: 1 << 20, IndexIntervalBytes: 4096, ReserveMaxBytes: 2 << 20}
 	s, err := Create(dir, 0, cfg, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	src := segMakeBatch(t, 3, 50, 1000)
-	var out Appended
-	next := int64(0)
-	allocs := testing.AllocsPerRun(500, func() {
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 2}, &out); err != nil {
-			panic(err)
+	// fileSize is the disk a file takes (its allocated blocks).
+	fileSize := func(kind string) int64 {
+		var st syscall.Stat_t
+		if err := syscall.Stat(s.Path(kind), &st); err != nil {
+			t.Fatal(err)
 		}
-		next = out.LastOffset + 1
-	})
-	if allocs != 0 {
-		t.Fatalf("Append allocates %.1f times per call", allocs)
+		return st.Blocks * 512
 	}
-	if s.offsetIndex.Entries() == 0 {
-		t.Fatal("no index entry was written: the guard missed the index path")
+	if got := fileSize(LogSuffix) + fileSize(IndexSuffix) + fileSize(TimeIndexSuffix); got > 1<<20 {
+		t.Fatalf("an empty segment reserves %d bytes", got)
 	}
-	r, err := s.Read(next-3, 1, math.MaxInt64)
+	if got := fileSize(LogSuffix); got != ReserveMinBytes {
+		t.Fatalf("new .log reserves %d, want %d", got, ReserveMinBytes)
+	}
+	if st, err := os.Stat(s.Path(LogSuffix)); err != nil || st.Size() != cfg.SegmentBytes {
+		t.Fatalf("new .log is not SegmentBytes long (a hole past the reservation): %v", err)
+	}
+	src := segMakeBatch(t, 10, 6000, 1000) // ~60 KiB
+	var out Appended
+	var steps []int64
+	appendUntilGrow := func() {
+		before := s.log.Size()
+		for s.log.Size() == before {
+			if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		steps = append(steps, s.log.Size()-s.Size())
+	}
+	for range 6 { // fast: 256 KiB (the first step), 512 KiB, 1, 2, 2, 2 MiB
+		appendUntilGrow()
+	}
+	clock = clock.Add(5 * time.Second) // slow: halves
+	appendUntilGrow()
+	want := []int64{256 << 10, 512 << 10, 1 << 20, 2 << 20, 2 << 20, 2 << 20, 1 << 20}
+	if !slices.Equal(steps, want) {
+		t.Fatalf("steps %v, want %v", steps, want)
+	}
+	if got := fileSize(LogSuffix); got < s.log.Size() || got > s.log.Size()+64<<10 { // block rounding, extent blocks
+		t.Fatalf("file takes %d, reserved %d", fileSize(LogSuffix), s.log.Size())
+	}
+	size := s.Size()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenActive(dir, 0, cfg, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Release()
-	if v, err := batch.Check(r.Bytes); err != nil || v.BaseOffset() != next-3 || v.PartitionLeaderEpoch() != 2 {
-		t.Fatalf("last batch: %v", err)
+	if got := fileSize(LogSuffix); got > size+64<<10 { // block rounding, extent blocks
+		t.Fatalf("reopened .log takes %d bytes, data %d", got, size)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	whole := cfg
+	whole.ReserveMaxBytes = -1
+	w, err := Create(t.TempDir(), 0, whole, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if w.log.Size() != whole.SegmentBytes {
+		t.Fatalf("ReserveMaxBytes < 0 reserved %d", w.log.Size())
 	}
 }
 
@@ -568,5 +702,85 @@ func TestRegression_SegmentMappingReadsLogAfterUnlock(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// TestSegmentCreateReplacesLeftovers: Create over files left under the
+// segment's names (a .log, or only indexes, or only a .txnindex) starts an
+// empty segment without adopting any of them.
+func TestSegmentCreateReplacesLeftovers(t *testing.T) {
+	for _, kinds := range [][]string{{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix}, {IndexSuffix}, {TimeIndexSuffix}, {TxnIndexSuffix}} {
+		t.Run(strings.Join(kinds, ","), func(t *testing.T) {
+			dir := t.TempDir()
+			for _, k := range kinds {
+				if err := os.WriteFile(Path(dir, 50, k), bytes.Repeat([]byte{7}, 4096), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := Create(dir, 50, segTestCfg, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if !s.IsEmpty() || s.offsetIndex.Entries() != 0 || s.timeIndex.Entries() != 0 || s.txnIndex.FileSize() != 0 {
+				t.Fatalf("adopted leftovers: size %d entries %d/%d txn %d", s.Size(), s.offsetIndex.Entries(), s.timeIndex.Entries(), s.txnIndex.FileSize())
+			}
+			if data := s.log.Bytes(); slices.ContainsFunc(data, func(c byte) bool { return c != 0 }) {
+				t.Fatal("the new .log holds old bytes")
+			}
+			segCheckReads(t, s, segFill(t, s, 3))
+		})
+	}
+}
+
+// mappingRss returns the resident size of the mapping that starts at
+// data's first byte, from /proc/self/smaps.
+func mappingRss(t *testing.T, data []byte) int64 {
+	t.Helper()
+	start := fmt.Sprintf("%p", &data[0])[2:] + "-"
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no /proc/self/smaps: %v", err)
+	}
+	lines := strings.Split(string(smaps), "\n")
+	for i, line := range lines {
+		if !strings.HasPrefix(line, start) {
+			continue
+		}
+		for _, l := range lines[i+1:] {
+			if rest, ok := strings.CutPrefix(l, "Rss:"); ok {
+				var kb int64
+				if _, err := fmt.Sscan(rest, &kb); err != nil {
+					t.Fatal(err)
+				}
+				return kb << 10
+			}
+		}
+	}
+	t.Fatalf("mapping at %s not found in smaps", start)
+	return 0
+}
+
+// TestSegmentIdleHoldsNoPages: a new active segment with a prefault window
+// populates nothing while nobody appends (no resident pages in its .log
+// mapping), and its window is populated once it is appended to.
+func TestSegmentIdleHoldsNoPages(t *testing.T) {
+	cfg := Config{SegmentBytes: 16 << 20, MaxIndexBytes: 64 << 10, IndexIntervalBytes: 4096, Prefault: 1 << 20}
+	s, err := Create(t.TempDir(), 0, cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	time.Sleep(50 * time.Millisecond)
+	if rss := mappingRss(t, s.log.Bytes()); rss != 0 {
+		t.Fatalf("an idle segment has %d resident bytes in its mapping", rss)
+	}
+	segFill(t, s, 1)
+	deadline := time.Now().Add(5 * time.Second)
+	for mappingRss(t, s.log.Bytes()) < 64<<10 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if rss := mappingRss(t, s.log.Bytes()); rss < 64<<10 {
+		t.Fatalf("after an append only %d bytes are resident: the window was not populated", rss)
 	}
 }

@@ -41,7 +41,7 @@ func (s *Segment) TruncateTo(offset int64, now time.Time) (int64, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.synced.offsetEntries, s.synced.timeEntries, s.synced.txnBytes = -1, -1, -1
+	s.synced.txnBytes = -1
 	errs := []error{s.offsetIndex.TruncateTo(offset), s.timeIndex.TruncateTo(offset), s.txnIndex.TruncateTo(offset)}
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
@@ -74,8 +74,8 @@ func (s *Segment) TruncateTo(offset int64, now time.Time) (int64, error) {
 }
 
 // reactivate makes the segment writable with its .log holding exactly
-// [0, keep) of valid data and preallocated to SegmentBytes, and with
-// writable indexes. Owner only.
+// [0, keep) of valid data, mapped at SegmentBytes (the reservation grows
+// from keep with the next appends), and with writable indexes. Owner only.
 func (s *Segment) reactivate(keep, oldSize int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -96,7 +96,7 @@ func (s *Segment) reactivate(keep, oldSize int64) error {
 	if err := s.stopPrefault(); err != nil {
 		return err
 	}
-	// Copy the kept prefix into a fresh preallocated file.
+	// Copy the kept prefix into a fresh file.
 	src, err := s.currentBytes()
 	if err != nil {
 		return err
@@ -109,7 +109,7 @@ func (s *Segment) reactivate(keep, oldSize int64) error {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	nf, err := mmapfile.Create(tmp, max(s.cfg.SegmentBytes, keep))
+	nf, err := mmapfile.CreateAhead(tmp, max(s.cfg.SegmentBytes, keep), keep)
 	if err != nil {
 		return err
 	}

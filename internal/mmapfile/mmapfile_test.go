@@ -3,6 +3,7 @@ package mmapfile
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -424,11 +425,11 @@ func TestPrefaulter(t *testing.T) {
 	q.Advance(8 << 20)
 	q.Advance(0)
 	deadline := time.Now().Add(5 * time.Second)
-	for q.done.Load() < 1<<20 && time.Now().Before(deadline) {
+	for prefaulterDone(q) < 1<<20 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if q.done.Load() < 1<<20 {
-		t.Fatalf("populated only %d bytes after a rewind", q.done.Load())
+	if d := prefaulterDone(q); d < 1<<20 {
+		t.Fatalf("populated only %d bytes after a rewind", d)
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
@@ -436,6 +437,128 @@ func TestPrefaulter(t *testing.T) {
 	q.Advance(2 << 20)
 	if err := q.Stop(); err != nil {
 		t.Fatalf("Stop after Close: %v", err)
+	}
+}
+
+func prefaulterDone(p *Prefaulter) int64 {
+	p.pool.mu.Lock()
+	defer p.pool.mu.Unlock()
+	return p.done
+}
+
+// TestPrefaultPool checks the pool's bounds: nothing is populated for a
+// writer that never advanced, the populated bytes ahead of the writers stay
+// within the budget, the workers exit when there is nothing to do, and
+// stopping a writer returns its share.
+func TestPrefaultPool(t *testing.T) {
+	const size = 8 << 20
+	pool := NewPrefaultPool(2, 3<<20)
+	var files []*File
+	var ps []*Prefaulter
+	for i := range 4 {
+		f, err := Create(tempPath(t, fmt.Sprint("p", i)), size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+		ps = append(ps, pool.NewPrefaulter(f, 2<<20))
+	}
+	idle := pool.NewPrefaulter(files[0], 2<<20) // never advanced
+	for _, p := range ps {
+		p.Advance(4096)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for pool.Workers() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if w := pool.Workers(); w != 0 {
+		t.Fatalf("%d workers still running with nothing to do", w)
+	}
+	if a := pool.Ahead(); a > 3<<20 || a < 1<<20 {
+		t.Fatalf("ahead = %d, want in [1 MiB, budget 3 MiB]", a)
+	}
+	if d := prefaulterDone(idle); d != 0 {
+		t.Fatalf("a writer that never advanced was populated to %d", d)
+	}
+	var sum int64
+	for _, p := range ps {
+		d := prefaulterDone(p)
+		if d > 0 {
+			sum += d - 4096
+		}
+	}
+	if sum != pool.Ahead() {
+		t.Fatalf("shares sum to %d, pool counts %d", sum, pool.Ahead())
+	}
+	for _, p := range ps {
+		if err := p.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := idle.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if a := pool.Ahead(); a != 0 {
+		t.Fatalf("ahead = %d after every writer stopped", a)
+	}
+	for _, f := range files {
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReserved covers a growable file: mapped at its capacity, backed only
+// up to the reservation, grown in place, written with WriteAt and read
+// through the same mapping, and reopened with a reservation.
+func TestReserved(t *testing.T) {
+	path := tempPath(t, "r")
+	f, err := CreateReserved(path, 1<<20, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Size() != 64<<10 || f.Cap() != 1<<20 || len(f.Bytes()) != 64<<10 {
+		t.Fatalf("size %d cap %d bytes %d", f.Size(), f.Cap(), len(f.Bytes()))
+	}
+	if err := f.WriteAt([]byte("head"), []byte("body"), 64<<10-4); !errors.Is(err, ErrCapacity) {
+		t.Fatalf("WriteAt past the reservation: %v, want ErrCapacity", err)
+	}
+	if err := f.Grow(128 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WriteAt([]byte("head"), []byte("body"), 64<<10-4); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(f.Bytes()[64<<10-4 : 64<<10+4]); got != "headbody" {
+		t.Fatalf("mapping reads %q after WriteAt", got)
+	}
+	copy(f.Bytes()[10:], "store")
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != 128<<10 {
+		t.Fatalf("file is %d bytes, want 128 KiB", st.Size())
+	}
+	if err := f.Grow(2 << 20); !errors.Is(err, ErrCapacity) {
+		t.Fatalf("Grow past the mapping: %v, want ErrCapacity", err)
+	}
+	if err := f.Truncate(20); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := OpenReserved(path, 1<<20, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if g.Size() != 4096 || g.Cap() != 1<<20 || string(g.Bytes()[10:15]) != "store" {
+		t.Fatalf("reopened: size %d cap %d data %q", g.Size(), g.Cap(), g.Bytes()[10:15])
+	}
+	if _, err := CreateReserved(tempPath(t, "bad"), 10, 20); err == nil {
+		t.Fatal("reserve above capacity accepted")
 	}
 }
 
@@ -459,5 +582,89 @@ func TestAlignRange(t *testing.T) {
 		if s < e && (s != tc.start || e != tc.end) || s >= e && tc.start < tc.end {
 			t.Errorf("alignRange(%d, %d, %d) = [%d, %d), want [%d, %d)", tc.off, tc.n, tc.limit, s, e, tc.start, tc.end)
 		}
+	}
+}
+
+// TestReleaseDescriptor: a File without its descriptor keeps its mapping
+// (stores and reads work), and Grow, Truncate and Sync open the file for
+// the call; WriteAt, which needs the descriptor, refuses.
+func TestReleaseDescriptor(t *testing.T) {
+	path := tempPath(t, "d")
+	f, err := CreateReserved(path, 1<<20, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.ReleaseDescriptor(); err != nil {
+		t.Fatal(err)
+	}
+	copy(f.Bytes(), "entry")
+	if err := f.Grow(8192); err != nil {
+		t.Fatal(err)
+	}
+	copy(f.Bytes()[8000:], "late")
+	if err := f.SyncFile(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WriteAt(nil, []byte("x"), 0); err == nil {
+		t.Fatal("WriteAt without a descriptor succeeded")
+	}
+	if err := f.Truncate(8004); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) != 8004 || string(data[:5]) != "entry" || string(data[8000:]) != "late" {
+		t.Fatalf("file after release: %d bytes", len(data))
+	}
+}
+
+// TestAhead: a file created or opened "ahead" is as long as its capacity
+// from the start, but only its reserved prefix has blocks; Grow reserves
+// more without changing the length, nothing is handed out or written past
+// the reservation, and Truncate cuts the file to its data.
+func TestAhead(t *testing.T) {
+	path := tempPath(t, "a")
+	f, err := CreateAhead(path, 8<<20, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := func() (length, allocated int64) {
+		var st unix.Stat_t
+		if err := unix.Stat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Size, st.Blocks * 512
+	}
+	if n, a := blocks(); n != 8<<20 || a < 64<<10 || a > 64<<10+4096 || f.Size() != 64<<10 || len(f.Bytes()) != 64<<10 {
+		t.Fatalf("length %d allocated %d size %d", n, a, f.Size())
+	}
+	if err := f.WriteAt(nil, make([]byte, 10), 64<<10-5); !errors.Is(err, ErrCapacity) {
+		t.Fatalf("WriteAt past the reservation: %v", err)
+	}
+	if err := f.Grow(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if n, a := blocks(); n != 8<<20 || a < 1<<20 || a > 1<<20+4096 {
+		t.Fatalf("after Grow: length %d allocated %d", n, a)
+	}
+	copy(f.Bytes()[1<<20-4:], "tail")
+	if err := f.Truncate(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := OpenAhead(path, 8<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if n, _ := blocks(); n != 8<<20 || g.Size() != 1<<20 || string(g.Bytes()[1<<20-4:]) != "tail" {
+		t.Fatalf("reopened: length %d size %d", n, g.Size())
 	}
 }

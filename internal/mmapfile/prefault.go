@@ -2,141 +2,298 @@ package mmapfile
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
 
 // DefaultPrefaultWindow is the distance a Prefaulter keeps populated ahead of
-// the write position when NewPrefaulter is given a window ≤ 0.
+// the write position when it is given a window ≤ 0.
 const DefaultPrefaultWindow = 8 << 20
 
-// prefaultChunk bounds one madvise call, so Stop is noticed quickly and
-// populated pages become usable by the writer in small steps.
+// DefaultPrefaultBudget is the process-wide bound, in bytes, of pages the
+// default pool keeps populated ahead of the writers (resident but not yet
+// written): 32 partitions appending at once each get a full default window.
+const DefaultPrefaultBudget = 256 << 20
+
+// prefaultChunk bounds one madvise call, so Stop is noticed quickly, the
+// workers take turns between partitions, and populated pages become usable
+// by the writer in small steps.
 const prefaultChunk = 1 << 20
 
-// Prefaulter keeps the pages just ahead of a writer populated, on its own
-// goroutine.
+// PrefaultPool populates pages ahead of many writers with a few goroutines.
 //
-// The writer reports its position with Advance after each store; Advance only
-// stores an integer and, when the populated region has fallen more than a
-// quarter window behind, does a non-blocking send to wake the goroutine. The
-// goroutine then populates [max(populated, position), position+window) in
-// chunks with File.Prefault. Populating a page the writer is storing into at
-// the same moment is harmless: MADV_POPULATE_WRITE only faults pages in, it
-// never changes their contents.
+// Each writer (a Prefaulter, one per active segment) reports its position;
+// when it has moved a quarter window past what was populated ahead of it,
+// it is queued and a worker populates [max(populated, position),
+// position+window) in chunks of at most 1 MiB, taking turns between queued
+// writers. The workers are started on demand, at most Workers of them, and
+// exit when the queue is empty: a process whose partitions are idle runs no
+// prefault goroutine at all, and a partition that has not appended since it
+// was opened is never queued, so it holds no populated pages ahead of its
+// data.
 //
-// Why a goroutine and not an inline call: on the reference VM a store into a
-// fresh mapped page costs about 2 µs per 4 KiB page (1.9 GB/s) in the page
-// fault, while MADV_POPULATE_WRITE provides pages at 5.8 GB/s. Calling it
-// inline would still put that cost on the append path; running it a window
-// ahead takes it off the path on a machine with a spare core.
+// Fair share: each writer's window is its own (Prefaulter's window) or
+// the budget divided among the writers that have appended, whichever is
+// smaller (but at least 64 KiB), so a thousand partitions appending round
+// robin each get pages ahead of them instead of the first few taking the
+// whole budget.
+//
+// Budget bounds the sum over writers of the populated bytes ahead of their
+// positions (each writer's share is recounted whenever a worker serves it,
+// and released when it stops). When the budget is spent, writers are served
+// only as far as what is left, and those that got nothing are dropped from
+// the queue until they report progress again. A writer that stops appending
+// keeps its populated pages (the kernel cannot un-populate a shared file
+// mapping without writing its dirty pages back) and so keeps its share until
+// its segment rolls or closes.
+type PrefaultPool struct {
+	workers int
+	budget  int64
+
+	mu      sync.Mutex
+	queue   []*Prefaulter // writers waiting for a worker, FIFO
+	running int           // live worker goroutines
+	ahead   int64         // sum of the writers' counted shares
+	flight  int64         // bytes being populated by workers right now
+	writers int           // writers advanced at least once and not stopped
+}
+
+// minFairWindow is the smallest window a writer gets when the budget is
+// shared among many (16 pages).
+const minFairWindow = 64 << 10
+
+// NewPrefaultPool returns a pool of at most workers goroutines (≤ 0: one per
+// CPU, GOMAXPROCS) that keeps at most budget bytes (≤ 0:
+// DefaultPrefaultBudget) populated ahead of its writers.
+func NewPrefaultPool(workers int, budget int64) *PrefaultPool {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if budget <= 0 {
+		budget = DefaultPrefaultBudget
+	}
+	return &PrefaultPool{workers: workers, budget: budget}
+}
+
+var (
+	defaultPoolOnce sync.Once
+	defaultPool     *PrefaultPool
+)
+
+// DefaultPrefaultPool is the pool shared by the process: one worker per CPU
+// and DefaultPrefaultBudget.
+func DefaultPrefaultPool() *PrefaultPool {
+	defaultPoolOnce.Do(func() { defaultPool = NewPrefaultPool(0, 0) })
+	return defaultPool
+}
+
+// Ahead returns the populated bytes ahead of the writers, as last counted.
+func (pp *PrefaultPool) Ahead() int64 {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	return pp.ahead
+}
+
+// Workers returns the number of worker goroutines running now.
+func (pp *PrefaultPool) Workers() int {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	return pp.running
+}
+
+// enqueue queues p unless it is queued, being served or stopped, and
+// starts a worker if all running ones are busy. Caller holds pp.mu.
+func (pp *PrefaultPool) enqueue(p *Prefaulter) {
+	if p.queued || p.stopped {
+		return
+	}
+	p.queued = true
+	pp.queue = append(pp.queue, p)
+	if pp.running < pp.workers && pp.running < len(pp.queue) {
+		pp.running++
+		go pp.work()
+	}
+}
+
+// work serves queued writers one chunk at a time until the queue is empty.
+func (pp *PrefaultPool) work() {
+	pp.mu.Lock()
+	for len(pp.queue) > 0 {
+		p := pp.queue[0]
+		pp.queue[0] = nil
+		pp.queue = pp.queue[1:]
+		p.queued = false
+		start, n := p.nextChunk()
+		if n <= 0 {
+			continue
+		}
+		p.busy = true
+		pp.flight += n
+		pp.mu.Unlock()
+		err := p.f.Prefault(start, n)
+		pp.mu.Lock()
+		pp.flight -= n
+		p.busy = false
+		if err != nil {
+			if !errors.Is(err, ErrClosed) && p.err == nil {
+				p.err = err
+			}
+			p.stopped = true
+		} else {
+			p.done = start + n
+			pp.recount(p)
+			pp.enqueue(p) // more to do is found out on its next turn
+		}
+		if p.stopped {
+			pp.release(p)
+			p.idle.Broadcast()
+		}
+	}
+	if len(pp.queue) == 0 {
+		pp.queue = pp.queue[:0:0] // let a long queue's array go
+	}
+	pp.running--
+	pp.mu.Unlock()
+}
+
+// recount updates p's share of the budget from its current position.
+// Caller holds pp.mu.
+func (pp *PrefaultPool) recount(p *Prefaulter) {
+	share := max(p.done-p.pos.Load(), 0)
+	pp.ahead += share - p.share
+	p.share = share
+}
+
+// release returns p's share (and its place among the writers). Caller
+// holds pp.mu.
+func (pp *PrefaultPool) release(p *Prefaulter) {
+	pp.ahead -= p.share
+	p.share = 0
+	if p.counted {
+		p.counted = false
+		pp.writers--
+	}
+}
+
+// Prefaulter keeps the pages just ahead of one writer populated, using the
+// workers of a PrefaultPool.
+//
+// The writer reports its position with Advance after its stores. Advance is
+// cheap on the append path: an integer compare, and only when the position
+// has crossed the next quarter-window boundary an atomic store and a queue
+// operation under the pool's lock. Populating a page the writer is storing
+// into at the same moment is harmless: MADV_POPULATE_WRITE only faults pages
+// in, it never changes their contents.
+//
+// Why off the append path: on the reference VM a store into a fresh mapped
+// page costs about 2 µs per 4 KiB page (1.9 GB/s) in the page fault, while
+// MADV_POPULATE_WRITE provides pages at 5.8 GB/s. Calling it inline would
+// still put that cost on the append path; running it a window ahead takes it
+// off the path on a machine with a spare core.
 //
 // Advance must be called by one goroutine (the writer). Stop may be called
 // from any goroutine, more than once.
 type Prefaulter struct {
+	pool   *PrefaultPool
 	f      *File
 	window int64
 
 	pos  atomic.Int64 // latest position reported by Advance
-	done atomic.Int64 // pages below this offset have been populated
+	step atomic.Int64 // a quarter of the window in force (fair share)
+	next int64        // writer only: Advance queues p when pos reaches it
+	last int64        // writer only: previous position, to detect rewinds
 
-	wake     chan struct{}
-	stop     chan struct{}
-	exited   chan struct{}
-	stopOnce sync.Once
-
-	errMu sync.Mutex // guards err
-	err   error      // first error other than ErrClosed
+	// Guarded by pool.mu.
+	done    int64 // pages below this offset have been populated
+	share   int64 // populated bytes ahead of pos, as counted in pool.ahead
+	counted bool  // counted in pool.writers
+	queued  bool
+	busy    bool // a worker is populating a chunk of it
+	stopped bool
+	err     error      // first error other than the File being closed
+	idle    *sync.Cond // signalled when busy goes false after Stop
 }
 
-// NewPrefaulter starts a goroutine that keeps window bytes of f populated
-// ahead of the position reported with Advance, beginning at offset 0.
+// NewPrefaulter returns a Prefaulter of f in the default pool.
 func NewPrefaulter(f *File, window int64) *Prefaulter {
+	return DefaultPrefaultPool().NewPrefaulter(f, window)
+}
+
+// NewPrefaulter returns a writer's Prefaulter that keeps window bytes (≤ 0:
+// DefaultPrefaultWindow) of f populated ahead of the position reported
+// with Advance. Nothing is populated before the first Advance.
+func (pp *PrefaultPool) NewPrefaulter(f *File, window int64) *Prefaulter {
 	if window <= 0 {
 		window = DefaultPrefaultWindow
 	}
-	p := &Prefaulter{
-		f:      f,
-		window: window,
-		wake:   make(chan struct{}, 1),
-		stop:   make(chan struct{}),
-		exited: make(chan struct{}),
-	}
-	go p.run()
-	p.kick()
+	p := &Prefaulter{pool: pp, f: f, window: window}
+	p.step.Store(window / 4)
+	p.idle = sync.NewCond(&pp.mu)
 	return p
 }
 
-// Advance reports that the writer has written up to pos. It never blocks.
-// A position lower than the previous one (after a truncation) restarts
-// population from there.
+// Advance reports that the writer has written up to pos. It never blocks
+// for long (only on the pool's lock, at quarter-window steps). A position
+// lower than the previous one (after a truncation) restarts population
+// from there.
 func (p *Prefaulter) Advance(pos int64) {
-	prev := p.pos.Swap(pos)
-	if pos < prev {
-		p.kick()
+	rewound := pos < p.last
+	p.last = pos
+	if pos < p.next && !rewound {
 		return
 	}
-	if pos+p.window-p.done.Load() > p.window/4 {
-		p.kick()
+	p.next = pos + max(p.step.Load(), pageSize)
+	p.pos.Store(pos)
+	pp := p.pool
+	pp.mu.Lock()
+	if !p.counted && !p.stopped {
+		p.counted = true
+		pp.writers++
 	}
+	if rewound {
+		// Pages after pos may have gone with the file's tail.
+		p.done = min(p.done, pos)
+	}
+	pp.recount(p)
+	pp.enqueue(p)
+	pp.mu.Unlock()
 }
 
-func (p *Prefaulter) kick() {
-	select {
-	case p.wake <- struct{}{}:
-	default:
+// Grew tells p that its file's reserved size grew, so the next Advance
+// queues it (the window may have been cut short by the old size). Writer
+// only.
+func (p *Prefaulter) Grew() { p.next = 0 }
+
+// nextChunk returns the range a worker should populate next for p, within
+// the window, the file's reserved size and the pool's budget. Caller holds
+// pool.mu.
+func (p *Prefaulter) nextChunk() (start, n int64) {
+	if p.stopped {
+		return 0, 0
 	}
+	pp := p.pool
+	pos := p.pos.Load()
+	pp.recount(p)
+	start = max(p.done, pos)
+	window := min(p.window, max(pp.budget/int64(max(pp.writers, 1)), minFairWindow))
+	p.step.Store(window / 4)
+	target := min(pos+window, p.f.Size())
+	n = min(target-start, prefaultChunk, pp.budget-pp.ahead-pp.flight)
+	return start, n
 }
 
-// Stop ends the goroutine and waits for it to exit. It returns the first
-// error the goroutine met, other than the File being closed.
+// Stop takes p out of its pool, waits for a chunk being populated for it,
+// and returns the first error met, other than the File being closed.
 func (p *Prefaulter) Stop() error {
-	p.stopOnce.Do(func() { close(p.stop) })
-	<-p.exited
-	p.errMu.Lock()
-	defer p.errMu.Unlock()
-	return p.err
-}
-
-func (p *Prefaulter) run() {
-	defer close(p.exited)
-	var last int64 // position seen in the previous round, to detect rewinds
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-p.wake:
-		}
-		for {
-			pos := p.pos.Load()
-			if pos < last {
-				// The writer moved back (truncation): pages after pos may
-				// have been dropped with the file's tail.
-				p.done.Store(pos)
-			}
-			last = pos
-			target := min(pos+p.window, p.f.Size())
-			start := max(p.done.Load(), pos)
-			if start >= target {
-				break
-			}
-			n := min(target-start, prefaultChunk)
-			if err := p.f.Prefault(start, n); err != nil {
-				if !errors.Is(err, ErrClosed) {
-					p.errMu.Lock()
-					if p.err == nil {
-						p.err = err
-					}
-					p.errMu.Unlock()
-				}
-				return
-			}
-			p.done.Store(start + n)
-			select {
-			case <-p.stop:
-				return
-			default:
-			}
-		}
+	pp := p.pool
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	p.stopped = true
+	for p.busy {
+		p.idle.Wait()
 	}
+	pp.release(p)
+	// A queued entry is skipped by the worker (nextChunk of a stopped p).
+	return p.err
 }

@@ -1,0 +1,273 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/partlog/partlog"
+)
+
+// benchBaseDir is where the many-partition benchmarks put their log
+// directories: $PARTLOG_BENCH_DIR if set (a small loop-mounted file system
+// keeps a mistake from filling the host disk), else a test temporary
+// directory.
+func benchBaseDir(b *testing.B) string {
+	if d := os.Getenv("PARTLOG_BENCH_DIR"); d != "" {
+		dir, err := os.MkdirTemp(d, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = os.RemoveAll(dir) })
+		return dir
+	}
+	return b.TempDir()
+}
+
+// makePartitionDirs creates n empty partition directories t-0 … t-(n-1).
+func makePartitionDirs(b *testing.B, dir string, n int) {
+	for i := range n {
+		if err := os.Mkdir(filepath.Join(dir, "t-"+strconv.Itoa(i)), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// procStatus returns a field of /proc/self/status in bytes (kB fields).
+func procStatus(b *testing.B, field string) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range bytes.Lines(data) {
+		if rest, ok := bytes.CutPrefix(line, []byte(field+":")); ok {
+			f := bytes.Fields(rest)
+			kb, err := strconv.ParseInt(string(f[0]), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatalf("no %s in /proc/self/status", field)
+	return 0
+}
+
+// mappings counts the process's memory mappings.
+func mappings(b *testing.B) int {
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		n++
+	}
+	return n
+}
+
+// allocated sums the disk blocks allocated to the files under dir.
+func allocated(b *testing.B, dir string) int64 {
+	var total int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(path, &st); err != nil {
+			return err
+		}
+		total += st.Blocks * 512
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return total
+}
+
+// needFiles skips the benchmark when the descriptor limit cannot hold n
+// open partitions: each holds 2 (its directory lock and the active .log;
+// the mapped indexes keep no descriptor), so 10 000 partitions need a
+// RLIMIT_NOFILE above 20 000.
+func needFiles(b *testing.B, n int) {
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil {
+		b.Fatal(err)
+	}
+	if want := uint64(2*n + 500); r.Cur < want {
+		b.Skipf("RLIMIT_NOFILE %d below the %d that %d partitions need (raise it with ulimit -n)", r.Cur, want, n)
+	}
+}
+
+// partitionCount is the number of partitions of the many-partition
+// benchmarks: large unless -short (CI's smoke run).
+// $PARTLOG_BENCH_PARTITIONS overrides the large count (a machine whose
+// descriptor limit is 20 000 fits about 9 500).
+func partitionCount(large, short int) int {
+	if testing.Short() {
+		return short
+	}
+	if n, err := strconv.Atoi(os.Getenv("PARTLOG_BENCH_PARTITIONS")); err == nil && n > 0 && large >= 10_000 {
+		return n
+	}
+	return large
+}
+
+// openFiles counts the process's open descriptors.
+func openFiles(b *testing.B) int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(entries)
+}
+
+// BenchmarkOpenDir opens a log directory of N partitions at the default
+// Options (1 GiB segments, 10 MiB indexes, 8 MiB prefault window): fresh
+// (empty partition directories: every log creates its first segment) and
+// reopened after a clean Close with a few batches appended to each. It
+// reports, for the open: seconds, goroutines beyond those before it, RSS
+// growth, memory mappings added, and the disk allocated to the directory.
+// N is 10 000 (200 with -short). Goals at 10 000: fresh ≤ 2 s, reopen
+// ≤ 3 s, ≤ 2 goroutines per core, RSS ≤ 200 MiB, disk ≤ 10 GiB, and ≤ 3
+// mappings per partition (10 000 partitions under vm.max_map_count).
+func BenchmarkOpenDir(b *testing.B) {
+	n := partitionCount(10_000, 200)
+	needFiles(b, n)
+	src := batchOfSize(b, 1<<10)
+	for _, mode := range []string{"fresh", "reopen"} {
+		b.Run(fmt.Sprintf("partitions=%d/%s", n, mode), func(b *testing.B) {
+			b.ReportAllocs()
+			var open time.Duration
+			var goroutines, rss, maps, fds, disk float64
+			for range b.N {
+				b.StopTimer()
+				dir := benchBaseDir(b)
+				makePartitionDirs(b, dir, n)
+				if mode == "reopen" {
+					d, err := partlog.OpenDir(dir, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, l := range d.Logs() {
+						for range 3 {
+							if _, err := l.AppendAsLeader(src, 1); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+					if err := d.Close(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.GC()
+				g0, rss0, m0, fd0 := runtime.NumGoroutine(), procStatus(b, "VmRSS"), mappings(b), openFiles(b)
+				b.StartTimer()
+				start := time.Now()
+				d, err := partlog.OpenDir(dir, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				open += time.Since(start)
+				b.StopTimer()
+				if p := d.Problems(); len(p) > 0 || len(d.Logs()) != n {
+					b.Fatalf("%d logs, problems %v", len(d.Logs()), p)
+				}
+				time.Sleep(10 * time.Millisecond) // let finished goroutines exit
+				goroutines += float64(runtime.NumGoroutine() - g0)
+				rss += float64(procStatus(b, "VmRSS") - rss0)
+				maps += float64(mappings(b) - m0)
+				fds += float64(openFiles(b) - fd0)
+				disk += float64(allocated(b, dir))
+				if err := d.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			nb := float64(b.N)
+			b.ReportMetric(open.Seconds()/nb, "open-s")
+			b.ReportMetric(goroutines/nb, "goroutines")
+			b.ReportMetric(rss/nb/(1<<20), "RSS-MiB")
+			b.ReportMetric(maps/nb/float64(n), "mappings/partition")
+			b.ReportMetric(disk/nb/(1<<30), "disk-GiB")
+			b.ReportMetric(fds/nb/float64(n), "fds/partition")
+		})
+	}
+}
+
+// BenchmarkRoundRobin appends 1 KiB batches spread round-robin over 1 000
+// partitions (one batch to each in turn) and the same batches into one
+// partition, interleaved in rounds of 1 000 appends per variant, and
+// reports each variant's time per append and the throughput ratio
+// rr/single. Goal: ≥ 0.8. The logs use the default Options (1 GiB
+// segments, the shared prefault pool). 100 partitions with -short.
+func BenchmarkRoundRobin(b *testing.B) {
+	n := partitionCount(1000, 100)
+	needFiles(b, n)
+	src := batchOfSize(b, 1<<10)
+	b.Run(fmt.Sprintf("partitions=%d/size=1KiB", n), func(b *testing.B) {
+		dir := benchBaseDir(b)
+		makePartitionDirs(b, dir, n)
+		d, err := partlog.OpenDir(dir, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = d.Close() })
+		logs := make([]*partlog.Log, 0, n)
+		for i := range n {
+			l, ok := d.Log(partlog.TopicPartition{Topic: "t", Partition: int32(i)})
+			if !ok {
+				b.Fatalf("partition %d missing", i)
+			}
+			logs = append(logs, l)
+		}
+		single := openBenchLog(b)
+		// The first append at a leader epoch writes the epoch checkpoint
+		// (an fsync): done for every log before the timer starts.
+		for _, l := range append(logs, single) {
+			if _, err := l.AppendAsLeader(src, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		warm(b, int64(b.N)*int64(len(src))*2)
+		b.SetBytes(int64(len(src)))
+		b.ReportAllocs()
+		var spent [2]time.Duration
+		done := 0
+		b.ResetTimer()
+		for round := 0; done < b.N; round++ {
+			k := min(n, b.N-done)
+			for v := range 2 {
+				m := (round + v) % 2
+				start := time.Now()
+				for i := range k {
+					l := single
+					if m == 1 {
+						l = logs[i]
+					}
+					if _, err := l.AppendAsLeader(src, 1); err != nil {
+						b.Fatal(err)
+					}
+				}
+				spent[m] += time.Since(start)
+			}
+			done += k
+		}
+		b.StopTimer()
+		per := func(m int) float64 { return float64(spent[m].Nanoseconds()) / float64(done) }
+		b.ReportMetric(per(0), "single-ns/op")
+		b.ReportMetric(per(1), "rr-ns/op")
+		b.ReportMetric(per(0)/per(1), "rr/single")
+	})
+}
