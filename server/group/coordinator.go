@@ -219,7 +219,23 @@ func (c *Coordinator) rearmLocked() {
 			next = t
 		}
 	}
-	for _, g := range c.groups {
+	now := c.now()
+	for id, g := range c.groups {
+		if !g.idle() {
+			g.idleSince = time.Time{}
+		} else {
+			// An Empty group without offsets holds nothing: Kafka's
+			// periodic cleanup deletes it, and so does this, after the
+			// same interval, so that group ids only tried do not pile up.
+			if g.idleSince.IsZero() {
+				g.idleSince = now
+			}
+			if !now.Before(g.idleSince.Add(idleGroupLife)) {
+				delete(c.groups, id)
+				continue
+			}
+			earlier(g.idleSince.Add(idleGroupLife))
+		}
 		if g.state == statePreparingRebalance {
 			earlier(g.joinDeadline)
 		}
@@ -240,8 +256,12 @@ func (c *Coordinator) rearmLocked() {
 		return
 	}
 	c.timerAt = next
-	c.timer.Reset(max(next.Sub(c.now()), 0))
+	c.timer.Reset(max(next.Sub(now), 0))
 }
+
+// idleGroupLife is how long a group that holds nothing (see group.idle)
+// is kept: Kafka's offsets.retention.check.interval.ms.
+const idleGroupLife = 10 * time.Minute
 
 // expireLocked runs every expiration that is due at the clock's time.
 func (c *Coordinator) expireLocked() {

@@ -231,6 +231,9 @@ type group struct {
 	txn     map[int64]*staged // producer id -> staged offsets
 
 	stored stored
+
+	// idleSince is when the group was first seen holding nothing.
+	idleSince time.Time
 }
 
 func newGroup(id string) *group {
@@ -243,6 +246,12 @@ func newGroup(id string) *group {
 		offsets:     map[topicPartition]offset{},
 		txn:         map[int64]*staged{},
 	}
+}
+
+// idle reports whether the group holds nothing: Empty, no members or
+// member ids handed out, no offsets committed or staged.
+func (g *group) idle() bool {
+	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && len(g.txn) == 0
 }
 
 func (g *group) has(id string) bool { return g.byID[id] != nil }

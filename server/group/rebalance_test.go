@@ -232,10 +232,8 @@ func TestSessionTimeoutByTimer(t *testing.T) {
 	recv(t, h.syncAsync(syncReq(5, grp, id, 1, nil)))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		h.c.mu.Lock()
-		st := h.c.groups[grp].state
-		h.c.mu.Unlock()
-		if st == stateEmpty {
+		st := h.state(grp)
+		if st == "Empty" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -437,6 +435,15 @@ func TestStaticMember(t *testing.T) {
 	}
 	if got := h.state(grp); got != "Empty" {
 		t.Fatalf("state: %s", got)
+	}
+	// Holding nothing, the group goes away after Kafka's cleanup interval.
+	h.advance(idleGroupLife - time.Second)
+	if got := h.state(grp); got != "Empty" {
+		t.Fatalf("state before the cleanup: %s", got)
+	}
+	h.advance(time.Second)
+	if got := h.state(grp); got != "none" {
+		t.Fatalf("idle group not dropped: %s", got)
 	}
 }
 

@@ -80,8 +80,10 @@ func (c *Coordinator) encodeLocked() []byte {
 			e.offsets(st.offsets)
 		}
 	}
-	return binary.BigEndian.AppendUint32(e.b, crc32.Checksum(e.b, castagnoli))
+	return binary.BigEndian.AppendUint32(e.b, crc32c(e.b))
 }
+
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
 // load reads the state file, if any, into c: groups with stored members
 // come back Stable with fresh sessions (members that are gone expire and
@@ -294,7 +296,7 @@ func decodeState(data []byte) ([]*group, uint64, error) {
 		return nil, 0, errors.New("not a group coordinator state file")
 	}
 	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(body, castagnoli) != sum {
+	if crc32c(body) != sum {
 		return nil, 0, errors.New("checksum mismatch")
 	}
 	d := &decoder{b: body[len(stateMagic):]}
