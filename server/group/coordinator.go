@@ -40,12 +40,14 @@ type Coordinator struct {
 	now  func() time.Time
 	path string
 
-	mu      sync.Mutex
-	closed  bool
-	groups  map[string]*group
-	seq     uint64 // orders offset commits (Kafka's log position)
-	timer   *time.Timer
-	timerAt time.Time
+	mu     sync.Mutex
+	closed bool
+	groups map[string]*group
+	seq    uint64 // orders offset commits (Kafka's log position)
+	// lastSize is the size of the last state encoded.
+	lastSize int
+	timer    *time.Timer
+	timerAt  time.Time
 }
 
 // Open loads the coordinator's state from cfg.Dir (creating the directory

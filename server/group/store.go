@@ -43,7 +43,8 @@ func (c *Coordinator) encodeLocked() []byte {
 		}
 	}
 	slices.Sort(ids)
-	e := encoder{b: append(make([]byte, 0, 4096), stateMagic...)}
+	// The last file's size is a good guess of this one's: no regrowth.
+	e := encoder{b: append(make([]byte, 0, max(4096, c.lastSize+c.lastSize/8)), stateMagic...)}
 	e.u32(stateVersion)
 	e.u64(c.seq)
 	e.u32(uint32(len(ids)))
@@ -80,7 +81,9 @@ func (c *Coordinator) encodeLocked() []byte {
 			e.offsets(st.offsets)
 		}
 	}
-	return binary.BigEndian.AppendUint32(e.b, crc32c(e.b))
+	out := binary.BigEndian.AppendUint32(e.b, crc32c(e.b))
+	c.lastSize = len(out)
+	return out
 }
 
 func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
