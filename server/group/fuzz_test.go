@@ -71,17 +71,24 @@ func FuzzHandle(f *testing.F) {
 // FuzzDecodeState: the state file decoder never panics, and what it
 // accepts encodes to a file it reads back the same.
 func FuzzDecodeState(f *testing.F) {
-	h := newHarness(&testing.T{}, Config{Dir: f.TempDir()})
-	defer h.c.Close()
+	c, err := Open(Config{Dir: f.TempDir()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer c.Close()
 	inst := "inst"
 	j := joinReq(5, "g", "")
 	j.InstanceID = &inst
-	h.c.Handle(context.Background(), j)
-	h.c.Handle(context.Background(), commitReq(9, "g2", "", -1, map[string]map[int32]int64{"t": {0: 1, 1: 2}, "u": {0: 3}}))
-	h.c.CommitTxnOffsets(txnReq(3, "g2", 7, 1, map[int32]int64{0: 9}))
-	h.c.mu.Lock()
-	seed := h.c.encodeLocked()
-	h.c.mu.Unlock()
+	c.Handle(context.Background(), j)
+	c.mu.Lock()
+	m := c.groups["g"].members[0].id
+	c.mu.Unlock()
+	c.Handle(context.Background(), syncReq(5, "g", m, 1, map[string]string{m: "assignment"}))
+	c.Handle(context.Background(), commitReq(9, "g2", "", -1, map[string]map[int32]int64{"t": {0: 1, 1: 2}, "u": {0: 3}}))
+	c.CommitTxnOffsets(txnReq(3, "g2", 7, 1, map[int32]int64{0: 9}))
+	c.mu.Lock()
+	seed := c.encodeLocked()
+	c.mu.Unlock()
 	f.Add(seed)
 	f.Add(seed[:len(seed)/2])
 	f.Add([]byte(stateMagic))
