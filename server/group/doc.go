@@ -45,15 +45,21 @@
 // is undone in memory and the client gets COORDINATOR_NOT_AVAILABLE.
 //
 // Rewriting the file each time was chosen over an append-only log with
-// compaction: the state of a single-node server (a few groups, a few
-// hundred partitions) encodes in microseconds, so the cost of a commit is
-// the two fsyncs, which a log would need too (BenchmarkOffsetCommit
-// measures it), and there is no log to compact, replay or repair. The
-// file is read back whole and bounded by fsutil.SmallFileLimit (16 MiB,
-// a few hundred thousand committed partitions). The format is binary
-// (lengths, big-endian integers, a CRC-32C trailer) so that group ids,
-// topics and metadata of any bytes come back unchanged; a file that does
-// not decode fails Open with a clear error, never a silent reset.
+// compaction, on measurement (BenchmarkOffsetCommit, 2 shared vCPUs):
+// with a few groups the state encodes in microseconds (about 0.4 ms for
+// 1,000 committed partitions, 5 ms for 10,000), so a commit costs the
+// atomic replace, 2-7 ms here; an append with one fsync, the floor of a
+// log, took about 0.65 ms in the same run. Clients commit every few
+// seconds per member (kgo and the Java client every 5 s by default), so
+// a few hundred commits a second is ample for a one-node server for
+// trying and testing, and the file needs no compaction, replay or repair
+// of a torn tail. The writes are serialised under the coordinator's
+// lock, which other requests wait on meanwhile. The file is read back
+// whole and bounded by fsutil.SmallFileLimit (16 MiB, a few hundred
+// thousand committed partitions). The format is binary (lengths,
+// big-endian integers, a CRC-32C trailer) so that group ids, topics and
+// metadata of any bytes come back unchanged; a file that does not decode
+// fails Open with a clear error, never a silent reset.
 //
 // After a restart a group with stored members is Stable again: members
 // that come back go on heartbeating in their generation, those that do
@@ -73,8 +79,9 @@
 // # Not implemented
 //
 // DeleteGroups, OffsetDelete, offset retention (Kafka expires the offsets
-// of Empty groups after offsets.retention.minutes; here they stay until
-// the group is used again), group.max.size, the KIP-848 consumer
+// of Empty groups after offsets.retention.minutes; here they stay; an
+// Empty group with no offsets is dropped after ten minutes, Kafka's
+// cleanup interval), group.max.size, the KIP-848 consumer
 // protocol, and topic ids (OffsetCommit and OffsetFetch v10,
 // TxnOffsetCommit v6). The coordinator does not know which topics exist:
 // the server checks that before it passes a commit on.
