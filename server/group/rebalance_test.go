@@ -512,3 +512,25 @@ func TestContextEnds(t *testing.T) {
 	}
 	h.waitJoining("ctx", 1)
 }
+
+// TestCommitKeepsSession: an OffsetCommit of a member counts as a
+// heartbeat (Kafka reschedules the session on it); a member that only
+// commits stays, one that does nothing expires.
+func TestCommitKeepsSession(t *testing.T) {
+	h := newHarness(t, Config{})
+	grp := "cs"
+	ids, gen := h.stableGroup(grp, 2)
+	for range 5 {
+		h.advance(6 * time.Second)
+		if got := h.commit(commitReq(9, grp, ids[0], gen, one)); got["t/0"] != 0 {
+			t.Fatalf("commit: %v", got)
+		}
+		if code := h.heartbeat(4, grp, ids[1], gen); code != 0 {
+			t.Fatalf("heartbeat: %d", code)
+		}
+	}
+	h.advance(11 * time.Second)
+	if code := h.heartbeat(4, grp, ids[0], gen); code != errUnknownMemberID {
+		t.Fatalf("member silent for 11s: %d, want UNKNOWN_MEMBER_ID", code)
+	}
+}
