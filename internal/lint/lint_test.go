@@ -37,10 +37,11 @@ var allowed = map[string][]string{
 		"internal/fsutil", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil"},
 	"": {"batch", "index", "segment", "producerstate", "snapshot", "recovery",
 		"internal/fsutil", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil", "internal/testhook"},
-	"mirror":      {"", "batch", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil", "internal/testhook"},
-	"mirror/sim":  {"", "mirror", "batch", "producerstate", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil"},
-	"cmd/partlog": {"*"},
-	"bench":       {"*"},
+	"mirror":       {"", "batch", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil", "internal/testhook"},
+	"mirror/sim":   {"", "mirror", "batch", "producerstate", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil"},
+	"server/group": {"internal/checkpoint", "internal/fsutil"},
+	"cmd/partlog":  {"*"},
+	"bench":        {"*"},
 }
 
 type goPackage struct {
