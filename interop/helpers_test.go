@@ -43,13 +43,13 @@ func TestMain(m *testing.M) {
 
 // server is a running `partlog serve`.
 type server struct {
-	t      *testing.T
-	dir    string
-	addr   string
-	args   []string
-	cmd    *exec.Cmd
+	t       *testing.T
+	dir     string
+	addr    string
+	args    []string
+	cmd     *exec.Cmd
 	logPath string // the server's stderr, appended over restarts
-	exited chan struct{}
+	exited  chan struct{}
 }
 
 // startServer runs `partlog serve --dir dir --listen 127.0.0.1:0 args...`
