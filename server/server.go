@@ -154,7 +154,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return errors.New("partlog/server: closed")
+		return ln.Close()
 	}
 	s.lns[ln] = struct{}{}
 	s.mu.Unlock()
@@ -375,34 +375,11 @@ func (s *Server) readRequest(ctx context.Context, r *bufio.Reader, cc *connCtx, 
 	if _, err := io.ReadFull(r, msg); err != nil {
 		return nil, err
 	}
-	key := int16(binary.BigEndian.Uint16(msg[0:]))
-	version := int16(binary.BigEndian.Uint16(msg[2:]))
-	corr := int32(binary.BigEndian.Uint32(msg[4:]))
-	body := msg[8:]
-	// client id: nullable string
-	if len(body) < 2 {
-		return nil, fmt.Errorf("%w: no client id", errBadRequest)
+	req, corr, body, err := parseRequest(msg)
+	if err != nil {
+		return nil, err
 	}
-	n := int16(binary.BigEndian.Uint16(body))
-	body = body[2:]
-	if n > 0 {
-		if int(n) > len(body) {
-			return nil, fmt.Errorf("%w: client id past the end", errBadRequest)
-		}
-		body = body[n:]
-	}
-	req := kmsg.RequestForKey(key)
-	if req == nil {
-		// No type to answer with: Kafka closes the connection too.
-		return nil, fmt.Errorf("%w: unknown api key %d", errBadRequest, key)
-	}
-	req.SetVersion(version)
-	if req.IsFlexible() {
-		var err error
-		if body, err = skipTags(body); err != nil {
-			return nil, err
-		}
-	}
+	key, version := req.Key(), req.GetVersion()
 	p := &pending{corr: corr, key: key, done: make(chan struct{})}
 	if !s.supported(key, version) {
 		p.resp = s.unsupported(req, key, version)
@@ -431,6 +408,45 @@ func (s *Server) readRequest(ctx context.Context, r *bufio.Reader, cc *connCtx, 
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// parseRequest parses a request's header (api key, version,
+// correlation id, client id, and for a flexible version its tagged
+// fields) and returns the request type at that version, unread, with the
+// body after the header.
+func parseRequest(msg []byte) (kmsg.Request, int32, []byte, error) {
+	if len(msg) < 10 {
+		return nil, 0, nil, fmt.Errorf("%w: %d bytes", errBadRequest, len(msg))
+	}
+	key := int16(binary.BigEndian.Uint16(msg[0:]))
+	version := int16(binary.BigEndian.Uint16(msg[2:]))
+	corr := int32(binary.BigEndian.Uint32(msg[4:]))
+	body := msg[8:]
+	n := int16(binary.BigEndian.Uint16(body)) // client id: nullable string
+	body = body[2:]
+	if n > 0 {
+		if int(n) > len(body) {
+			return nil, corr, nil, fmt.Errorf("%w: client id past the end", errBadRequest)
+		}
+		body = body[n:]
+	}
+	req := kmsg.RequestForKey(key)
+	if req == nil {
+		// No response type to answer with: Kafka closes the connection
+		// too.
+		return nil, corr, nil, fmt.Errorf("%w: unknown api key %d", errBadRequest, key)
+	}
+	if version < 0 {
+		return nil, corr, nil, fmt.Errorf("%w: version %d", errBadRequest, version)
+	}
+	req.SetVersion(version)
+	if req.IsFlexible() {
+		var err error
+		if body, err = skipTags(body); err != nil {
+			return nil, corr, nil, err
+		}
+	}
+	return req, corr, body, nil
 }
 
 // skipTags skips a tagged-field section.
