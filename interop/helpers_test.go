@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 
 // server is a running `partlog serve`.
 type server struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	addr    string
 	args    []string
@@ -54,7 +54,7 @@ type server struct {
 
 // startServer runs `partlog serve --dir dir --listen 127.0.0.1:0 args...`
 // (or on addr when restarting) and waits for its "listening on" line.
-func startServer(t *testing.T, dir string, args ...string) *server {
+func startServer(t testing.TB, dir string, args ...string) *server {
 	t.Helper()
 	s := &server{t: t, dir: dir, args: args}
 	s.start("127.0.0.1:0")
@@ -142,7 +142,7 @@ func (s *server) kill() {
 func (s *server) restart() { s.start(s.addr) }
 
 // client returns a kgo client of the server, closed at the end of the test.
-func (s *server) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
+func (s *server) client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	// kgo asks for auto-creation only when told (Kafka honours the
 	// request's flag, and so does partlog serve).
@@ -155,7 +155,7 @@ func (s *server) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
 }
 
 // groupsSupported reports whether the server advertises JoinGroup.
-func groupsSupported(t *testing.T, s *server) bool {
+func groupsSupported(t testing.TB, s *server) bool {
 	t.Helper()
 	c := s.client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -174,7 +174,7 @@ func groupsSupported(t *testing.T, s *server) bool {
 
 // skipWithoutGroups skips a consumer-group test while the server has no
 // group coordinator.
-func skipWithoutGroups(t *testing.T, s *server) {
+func skipWithoutGroups(t testing.TB, s *server) {
 	t.Helper()
 	if !groupsSupported(t, s) {
 		t.Skip("the server reports consumer groups unsupported (no JoinGroup in ApiVersions): group coordinator not wired yet")
@@ -182,7 +182,7 @@ func skipWithoutGroups(t *testing.T, s *server) {
 }
 
 // runPartlog runs a partlog subcommand and returns its output and exit code.
-func runPartlog(t *testing.T, args ...string) (string, int) {
+func runPartlog(t testing.TB, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(partlogBin, args...)
 	out, err := cmd.CombinedOutput()
@@ -197,7 +197,7 @@ func runPartlog(t *testing.T, args ...string) (string, int) {
 
 // requireTool returns the path of a client tool, skipping the test when
 // it is missing unless PARTLOG_INTEROP_REQUIRE_CLIENTS=1 (then it fails).
-func requireTool(t *testing.T, name string) string {
+func requireTool(t testing.TB, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
@@ -209,7 +209,7 @@ func requireTool(t *testing.T, name string) string {
 	return p
 }
 
-func testContext(t *testing.T, d time.Duration) context.Context {
+func testContext(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
