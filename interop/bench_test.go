@@ -21,8 +21,24 @@ import (
 var benchSizes = []int{1 << 10, 16 << 10}
 
 // libBatchBytes is how many record bytes the library path puts in one
-// batch: about what kgo puts in one batch at full speed.
-const libBatchBytes = 256 << 10
+// batch: about what kgo puts in one batch at full speed (its default
+// batch max, 1000012 bytes, under Kafka's default max.message.bytes).
+const libBatchBytes = 1_000_000
+
+// benchValue returns size bytes that do not compress (kgo compresses
+// with snappy by default; the benchmarks turn compression off, and
+// random bytes keep any codec honest).
+func benchValue(size int) []byte {
+	v := make([]byte, size)
+	x := uint64(0x9E3779B97F4A7C15)
+	for i := range v {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		v[i] = byte(x)
+	}
+	return v
+}
 
 func BenchmarkProduce(b *testing.B) {
 	for _, size := range benchSizes {
@@ -47,7 +63,8 @@ func benchServerProduce(b *testing.B, size int, fsync bool) {
 	}
 	s := startServer(b, b.TempDir(), args...)
 	opts := []kgo.Opt{kgo.SeedBrokers(s.addr), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("bench"),
-		kgo.ProducerBatchMaxBytes(1 << 20), kgo.MaxBufferedBytes(64 << 20)}
+		kgo.MaxBufferedBytes(64 << 20),
+		kgo.ProducerBatchCompression(kgo.NoCompression())}
 	if fsync {
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
 	} else {
@@ -61,10 +78,10 @@ func benchServerProduce(b *testing.B, size int, fsync bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// Warm up: the topic is created and the connection set up.
-	if err := c.ProduceSync(ctx, &kgo.Record{Value: make([]byte, size)}).FirstErr(); err != nil {
+	value := benchValue(size)
+	if err := c.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
 		b.Fatal(err)
 	}
-	value := make([]byte, size)
 	b.SetBytes(int64(size))
 	b.ResetTimer()
 	errs := make(chan error, 1)
@@ -92,7 +109,7 @@ func benchServerProduce(b *testing.B, size int, fsync bool) {
 // libBatch builds one batch of n records of size bytes.
 func libBatch(b *testing.B, n, size int) []byte {
 	spec := batch.NewBatchSpec(0)
-	value := make([]byte, size)
+	value := benchValue(size)
 	rs := make([]batch.RecordSpec, n)
 	now := time.Now().UnixMilli()
 	for i := range rs {
@@ -162,11 +179,16 @@ func preload(b *testing.B, dir string, n, size int) {
 	}
 }
 
+// fetchDataBytes bounds what the fetch benchmarks write: they read the
+// preloaded records again from the start as often as b.N needs.
+const fetchDataBytes = 256 << 20
+
 func BenchmarkFetch(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(fmt.Sprintf("%dKiB/server", size>>10), func(b *testing.B) {
 			dir := b.TempDir()
-			preload(b, dir, b.N, size)
+			n := min(b.N, fetchDataBytes/size)
+			preload(b, dir, n, size)
 			s := startServer(b, dir)
 			c, err := kgo.NewClient(kgo.SeedBrokers(s.addr), kgo.ConsumeTopics("bench"),
 				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(32<<20))
@@ -184,12 +206,19 @@ func BenchmarkFetch(b *testing.B) {
 					b.Fatalf("read %d of %d: %v", got, b.N, err)
 				}
 				fs.EachError(func(_ string, _ int32, err error) { b.Fatal(err) })
-				got += fs.NumRecords()
+				fs.EachRecord(func(r *kgo.Record) {
+					got++
+					if r.Offset == int64(n-1) && got < b.N {
+						// Read it all again from the start.
+						c.SetOffsets(map[string]map[int32]kgo.EpochOffset{"bench": {0: {Epoch: -1, Offset: 0}}})
+					}
+				})
 			}
 		})
 		b.Run(fmt.Sprintf("%dKiB/library", size>>10), func(b *testing.B) {
 			dir := b.TempDir()
-			preload(b, dir, b.N, size)
+			n := min(b.N, fetchDataBytes/size)
+			preload(b, dir, n, size)
 			l, err := partlog.Open(filepath.Join(dir, "bench-0"), nil)
 			if err != nil {
 				b.Fatal(err)
@@ -199,19 +228,24 @@ func BenchmarkFetch(b *testing.B) {
 			sink := 0
 			b.SetBytes(int64(size))
 			b.ResetTimer()
-			for off := int64(0); off < int64(b.N); {
-				v, err := l.Read(off, 1<<20, l.HighWatermark())
+			off := int64(0)
+			for got := 0; got < b.N; {
+				if off == int64(n) {
+					off = 0
+				}
+				v, err := l.Read(off, 32<<20, l.HighWatermark())
 				if err != nil {
 					b.Fatal(err)
 				}
 				rs := v.Records
-				// Walk the batches as a consumer would find the next offset.
+				// Walk and check the batches as a consumer does.
 				for len(rs) >= 61 {
 					bv, err := batch.Check(rs)
 					if err != nil {
 						b.Fatal(err)
 					}
 					off = bv.LastOffset() + 1
+					got += int(bv.RecordsCount())
 					sink += bv.Size()
 					rs = rs[bv.Size():]
 				}
