@@ -40,6 +40,9 @@ It prints "listening on HOST:PORT" on stdout once it accepts connections
 (--listen 127.0.0.1:0 picks a free port) and shuts down cleanly (flush,
 checkpoints, clean-shutdown marker) on SIGINT or SIGTERM.
 
+Reads: DIR (every partition, Kafka's checkpoints, the server's state file)
+and requests on --listen.
+
 Writes: DIR only (the partitions, Kafka's checkpoints, and the server's
 state file partlog-server-state.json: producer ids, transactions, topic
 configs).
@@ -72,6 +75,10 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Consumer groups: server.Config.Groups takes the group coordinator
+	// (package server/group's *Coordinator implements server.GroupHandler);
+	// until it is set, the group APIs are not advertised. It is closed
+	// after srv.Close.
 	srv, err := server.Open(server.Config{
 		Dir:               o.dir,
 		AutoCreate:        o.autoCreate,
