@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"testing"
 	"time"
@@ -586,5 +587,91 @@ func TestCloseEndsEverything(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > before {
 		buf := make([]byte, 1<<16)
 		t.Fatalf("%d goroutines after Close, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestEveryAdvertisedVersion sends each API at every advertised version
+// (a minimal valid request naming one partition where the API takes
+// partitions) and decodes the answer at that version: what ApiVersions
+// advertises is encoded and answered at each of its versions.
+func TestEveryAdvertisedVersion(t *testing.T) {
+	ts := startTest(t, Config{AutoCreate: true})
+	rc := dial(t, ts.addr)
+	createTopic(t, rc, "v", 1)
+	roundTrip[*kmsg.ProduceResponse](rc, produceReq("v", 0, 1, records(t, 1, -1, 0, 0, false, 1)))
+	name := "v"
+	for key, r := range apis {
+		for v := r.min; v <= r.max; v++ {
+			var req kmsg.Request
+			switch key {
+			case 0:
+				req = produceReq("v", 0, 1, records(t, 1, -1, 0, 0, false, 1))
+			case 1:
+				req = fetchReq("v", 0, 0, 0, 1, 1<<20, 1<<20, 0)
+			case 2:
+				lr := kmsg.NewPtrListOffsetsRequest()
+				lt := kmsg.NewListOffsetsRequestTopic()
+				lt.Topic = "v"
+				lp := kmsg.NewListOffsetsRequestTopicPartition()
+				lp.Timestamp = -1
+				lt.Partitions = append(lt.Partitions, lp)
+				lr.Topics = append(lr.Topics, lt)
+				req = lr
+			case 3:
+				mr := kmsg.NewPtrMetadataRequest()
+				mr.Topics = []kmsg.MetadataRequestTopic{{Topic: &name}}
+				req = mr
+			case 10:
+				fr := kmsg.NewPtrFindCoordinatorRequest()
+				fr.CoordinatorKey, fr.CoordinatorKeys, fr.CoordinatorType = "x", []string{"x"}, 1
+				req = fr
+			case 23:
+				or := kmsg.NewPtrOffsetForLeaderEpochRequest()
+				ot := kmsg.NewOffsetForLeaderEpochRequestTopic()
+				ot.Topic = "v"
+				op := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+				op.LeaderEpoch = 0
+				ot.Partitions = append(ot.Partitions, op)
+				or.Topics = append(or.Topics, ot)
+				req = or
+			default:
+				req = kmsg.RequestForKey(key)
+				if d, ok := req.(interface{ Default() }); ok {
+					d.Default()
+				}
+			}
+			req.SetVersion(v)
+			corr := rc.send(req)
+			resp := req.ResponseKind()
+			resp.SetVersion(v)
+			if got := rc.recv(resp); got != corr {
+				t.Fatalf("%s v%d: correlation %d, want %d", apiName(key), v, got, corr)
+			}
+			if f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode"); f.IsValid() && f.Int() == int64(errUnsupportedVersion) {
+				t.Fatalf("%s v%d advertised but answered UNSUPPORTED_VERSION", apiName(key), v)
+			}
+			switch rr := resp.(type) {
+			case *kmsg.ProduceResponse:
+				if c := rr.Topics[0].Partitions[0].ErrorCode; c != 0 {
+					t.Fatalf("Produce v%d: %d", v, c)
+				}
+			case *kmsg.FetchResponse:
+				if p := rr.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) == 0 {
+					t.Fatalf("Fetch v%d: error %d, %d bytes", v, p.ErrorCode, len(p.RecordBatches))
+				}
+			case *kmsg.ListOffsetsResponse:
+				if p := rr.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.Offset < 1 {
+					t.Fatalf("ListOffsets v%d: %+v", v, p)
+				}
+			case *kmsg.MetadataResponse:
+				if len(rr.Topics) != 1 || rr.Topics[0].ErrorCode != 0 || len(rr.Topics[0].Partitions) != 1 || len(rr.Brokers) != 1 {
+					t.Fatalf("Metadata v%d: %+v", v, rr)
+				}
+			case *kmsg.OffsetForLeaderEpochResponse:
+				if p := rr.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.EndOffset < 1 {
+					t.Fatalf("OffsetForLeaderEpoch v%d: %+v", v, p)
+				}
+			}
+		}
 	}
 }
