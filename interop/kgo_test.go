@@ -212,3 +212,47 @@ func TestKgoListOffsetsByTimestamp(t *testing.T) {
 		t.Fatalf("consuming after timestamp 7s started at record %d", vals[0])
 	}
 }
+
+// TestKgoTransactionTimeout: a kgo transaction left open past its
+// timeout is aborted by the server (ABORT markers, producer fenced): the
+// producer's late commit fails, read_committed sees none of it, and the
+// same transactional id starts afresh.
+func TestKgoTransactionTimeout(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir)
+	ctx := testContext(t, 60*time.Second)
+	p := s.client(t, kgo.TransactionalID("slow-txn"), kgo.DefaultProduceTopic("slow"),
+		kgo.TransactionTimeout(1500*time.Millisecond))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("late-%d", i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(4 * time.Second) // past the timeout and at least one housekeeping tick
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("committing a transaction past its timeout succeeded")
+	} else {
+		t.Logf("late commit refused: %v", err)
+	}
+	// A new session of the transactional id commits normally.
+	p2 := s.client(t, kgo.TransactionalID("slow-txn"), kgo.DefaultProduceTopic("slow"))
+	if err := p2.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produceSync(t, p2, &kgo.Record{Value: []byte("fresh")})
+	if err := p2.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit of the new session: %v", err)
+	}
+	got := consumeAll(t, s, "slow", 1, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if len(got) != 1 || string(got[0].Value) != "fresh" {
+		t.Fatalf("read_committed after the timeout: %d records, first %q", len(got), got[0].Value)
+	}
+	s.stop()
+	out, code := runPartlog(t, "dump", "--deep-iteration", dir+"/slow-0/00000000000000000000.log")
+	if code != 0 || !strings.Contains(out, "endTxnMarker: ABORT") || !strings.Contains(out, "endTxnMarker: COMMIT") {
+		t.Fatalf("dump (exit %d) lacks the timeout's ABORT or the COMMIT:\n%s", code, out)
+	}
+}
