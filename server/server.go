@@ -382,6 +382,7 @@ func (s *Server) readRequest(ctx context.Context, r *bufio.Reader, cc *connCtx, 
 	key, version := req.Key(), req.GetVersion()
 	p := &pending{corr: corr, key: key, done: make(chan struct{})}
 	if !s.supported(key, version) {
+		_ = req.ReadFrom(body) // best effort: names the topics in the answer
 		p.resp = s.unsupported(req, key, version)
 		p.flexHead = key != 18 && p.resp.IsFlexible()
 		close(p.done)

@@ -67,9 +67,22 @@ func TestUnsupportedVersionsKeepTheConnection(t *testing.T) {
 	dc := kmsg.NewPtrDescribeConfigsRequest() // no top-level error code: empty answer
 	dc.Version = 1
 	roundTrip[*kmsg.DescribeConfigsResponse](rc, dc)
-	p := produceReq("t", 0, 1, records(t, 1, -1, 0, 0, false, 10))
+	p := produceReq("t", 3, 1, records(t, 1, -1, 0, 0, false, 10))
 	p.Version = 2
-	roundTrip[*kmsg.ProduceResponse](rc, p)
+	pr := roundTrip[*kmsg.ProduceResponse](rc, p)
+	if len(pr.Topics) != 1 || pr.Topics[0].Topic != "t" || len(pr.Topics[0].Partitions) != 1 ||
+		pr.Topics[0].Partitions[0].Partition != 3 || pr.Topics[0].Partitions[0].ErrorCode != errUnsupportedVersion {
+		t.Fatalf("Produce v2: %+v, want t-3 with UNSUPPORTED_VERSION", pr.Topics)
+	}
+	// Partitions given as int32s (AddPartitionsToTxn) are mirrored too.
+	ap := kmsg.NewPtrAddPartitionsToTxnRequest()
+	ap.Version = 2
+	ap.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{4, 5}}}
+	apr := ts.unsupported(ap, 24, 2).(*kmsg.AddPartitionsToTxnResponse)
+	if len(apr.Topics) != 1 || len(apr.Topics[0].Partitions) != 2 || apr.Topics[0].Partitions[1].Partition != 5 ||
+		apr.Topics[0].Partitions[1].ErrorCode != errUnsupportedVersion {
+		t.Fatalf("AddPartitionsToTxn unsupported: %+v", apr.Topics)
+	}
 
 	ok := kmsg.NewPtrApiVersionsRequest()
 	ok.Version = 3

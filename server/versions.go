@@ -89,9 +89,10 @@ func (s *Server) apiVersions(req *kmsg.ApiVersionsRequest) kmsg.Response {
 // version. ApiVersions is answered at v0 with UNSUPPORTED_VERSION and
 // the supported list, as Kafka does, so that the client retries at a
 // version both know. Any other request gets its response type at the
-// request's version with UNSUPPORTED_VERSION in every error code of its
-// top level and, for the per-topic/partition responses, nothing else (a
-// client that reads ApiVersions never sends these).
+// request's version with UNSUPPORTED_VERSION in its top-level error code
+// and, where the request names topics and partitions, in an entry for
+// each of them (mirrorErrors), as Kafka's error responses do. The body
+// of such a request is decoded only for that, best effort.
 func (s *Server) unsupported(req kmsg.Request, key, version int16) kmsg.Response {
 	if key == 18 {
 		resp := kmsg.NewPtrApiVersionsResponse()
@@ -102,10 +103,52 @@ func (s *Server) unsupported(req kmsg.Request, key, version int16) kmsg.Response
 	}
 	resp := req.ResponseKind()
 	resp.SetVersion(version)
-	if f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 {
+	rv := reflect.ValueOf(resp).Elem()
+	if f := rv.FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 {
 		f.SetInt(int64(errUnsupportedVersion))
 	}
+	mirrorErrors(reflect.ValueOf(req).Elem(), rv, 0)
 	return resp
+}
+
+// mirrorErrors fills resp's Topics (and their Partitions) with one entry
+// per topic (partition) of req, named as in req, with
+// UNSUPPORTED_VERSION. Partitions may be a list of structs with a
+// Partition field or of int32s.
+func mirrorErrors(req, resp reflect.Value, depth int) {
+	for _, name := range []string{"Topics", "Partitions"} {
+		rf, sf := req.FieldByName(name), resp.FieldByName(name)
+		if !rf.IsValid() || !sf.IsValid() || rf.Kind() != reflect.Slice || sf.Kind() != reflect.Slice ||
+			sf.Type().Elem().Kind() != reflect.Struct || depth > 1 {
+			continue
+		}
+		out := reflect.MakeSlice(sf.Type(), rf.Len(), rf.Len())
+		for i := 0; i < rf.Len(); i++ {
+			src, dst := rf.Index(i), out.Index(i)
+			if d := dst.Addr().MethodByName("Default"); d.IsValid() && d.Type().NumIn() == 0 {
+				d.Call(nil)
+			}
+			if f := dst.FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 {
+				f.SetInt(int64(errUnsupportedVersion))
+			}
+			if src.Kind() == reflect.Int32 {
+				if f := dst.FieldByName("Partition"); f.IsValid() && f.Kind() == reflect.Int32 {
+					f.SetInt(src.Int())
+				}
+				continue
+			}
+			if src.Kind() != reflect.Struct {
+				continue
+			}
+			for _, k := range []string{"Topic", "TopicID", "Partition"} {
+				if a, b := src.FieldByName(k), dst.FieldByName(k); a.IsValid() && b.IsValid() && a.Type() == b.Type() {
+					b.Set(a)
+				}
+			}
+			mirrorErrors(src, dst, depth+1)
+		}
+		sf.Set(out)
+	}
 }
 
 // Kafka error codes the server answers itself (the library's are mapped
