@@ -688,3 +688,33 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestInitProducerIDWaitsForPreparedTransaction: a new session of a
+// transactional id whose markers are not all written yet is told to
+// retry (CONCURRENT_TRANSACTIONS), never given an epoch that would drop
+// the decided transaction; once completed, it gets the next epoch.
+func TestInitProducerIDWaitsForPreparedTransaction(t *testing.T) {
+	ts := startTest(t, Config{Tick: time.Hour})
+	rc := dial(t, ts.addr)
+	createTopic(t, rc, "pw", 1)
+	id := "pw"
+	p := initPID(t, rc, &id, 60000)
+	addPartition(t, rc, id, p.ProducerID, p.ProducerEpoch, "pw", 0)
+	roundTrip[*kmsg.ProduceResponse](rc, produceReq("pw", 0, 1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 1)))
+	if err := ts.meta.update(func(st *metaState) { st.Transactions[id].State = txnPrepareAbort }); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.Version, req.TransactionalID, req.TransactionTimeoutMillis = 4, &id, 60000
+	if c := roundTrip[*kmsg.InitProducerIDResponse](rc, req).ErrorCode; c != errConcurrentTransactions {
+		t.Fatalf("InitProducerId during PrepareAbort: %d, want CONCURRENT_TRANSACTIONS", c)
+	}
+	ts.txns.retryPrepared()
+	l, _ := ts.Dir().Log(partlog.TopicPartition{Topic: "pw", Partition: 0})
+	if lso := l.LastStableOffset(); lso != 2 {
+		t.Fatalf("LSO %d after the ABORT marker, want 2", lso)
+	}
+	if r := roundTrip[*kmsg.InitProducerIDResponse](rc, req); r.ErrorCode != 0 || r.ProducerEpoch != p.ProducerEpoch+1 {
+		t.Fatalf("InitProducerId after completion: %+v", r)
+	}
+}

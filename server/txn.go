@@ -125,6 +125,12 @@ func (c *txnCoordinator) initProducerID(req *kmsg.InitProducerIDRequest) kmsg.Re
 			resp.ErrorCode = errProducerFenced
 			return resp
 		}
+		if t.State == txnPrepareCommit || t.State == txnPrepareAbort {
+			// Its markers are still being written (or failed and are
+			// retried by the housekeeping tick): the client retries.
+			resp.ErrorCode = errConcurrentTransactions
+			return resp
+		}
 		if t.State == txnOngoing {
 			// A new session of the transactional id: the open
 			// transaction is aborted, fenced by the new epoch.
@@ -272,7 +278,10 @@ func (c *txnCoordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) kmsg.
 	if g == nil {
 		code = errCoordinatorNotAvailable
 	} else {
+		// Held while the offsets are staged, so that an EndTxn (or a
+		// timeout) completes the transaction after them, never between.
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		t, ok := c.get(req.TransactionalID)
 		switch {
 		case !ok || t.ProducerID != req.ProducerID:
@@ -282,7 +291,6 @@ func (c *txnCoordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) kmsg.
 		case t.State != txnOngoing || !slices.Contains(t.Groups, req.Group):
 			code = errInvalidTxnState
 		}
-		c.mu.Unlock()
 	}
 	if code == errNone {
 		return g.CommitTxnOffsets(req)
