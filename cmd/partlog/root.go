@@ -59,6 +59,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newProducersCommand(stdout, stderr))
 	root.AddCommand(newDemoCommand(stdout, stderr))
 	root.AddCommand(newSimulateCommand(stdout, stderr))
+	root.AddCommand(newServeCommand(stdout, stderr))
 	return root
 }
 

@@ -1,0 +1,108 @@
+// Package server is a single-node Kafka-protocol server over a partlog
+// log directory: the engine behind `partlog serve`. It is one node, for
+// trying the engine with real clients, for integration tests and as the
+// example a broker author reads first; production brokers embed the
+// root package and do their own replication. Requests and responses are
+// franz-go's kmsg types; nothing else of a client library is used.
+//
+//	srv, err := server.Open(server.Config{Dir: "/tmp/data", AutoCreate: true})
+//	ln, err := net.Listen("tcp", "127.0.0.1:9092")
+//	go srv.Serve(ln)
+//	...
+//	err = srv.Close() // flush, checkpoints, clean-shutdown marker
+//
+// # APIs and versions
+//
+// ApiVersions advertises exactly these (the table apis in versions.go),
+// each covered by the package's tests and by the interop module's
+// clients (kgo, kcat/librdkafka, kafkajs):
+//
+//	Produce               3–9   every batch through Log.AppendAsLeader; acks 0, 1, -1
+//	Fetch                 4–12  read_uncommitted (to the high watermark) and
+//	                            read_committed (to the last stable offset, with
+//	                            the aborted transactions); MinBytes/MaxWait long
+//	                            polling on Log.WaitHighWatermark; MaxBytes and
+//	                            partition max bytes with the at-least-one-batch
+//	                            rule; no fetch sessions (session id 0)
+//	ListOffsets           1–7   Log.OffsetForTimestamp; latest is the high
+//	                            watermark or, read_committed, the last stable offset
+//	Metadata              0–12  this node as the only broker, leader and ISR
+//	OffsetForLeaderEpoch  0–4   Log.EndOffsetForEpoch
+//	FindCoordinator       0–4   this node (groups only with a GroupHandler)
+//	ApiVersions           0–3
+//	CreateTopics          0–7   topic configs: segment.*, retention.*,
+//	                            max.message.bytes, message.timestamp.*,
+//	                            file.delete.delay.ms, index.interval.bytes,
+//	                            cleanup.policy=delete
+//	DeleteTopics          0–6   by name or topic id (Dir.Delete)
+//	CreatePartitions      0–3
+//	InitProducerId        0–4
+//	AddPartitionsToTxn    0–3
+//	AddOffsetsToTxn       0–3
+//	EndTxn                0–3   COMMIT/ABORT markers with Log.AppendAsCoordinator
+//	TxnOffsetCommit       0–3   to the GroupHandler
+//
+// With Config.Groups set, the classic group protocol is routed to it and
+// advertised too (OffsetCommit 0–8, OffsetFetch 0–8, JoinGroup 0–9,
+// Heartbeat 0–4, LeaveGroup 0–5, SyncGroup 0–5, DescribeGroups 0–5,
+// ListGroups 0–4). Without it those APIs are not advertised and
+// FindCoordinator for a group answers COORDINATOR_NOT_AVAILABLE.
+//
+// Any other API or version is answered, never dropped: ApiVersions with
+// its v0 response carrying UNSUPPORTED_VERSION and the supported list
+// (as Kafka does, so the client retries at a version both know), any
+// other request with its response type carrying UNSUPPORTED_VERSION in
+// its top-level error code. Only bytes that cannot be a request (a size
+// out of bounds, an api key kmsg does not know, a body that does not
+// decode) end the connection, as in Kafka.
+//
+// Out of scope: SASL and TLS (plaintext only: listen on loopback or a
+// trusted network), ACLs, quotas, replication (one node: the high
+// watermark is the log end, or with Config.Fsync the durable offset),
+// fetch sessions, compaction, KIP-848 consumer groups, share groups.
+//
+// # Connections
+//
+// Each connection reads requests in order and handles them in order, so
+// appends happen in request order; responses are written in request
+// order by a writer goroutine, each once ready (a produce waiting for its
+// sync, a long-poll fetch, a JoinGroup), up to 64 requests ahead.
+// Fetched record bytes alias the segment mappings (Log.Read) until the
+// response is written.
+//
+// # Durability
+//
+// Without Fsync an append is acknowledged when it is in the log (page
+// cache), like Kafka's default of no fsync per message. With Fsync an
+// acks=-1 produce and every transaction marker are acknowledged after
+// Log.Sync (group commit: concurrent producers share each fdatasync),
+// acks 0 and 1 ask a single flusher goroutine to sync soon, and the high
+// watermark, hence what consumers see, is the durable offset.
+//
+// # Server state
+//
+// The server keeps its own state in one file of the log directory,
+// StateFile (JSON, replaced atomically with the engine's atomic-file
+// helper at every change): the cluster id, the end of the reserved
+// producer-id block (ids are handed out from a block of 1000 reserved in
+// the file before the first of them is used, and the next start is never
+// below an id seen in the logs' producer state, so no id is handed out
+// twice across restarts or crashes), every transactional id's producer
+// id, epoch, timeout, state and partitions, and the topic configs. Own
+// files rather than Kafka's internal partitions (__transaction_state):
+// the log directory stays what a Kafka broker would load (no internal
+// topic a client could see or that verify would have to know), the
+// state is small, changes only at transaction boundaries, and is
+// read whole at open, where a log would need a compaction story. A
+// transaction found in PrepareCommit or PrepareAbort at open (a crash
+// between persisting the decision and writing the markers) is completed
+// then: its markers are written again, which is harmless where they were
+// already written. Ongoing transactions survive a restart and are
+// finished by their producer or aborted at their timeout.
+//
+// One housekeeping goroutine ticks (Config.Tick, default 1 s): it aborts
+// transactions past their timeout (bumping the producer epoch, so the
+// old producer is fenced, and writing ABORT markers at it), retries
+// transactions whose markers failed, and every minute expires producers,
+// applies retention and writes the log directory's checkpoints.
+package server

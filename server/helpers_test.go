@@ -1,0 +1,191 @@
+package server
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/partlog/partlog/batch"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// testServer is a Server on 127.0.0.1 with a free port.
+type testServer struct {
+	*Server
+	addr string
+	done chan error
+}
+
+func startTest(t *testing.T, cfg Config) *testServer {
+	t.Helper()
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{Server: s, addr: ln.Addr().String(), done: make(chan error, 1)}
+	go func() { ts.done <- s.Serve(ln) }()
+	t.Cleanup(func() { ts.close(t) })
+	return ts
+}
+
+func (ts *testServer) close(t *testing.T) {
+	t.Helper()
+	if ts.done == nil {
+		return
+	}
+	if err := ts.Server.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if err := <-ts.done; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	ts.done = nil
+}
+
+// rawConn speaks the protocol with kmsg types, one request at a time or
+// pipelined.
+type rawConn struct {
+	t    *testing.T
+	c    net.Conn
+	r    *bufio.Reader
+	corr int32
+}
+
+func dial(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+}
+
+// send writes req at its version and returns the correlation id used.
+func (rc *rawConn) send(req kmsg.Request) int32 {
+	rc.t.Helper()
+	rc.corr++
+	b := []byte{0, 0, 0, 0}
+	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
+	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
+	b = binary.BigEndian.AppendUint32(b, uint32(rc.corr))
+	b = binary.BigEndian.AppendUint16(b, 4)
+	b = append(b, "test"...)
+	if req.IsFlexible() {
+		b = append(b, 0)
+	}
+	b = req.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	if _, err := rc.c.Write(b); err != nil {
+		rc.t.Fatal(err)
+	}
+	return rc.corr
+}
+
+// recv reads one response into resp (at resp's version) and returns its
+// correlation id.
+func (rc *rawConn) recv(resp kmsg.Response) int32 {
+	rc.t.Helper()
+	var hdr [8]byte
+	if _, err := io.ReadFull(rc.r, hdr[:]); err != nil {
+		rc.t.Fatalf("read response: %v", err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(hdr[:])-4)
+	if _, err := io.ReadFull(rc.r, body); err != nil {
+		rc.t.Fatal(err)
+	}
+	if resp.IsFlexible() && resp.Key() != 18 {
+		body = body[1:]
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		rc.t.Fatalf("decode %T: %v", resp, err)
+	}
+	return int32(binary.BigEndian.Uint32(hdr[4:]))
+}
+
+// roundTrip sends req and reads its response.
+func roundTrip[R kmsg.Response](rc *rawConn, req kmsg.Request) R {
+	rc.t.Helper()
+	corr := rc.send(req)
+	resp := req.ResponseKind().(R)
+	if got := rc.recv(resp); got != corr {
+		rc.t.Fatalf("correlation id %d, want %d", got, corr)
+	}
+	return resp
+}
+
+// records builds one batch of n records (producer pid/epoch/seq when pid
+// >= 0).
+func records(t *testing.T, n int, pid int64, epoch int16, seq int32, txn bool, size int) []byte {
+	t.Helper()
+	return recordsAt(t, time.Now().UnixMilli(), n, pid, epoch, seq, txn, size)
+}
+
+// recordsAt is records with every record's timestamp ts.
+func recordsAt(t *testing.T, ts int64, n int, pid int64, epoch int16, seq int32, txn bool, size int) []byte {
+	t.Helper()
+	spec := batch.NewBatchSpec(0)
+	if pid >= 0 {
+		spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence = pid, epoch, seq
+		spec.Transactional = txn
+	}
+	var rs []batch.RecordSpec
+	for i := 0; i < n; i++ {
+		rs = append(rs, batch.RecordSpec{Timestamp: ts, Value: make([]byte, size)})
+	}
+	var b batch.Builder
+	out, err := b.AppendBatch(nil, &spec, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func produceReq(topic string, part int32, acks int16, recs []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 9, acks, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = part, recs
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func fetchReq(topic string, part int32, offset int64, maxWait, minBytes, maxBytes, partMax int32, isolation int8) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel = 11, maxWait, minBytes, maxBytes, isolation
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = part, offset, partMax
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func createTopic(t *testing.T, rc *rawConn, name string, parts int32) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = 5
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, parts, 1
+	req.Topics = append(req.Topics, rt)
+	resp := roundTrip[*kmsg.CreateTopicsResponse](rc, req)
+	if c := resp.Topics[0].ErrorCode; c != 0 {
+		t.Fatalf("create %s: error %d", name, c)
+	}
+}

@@ -1,0 +1,192 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/fsutil"
+)
+
+// StateFile is the server's own state in the log directory: the cluster
+// id, the producer-id block, the transactions and the topic configs, as
+// JSON, replaced atomically (temp file, fsync, rename, directory fsync)
+// at every change. The log directory's loader skips regular files, and
+// Kafka does not know this name.
+const StateFile = "partlog-server-state.json"
+
+// producerIDBlock is how many producer ids are reserved per write of the
+// state file: ids are handed out from the reserved block, so a restart
+// never hands out one twice (it starts after the block).
+const producerIDBlock = 1000
+
+type metaState struct {
+	ClusterID string `json:"cluster_id"`
+	// ProducerIDBlockEnd: every id below it may have been handed out.
+	ProducerIDBlockEnd int64                        `json:"producer_id_block_end"`
+	Transactions       map[string]*txnState         `json:"transactions"`
+	TopicConfigs       map[string]map[string]string `json:"topic_configs,omitempty"`
+}
+
+// txnState is one transactional id (Kafka's TransactionMetadata).
+type txnState struct {
+	ProducerID    int64 `json:"producer_id"`
+	ProducerEpoch int16 `json:"producer_epoch"`
+	TimeoutMs     int32 `json:"timeout_ms"`
+	// State is Empty, Ongoing, PrepareCommit, PrepareAbort,
+	// CompleteCommit or CompleteAbort.
+	State      string                   `json:"state"`
+	Partitions []partlog.TopicPartition `json:"partitions,omitempty"`
+	Groups     []string                 `json:"groups,omitempty"`
+	// StartMs is when the transaction became Ongoing (its timeout runs
+	// from there), UpdateMs the last change.
+	StartMs  int64 `json:"start_ms"`
+	UpdateMs int64 `json:"update_ms"`
+}
+
+const (
+	txnEmpty          = "Empty"
+	txnOngoing        = "Ongoing"
+	txnPrepareCommit  = "PrepareCommit"
+	txnPrepareAbort   = "PrepareAbort"
+	txnCompleteCommit = "CompleteCommit"
+	txnCompleteAbort  = "CompleteAbort"
+)
+
+// metaStore guards the state and its file.
+type metaStore struct {
+	path   string
+	mu     sync.Mutex
+	st     metaState
+	nextID int64 // the next producer id to hand out (< st.ProducerIDBlockEnd, or = it)
+}
+
+func openMeta(dir string) (*metaStore, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	m := &metaStore{path: filepath.Join(dir, StateFile)}
+	b, err := fsutil.ReadSmall(m.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		var id [16]byte
+		if _, err := rand.Read(id[:]); err != nil {
+			return nil, err
+		}
+		m.st.ClusterID = base64.RawURLEncoding.EncodeToString(id[:])
+	case err != nil:
+		return nil, fmt.Errorf("partlog/server: read %s: %w", m.path, err)
+	default:
+		if err := json.Unmarshal(b, &m.st); err != nil {
+			return nil, fmt.Errorf("partlog/server: %s is not the server's state (%v); move it away to start afresh (transactions and producer ids are then forgotten)", m.path, err)
+		}
+		if m.st.ClusterID == "" || m.st.ProducerIDBlockEnd < 0 {
+			return nil, fmt.Errorf("partlog/server: %s: missing cluster id or negative producer id block", m.path)
+		}
+	}
+	if m.st.Transactions == nil {
+		m.st.Transactions = map[string]*txnState{}
+	}
+	m.nextID = m.st.ProducerIDBlockEnd
+	return m, m.writeLocked()
+}
+
+func (m *metaStore) writeLocked() error {
+	b, err := json.MarshalIndent(&m.st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return checkpoint.WriteFileAtomic(m.path, append(b, '\n'))
+}
+
+func (m *metaStore) flush() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.writeLocked()
+}
+
+func (m *metaStore) clusterID() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.st.ClusterID
+}
+
+// avoidProducerIDs makes the next id above every id of the logs (a
+// directory written by another broker, or a lost state file).
+func (m *metaStore) avoidProducerIDs(maxSeen int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if maxSeen < m.nextID {
+		return nil
+	}
+	m.nextID = maxSeen + 1
+	m.st.ProducerIDBlockEnd = m.nextID
+	return m.writeLocked()
+}
+
+// allocProducerID hands out a producer id never handed out before, in
+// this run or an earlier one.
+func (m *metaStore) allocProducerID() (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.nextID >= m.st.ProducerIDBlockEnd {
+		old := m.st.ProducerIDBlockEnd
+		m.st.ProducerIDBlockEnd = m.nextID + producerIDBlock
+		if err := m.writeLocked(); err != nil {
+			m.st.ProducerIDBlockEnd = old
+			return -1, err
+		}
+	}
+	id := m.nextID
+	m.nextID++
+	return id, nil
+}
+
+// update changes the state under the lock and writes it; a failed write
+// undoes nothing in memory, so the caller answers an error and the file
+// stays behind the memory until the next write succeeds.
+func (m *metaStore) update(fn func(st *metaState)) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fn(&m.st)
+	return m.writeLocked()
+}
+
+// view reads the state under the lock.
+func (m *metaStore) view(fn func(st *metaState)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fn(&m.st)
+}
+
+func (m *metaStore) topicConfigs(name string) map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.st.TopicConfigs[name]
+}
+
+func (m *metaStore) setTopicConfigs(name string, c map[string]string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, had := m.st.TopicConfigs[name]
+	if len(c) == 0 {
+		if !had {
+			return nil
+		}
+		delete(m.st.TopicConfigs, name)
+	} else {
+		if m.st.TopicConfigs == nil {
+			m.st.TopicConfigs = map[string]map[string]string{}
+		}
+		m.st.TopicConfigs[name] = c
+	}
+	return m.writeLocked()
+}

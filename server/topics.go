@@ -1,0 +1,553 @@
+package server
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/partlog/partlog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// topic is a topic of the log directory: its partitions are the Dir's
+// <name>-<n> partitions.
+type topic struct {
+	name  string
+	id    partlog.TopicID
+	parts []*partition // by partition number; nil where the directory has none
+}
+
+// partition is one served partition.
+type partition struct {
+	tp    partlog.TopicPartition
+	log   *partlog.Log
+	epoch int32 // the leader epoch this node serves it at
+	// appendTime: the topic stamps LogAppendTime (produce answers it).
+	appendTime bool
+	hwMu       sync.Mutex
+}
+
+// raiseHighWatermark moves the high watermark up to hw, never down
+// (appends of several connections finish in any order).
+func (p *partition) raiseHighWatermark(hw int64) {
+	p.hwMu.Lock()
+	if hw > p.log.HighWatermark() {
+		p.log.SetHighWatermark(hw)
+	}
+	p.hwMu.Unlock()
+}
+
+func (s *Server) newPartition(tp partlog.TopicPartition, l *partlog.Log) *partition {
+	o, _ := topicOptions(partlog.Options{}, s.meta.topicConfigs(tp.Topic))
+	p := &partition{tp: tp, log: l, appendTime: o.MessageTimestampType == partlog.LogAppendTime}
+	if es := l.LeaderEpochs(); len(es) > 0 {
+		p.epoch = es[len(es)-1].Epoch
+	}
+	return p
+}
+
+// loadTopics builds the topic table from the open partitions. A log end
+// above the high watermark (a crash before the high watermark was
+// checkpointed) is served: on a single node every record in the log was
+// acknowledged or may be.
+func (s *Server) loadTopics() {
+	for tp, l := range s.dir.Logs() {
+		t := s.topics[tp.Topic]
+		if t == nil {
+			t = &topic{name: tp.Topic, id: l.TopicID()}
+			s.topics[tp.Topic] = t
+		}
+		for int(tp.Partition) >= len(t.parts) {
+			t.parts = append(t.parts, nil)
+		}
+		p := s.newPartition(tp, l)
+		t.parts[tp.Partition] = p
+		if t.id.IsZero() {
+			t.id = l.TopicID()
+		}
+		if !s.cfg.Fsync {
+			p.raiseHighWatermark(l.LogEndOffset())
+		} else {
+			// What recovery kept is what the files hold; with --fsync it
+			// is served once durable again (the flusher syncs it).
+			s.flushLater(p)
+		}
+	}
+}
+
+// partitionFor returns a served partition.
+func (s *Server) partitionFor(name string, n int32) (*partition, int16) {
+	s.tmu.RLock()
+	defer s.tmu.RUnlock()
+	t := s.topics[name]
+	if t == nil || n < 0 || int(n) >= len(t.parts) || t.parts[n] == nil {
+		return nil, errUnknownTopicOrPartition
+	}
+	return t.parts[n], errNone
+}
+
+func (s *Server) topicByName(name string) *topic {
+	s.tmu.RLock()
+	defer s.tmu.RUnlock()
+	return s.topics[name]
+}
+
+func newTopicID() (partlog.TopicID, error) {
+	var id partlog.TopicID
+	for id.IsZero() {
+		if _, err := rand.Read(id[:]); err != nil {
+			return id, err
+		}
+	}
+	return id, nil
+}
+
+// validTopicName is Kafka's rule (Topic.validate).
+func validTopicName(name string) bool {
+	if name == "" || len(name) > 249 || name == "." || name == ".." {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// createTopic creates partitions [from, count) of a topic (all of a new
+// topic when from is 0), with the topic's configs. Caller holds cmu.
+func (s *Server) createTopicLocked(name string, id partlog.TopicID, from, count int32, configs map[string]string) error {
+	tmpl := partlog.Options{}
+	if s.cfg.Log != nil {
+		tmpl = *s.cfg.Log
+	}
+	opts, err := topicOptions(tmpl, configs)
+	if err != nil {
+		return err
+	}
+	if from == 0 {
+		if err := s.meta.setTopicConfigs(name, configs); err != nil {
+			return err
+		}
+	}
+	for n := from; n < count; n++ {
+		o := opts
+		l, err := s.dir.Create(name, n, id, &o)
+		if err != nil {
+			return err
+		}
+		tp := partlog.TopicPartition{Topic: name, Partition: n}
+		p := s.newPartition(tp, l)
+		s.tmu.Lock()
+		t := s.topics[name]
+		if t == nil {
+			t = &topic{name: name, id: id}
+			s.topics[name] = t
+		}
+		for int(n) >= len(t.parts) {
+			t.parts = append(t.parts, nil)
+		}
+		t.parts[n] = p
+		s.tmu.Unlock()
+	}
+	return nil
+}
+
+// autoCreate creates a topic with the default partition count if it does
+// not exist yet; it reports the error code for the topic.
+func (s *Server) autoCreate(name string) int16 {
+	if !validTopicName(name) {
+		return errInvalidTopic
+	}
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if s.topicByName(name) != nil {
+		return errNone
+	}
+	id, err := newTopicID()
+	if err != nil {
+		return errKafkaStorageError
+	}
+	if err := s.createTopicLocked(name, id, 0, s.cfg.DefaultPartitions, nil); err != nil {
+		s.logf("auto-create %s: %v", name, err)
+		return partlog.KafkaErrorCode(err)
+	}
+	return errNone
+}
+
+func (s *Server) metadata(cc *connCtx, req *kmsg.MetadataRequest) kmsg.Response {
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.Version = req.Version
+	host, port := cc.hostPort()
+	b := kmsg.NewMetadataResponseBroker()
+	b.NodeID, b.Host, b.Port = s.cfg.NodeID, host, port
+	resp.Brokers = []kmsg.MetadataResponseBroker{b}
+	cid := s.meta.clusterID()
+	resp.ClusterID = &cid
+	resp.ControllerID = s.cfg.NodeID
+	var names []string
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if all {
+		s.tmu.RLock()
+		for name := range s.topics {
+			names = append(names, name)
+		}
+		s.tmu.RUnlock()
+		sort.Strings(names)
+	}
+	for _, rt := range req.Topics {
+		if rt.Topic != nil {
+			names = append(names, *rt.Topic)
+			continue
+		}
+		// v10+: by topic id.
+		name, ok := s.topicNameForID(rt.TopicID)
+		if !ok {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.ErrorCode = errUnknownTopicID
+			mt.TopicID = rt.TopicID
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		names = append(names, name)
+	}
+	autoCreate := s.cfg.AutoCreate && (req.Version < 4 || req.AllowAutoTopicCreation)
+	for _, name := range names {
+		mt := kmsg.NewMetadataResponseTopic()
+		n := name
+		mt.Topic = &n
+		t := s.topicByName(name)
+		if t == nil && !all {
+			code := errUnknownTopicOrPartition
+			if !validTopicName(name) {
+				code = errInvalidTopic
+			} else if autoCreate {
+				code = s.autoCreate(name)
+			}
+			if code != errNone {
+				mt.ErrorCode = code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			t = s.topicByName(name)
+		}
+		if t == nil {
+			mt.ErrorCode = errUnknownTopicOrPartition
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		s.tmu.RLock()
+		mt.TopicID = t.id
+		mt.IsInternal = false
+		for n, p := range t.parts {
+			mp := kmsg.NewMetadataResponseTopicPartition()
+			mp.Partition = int32(n)
+			if p == nil {
+				mp.ErrorCode = errUnknownTopicOrPartition
+				mp.Leader = -1
+			} else {
+				mp.Leader = s.cfg.NodeID
+				mp.LeaderEpoch = p.epoch
+				mp.Replicas = []int32{s.cfg.NodeID}
+				mp.ISR = []int32{s.cfg.NodeID}
+				mp.OfflineReplicas = []int32{}
+			}
+			mt.Partitions = append(mt.Partitions, mp)
+		}
+		s.tmu.RUnlock()
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp
+}
+
+func (s *Server) topicNameForID(id [16]byte) (string, bool) {
+	s.tmu.RLock()
+	defer s.tmu.RUnlock()
+	for name, t := range s.topics {
+		if t.id == partlog.TopicID(id) && !t.id.IsZero() {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	resp.Version = req.Version
+	seen := map[string]int{}
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	for _, rt := range req.Topics {
+		ct := kmsg.NewCreateTopicsResponseTopic()
+		ct.Topic = rt.Topic
+		ct.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
+		fail := func(code int16, msg string) {
+			ct.ErrorCode = code
+			ct.ErrorMessage = &msg
+			ct.NumPartitions, ct.ReplicationFactor = -1, -1
+		}
+		count := rt.NumPartitions
+		if count == -1 {
+			count = s.cfg.DefaultPartitions
+		}
+		configs := map[string]string{}
+		for _, c := range rt.Configs {
+			if c.Value != nil {
+				configs[c.Name] = *c.Value
+			}
+		}
+		_, cfgErr := topicOptions(partlog.Options{}, configs)
+		switch {
+		case seen[rt.Topic] > 1:
+			fail(errInvalidRequest, "topic named more than once in the request")
+		case !validTopicName(rt.Topic):
+			fail(errInvalidTopic, "invalid topic name")
+		case len(rt.ReplicaAssignment) > 0 && !singleNodeAssignment(rt.ReplicaAssignment, s.cfg.NodeID):
+			fail(errInvalidReplicaAssignment, "this server is a single node: every replica list must be ["+strconv.Itoa(int(s.cfg.NodeID))+"]")
+		case len(rt.ReplicaAssignment) > 0 && rt.NumPartitions != -1:
+			fail(errInvalidRequest, "both partitions and replica assignment given")
+		case rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1 && len(rt.ReplicaAssignment) == 0:
+			fail(errInvalidReplicationFactor, "this server is a single node: replication factor 1")
+		case cfgErr != nil:
+			fail(errInvalidConfig, cfgErr.Error())
+		default:
+			if len(rt.ReplicaAssignment) > 0 {
+				count = int32(len(rt.ReplicaAssignment))
+			}
+			if count <= 0 {
+				fail(errInvalidPartitions, "number of partitions must be positive")
+				break
+			}
+			s.cmu.Lock()
+			if t := s.topicByName(rt.Topic); t != nil {
+				s.cmu.Unlock()
+				fail(errTopicAlreadyExists, "topic '"+rt.Topic+"' already exists")
+				break
+			}
+			if req.ValidateOnly {
+				s.cmu.Unlock()
+				ct.NumPartitions, ct.ReplicationFactor = count, 1
+				break
+			}
+			id, err := newTopicID()
+			if err == nil {
+				err = s.createTopicLocked(rt.Topic, id, 0, count, configs)
+			}
+			s.cmu.Unlock()
+			if err != nil {
+				fail(partlog.KafkaErrorCode(err), err.Error())
+				break
+			}
+			ct.TopicID = id
+			ct.NumPartitions, ct.ReplicationFactor = count, 1
+			names := make([]string, 0, len(configs))
+			for k := range configs {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			for _, k := range names {
+				v := configs[k]
+				c := kmsg.NewCreateTopicsResponseTopicConfig()
+				c.Name, c.Value, c.Source = k, &v, 1 // DYNAMIC_TOPIC_CONFIG
+				ct.Configs = append(ct.Configs, c)
+			}
+		}
+		resp.Topics = append(resp.Topics, ct)
+	}
+	return resp
+}
+
+func singleNodeAssignment(as []kmsg.CreateTopicsRequestTopicReplicaAssignment, node int32) bool {
+	for _, a := range as {
+		if len(a.Replicas) != 1 || a.Replicas[0] != node {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) deleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response {
+	resp := kmsg.NewPtrDeleteTopicsResponse()
+	resp.Version = req.Version
+	type target struct {
+		name  string
+		id    [16]byte
+		hasID bool
+	}
+	var targets []target
+	if req.Version < 6 {
+		for _, n := range req.TopicNames {
+			targets = append(targets, target{name: n})
+		}
+	} else {
+		for _, t := range req.Topics {
+			if t.Topic != nil {
+				targets = append(targets, target{name: *t.Topic})
+			} else {
+				targets = append(targets, target{id: t.TopicID, hasID: true})
+			}
+		}
+	}
+	for _, tg := range targets {
+		dt := kmsg.NewDeleteTopicsResponseTopic()
+		name := tg.name
+		if tg.hasID {
+			dt.TopicID = tg.id
+			n, ok := s.topicNameForID(tg.id)
+			if !ok {
+				dt.ErrorCode = errUnknownTopicID
+				resp.Topics = append(resp.Topics, dt)
+				continue
+			}
+			name = n
+		}
+		dt.Topic = &name
+		err := s.deleteTopic(name)
+		switch {
+		case errors.Is(err, partlog.ErrUnknownPartition):
+			dt.ErrorCode = errUnknownTopicOrPartition
+		case err != nil:
+			dt.ErrorCode = partlog.KafkaErrorCode(err)
+			msg := err.Error()
+			dt.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, dt)
+	}
+	return resp
+}
+
+func (s *Server) deleteTopic(name string) error {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	s.tmu.Lock()
+	t := s.topics[name]
+	delete(s.topics, name)
+	s.tmu.Unlock()
+	if t == nil {
+		return fmt.Errorf("%w: topic %s", partlog.ErrUnknownPartition, name)
+	}
+	var errs []error
+	for _, p := range t.parts {
+		if p != nil {
+			errs = append(errs, s.dir.Delete(name, p.tp.Partition))
+		}
+	}
+	errs = append(errs, s.meta.setTopicConfigs(name, nil))
+	return errors.Join(errs...)
+}
+
+func (s *Server) createPartitions(req *kmsg.CreatePartitionsRequest) kmsg.Response {
+	resp := kmsg.NewPtrCreatePartitionsResponse()
+	resp.Version = req.Version
+	for _, rt := range req.Topics {
+		ct := kmsg.NewCreatePartitionsResponseTopic()
+		ct.Topic = rt.Topic
+		fail := func(code int16, msg string) {
+			ct.ErrorCode = code
+			ct.ErrorMessage = &msg
+		}
+		s.cmu.Lock()
+		t := s.topicByName(rt.Topic)
+		var have int32
+		var id partlog.TopicID
+		if t != nil {
+			s.tmu.RLock()
+			have, id = int32(len(t.parts)), t.id
+			s.tmu.RUnlock()
+		}
+		switch {
+		case t == nil:
+			fail(errUnknownTopicOrPartition, "unknown topic")
+		case rt.Count <= have:
+			fail(errInvalidPartitions, fmt.Sprintf("topic has %d partitions; the count must grow", have))
+		case rt.Assignment != nil && len(rt.Assignment) != int(rt.Count-have):
+			fail(errInvalidReplicaAssignment, "assignment count differs from the new partitions")
+		case req.ValidateOnly:
+		default:
+			if id.IsZero() {
+				var err error
+				if id, err = newTopicID(); err != nil {
+					fail(errKafkaStorageError, err.Error())
+					break
+				}
+			}
+			if err := s.createTopicLocked(rt.Topic, id, have, rt.Count, s.meta.topicConfigs(rt.Topic)); err != nil {
+				fail(partlog.KafkaErrorCode(err), err.Error())
+			}
+		}
+		s.cmu.Unlock()
+		resp.Topics = append(resp.Topics, ct)
+	}
+	return resp
+}
+
+// topicOptions applies a topic's configs (Kafka's names) to the
+// template. Only the configs the engine implements are accepted.
+func topicOptions(tmpl partlog.Options, configs map[string]string) (partlog.Options, error) {
+	o := tmpl
+	for k, v := range configs {
+		num := func() (int64, error) {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("config %s: %q is not a number", k, v)
+			}
+			return n, nil
+		}
+		var n int64
+		var err error
+		switch k {
+		case "cleanup.policy":
+			if v != "delete" {
+				return o, fmt.Errorf("config cleanup.policy=%s: only delete is supported (no compaction)", v)
+			}
+			continue
+		case "message.timestamp.type":
+			switch v {
+			case "CreateTime":
+				o.MessageTimestampType = partlog.CreateTime
+			case "LogAppendTime":
+				o.MessageTimestampType = partlog.LogAppendTime
+			default:
+				return o, fmt.Errorf("config message.timestamp.type: %q", v)
+			}
+			continue
+		}
+		if n, err = num(); err != nil {
+			return o, err
+		}
+		switch k {
+		case "segment.bytes":
+			o.SegmentBytes = n
+		case "segment.ms":
+			o.SegmentMs = n
+		case "segment.jitter.ms":
+			o.SegmentJitterMs = n
+		case "segment.index.bytes":
+			o.MaxIndexBytes = n
+		case "index.interval.bytes":
+			o.IndexIntervalBytes = n
+		case "retention.ms":
+			o.RetentionMs = n
+		case "retention.bytes":
+			o.RetentionBytes = n
+		case "max.message.bytes":
+			o.MaxBatchBytes = n
+		case "file.delete.delay.ms":
+			o.FileDeleteDelayMs = n
+		case "message.timestamp.before.max.ms":
+			o.MessageTimestampBeforeMaxMs = n
+		case "message.timestamp.after.max.ms":
+			o.MessageTimestampAfterMaxMs = n
+		default:
+			return o, fmt.Errorf("config %s is not supported by partlog serve", k)
+		}
+	}
+	return o, nil
+}
