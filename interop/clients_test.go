@@ -91,7 +91,7 @@ func TestKcatProduceConsume(t *testing.T) {
 func TestKcatConsumerGroup(t *testing.T) {
 	requireTool(t, "kcat")
 	s := startServer(t, t.TempDir(), "--partitions", "2")
-	skipWithoutGroups(t, s)
+	requireGroups(t, s)
 	p := s.client(t, kgo.DefaultProduceTopic("kg"))
 	for i := range 20 {
 		produceSync(t, p, &kgo.Record{Value: []byte(fmt.Sprintf("g%02d", i))})
@@ -192,7 +192,7 @@ func TestKafkajs(t *testing.T) {
 func TestKafkajsConsumerGroup(t *testing.T) {
 	requireTool(t, "node")
 	s := startServer(t, t.TempDir())
-	skipWithoutGroups(t, s)
+	requireGroups(t, s)
 	p := s.client(t, kgo.DefaultProduceTopic("js-group"))
 	for i := range 10 {
 		produceSync(t, p, &kgo.Record{Value: []byte(fmt.Sprintf("jg%d", i))})

@@ -172,12 +172,13 @@ func groupsSupported(t testing.TB, s *server) bool {
 	return false
 }
 
-// skipWithoutGroups skips a consumer-group test while the server has no
-// group coordinator.
-func skipWithoutGroups(t testing.TB, s *server) {
+// requireGroups fails a consumer-group test when the server does not
+// advertise the group protocol (partlog serve always runs its group
+// coordinator).
+func requireGroups(t testing.TB, s *server) {
 	t.Helper()
 	if !groupsSupported(t, s) {
-		t.Skip("the server reports consumer groups unsupported (no JoinGroup in ApiVersions): group coordinator not wired yet")
+		t.Fatal("the server does not advertise JoinGroup in ApiVersions: its group coordinator is missing")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/partlog/partlog/server"
+	"github.com/partlog/partlog/server/group"
 	"github.com/spf13/cobra"
 )
 
@@ -75,11 +76,19 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// Consumer groups: server.Config.Groups takes the group coordinator
-	// (package server/group's *Coordinator implements server.GroupHandler);
-	// until it is set, the group APIs are not advertised. It is closed
-	// after srv.Close.
+	// Consumer groups: the single-node coordinator of package server/group,
+	// its state in the log directory beside the server's own
+	// (group.StateFile); closed after the server.
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return &exitError{code: exitOperational, err: fmt.Errorf("serve: %w", err)}
+	}
+	groups, err := group.Open(group.Config{Dir: o.dir})
+	if err != nil {
+		return &exitError{code: exitOperational, err: fmt.Errorf("serve: %w", err)}
+	}
+	defer groups.Close()
 	srv, err := server.Open(server.Config{
+		Groups:            groups,
 		Dir:               o.dir,
 		AutoCreate:        o.autoCreate,
 		DefaultPartitions: o.partitions,
