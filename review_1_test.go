@@ -1,17 +1,27 @@
 package partlog
 
 import (
+	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/partlog/partlog/segment"
 )
 
-// R1: a clean-shutdown reopen of a log whose sealed segment (well below the
-// recovery point, flushed, acknowledged) has a damaged last batch. Old
-// Log.load trusted sealed segments under the marker (as Kafka does); the
-// new path runs recovery, which cuts there and drops every later segment.
-func TestRegression_ReviewCleanOpenDropsFlushedSegments(t *testing.T) {
+// R1: a reopen, after a clean shutdown or a crash, of a log whose sealed
+// segment (wholly below the recovery point: flushed, acknowledged) has a
+// damaged last batch. Kafka never scans such a segment; the load must not
+// cut it, nor drop the later segments. The damage is reported
+// (corrupt-flushed).
+func TestRegression_ReviewReopenKeepsFlushedSegments(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		t.Run(fmt.Sprintf("clean=%v", clean), func(t *testing.T) { reopenKeepsFlushedSegments(t, clean) })
+	}
+}
+
+func reopenKeepsFlushedSegments(t *testing.T, clean bool) {
 	opts := ltOpts(t)
 	dir := t.TempDir()
 	l, err := Open(dir, opts)
@@ -41,19 +51,19 @@ func TestRegression_ReviewCleanOpenDropsFlushedSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := *opts
-	o.CleanShutdown = true
+	o.CleanShutdown = clean
 	o.RecoveryPoint = leo
 	l2, err := Open(dir, &o)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
 	defer closeDamaged(l2)
-	t.Logf("before: segs %v LEO %d; after: segs %v LEO %d", segs, leo, l2.Segments(), l2.LogEndOffset())
-	if rep := l2.RecoveryReport(); rep != nil {
-		t.Logf("report: %s", rep.Summary())
+	rep := l2.RecoveryReport()
+	if rep == nil || !strings.Contains(rep.Summary(), "corrupt-flushed") {
+		t.Errorf("the damage is not reported: %v", rep)
 	}
-	if l2.LogEndOffset() != leo {
-		t.Errorf("clean reopen lost offsets %d..%d (segments %v -> %v): flushed, acknowledged data in later segments dropped",
+	if l2.LogEndOffset() != leo || !slices.Equal(l2.Segments(), segs) {
+		t.Errorf("reopen lost offsets %d..%d (segments %v -> %v): flushed, acknowledged data in later segments dropped",
 			l2.LogEndOffset(), leo-1, segs, l2.Segments())
 	}
 }
