@@ -3,6 +3,7 @@ package partlog
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -99,4 +100,25 @@ func TestOpenDirOddNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// FuzzParsePartitionDir: a name that parses is exactly the name Kafka
+// makes for its topic and partition (one name per partition), with a legal
+// topic; nothing panics.
+func FuzzParsePartitionDir(f *testing.F) {
+	for _, s := range []string{"t-0", "t-01", "t--1", "a b-0", ".-0", "__consumer_offsets-49", "t-2147483648", "-0", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		tp, ok := ParsePartitionDir(name)
+		if !ok {
+			return
+		}
+		if want := tp.Topic + "-" + strconv.Itoa(int(tp.Partition)); want != name {
+			t.Fatalf("%q parsed as %v, whose name is %q", name, tp, want)
+		}
+		if !validTopic(tp.Topic) || tp.Partition < 0 {
+			t.Fatalf("%q parsed as %v", name, tp)
+		}
+	})
 }
