@@ -61,6 +61,11 @@ func TestOpenDirOddNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A partition name linked to a directory outside: not followed.
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(root, "u-0")); err != nil {
+		t.Fatal(err)
+	}
 	for round := 0; round < 2; round++ {
 		d, err := OpenDir(root, dirOpts(t))
 		if err != nil {
@@ -79,6 +84,9 @@ func TestOpenDirOddNames(t *testing.T) {
 		kinds := map[string]string{}
 		for _, p := range d.Problems() {
 			kinds[p.Name] = p.Kind
+		}
+		if entries, err := os.ReadDir(outside); err != nil || len(entries) != 0 || kinds["u-0"] != "unrecognized" {
+			t.Errorf("round %d: linked partition: %v %v, reported %q", round, entries, err, kinds["u-0"])
 		}
 		for _, name := range odd {
 			want := "unrecognized"
