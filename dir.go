@@ -3,6 +3,7 @@ package partlog
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -231,6 +232,13 @@ func (d *Dir) load() error {
 	var jobs []job
 	for _, e := range entries {
 		name := e.Name()
+		if e.Type()&fs.ModeSymlink != 0 {
+			if _, ok := ParsePartitionDir(name); ok {
+				// Its target may lie outside the log directory.
+				d.problems = append(d.problems, DirProblem{Name: name, Kind: "unrecognized", Detail: "symbolic link; not followed, left alone"})
+			}
+			continue
+		}
 		if !e.IsDir() {
 			continue // checkpoints, the marker, .lock, foreign files
 		}

@@ -3,6 +3,7 @@ package partlog
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -60,6 +61,11 @@ func TestOpenDirOddNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A partition name linked to a directory outside: not followed.
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(root, "u-0")); err != nil {
+		t.Fatal(err)
+	}
 	for round := 0; round < 2; round++ {
 		d, err := OpenDir(root, dirOpts(t))
 		if err != nil {
@@ -78,6 +84,9 @@ func TestOpenDirOddNames(t *testing.T) {
 		kinds := map[string]string{}
 		for _, p := range d.Problems() {
 			kinds[p.Name] = p.Kind
+		}
+		if entries, err := os.ReadDir(outside); err != nil || len(entries) != 0 || kinds["u-0"] != "unrecognized" {
+			t.Errorf("round %d: linked partition: %v %v, reported %q", round, entries, err, kinds["u-0"])
 		}
 		for _, name := range odd {
 			want := "unrecognized"
@@ -99,4 +108,25 @@ func TestOpenDirOddNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// FuzzParsePartitionDir: a name that parses is exactly the name Kafka
+// makes for its topic and partition (one name per partition), with a legal
+// topic; nothing panics.
+func FuzzParsePartitionDir(f *testing.F) {
+	for _, s := range []string{"t-0", "t-01", "t--1", "a b-0", ".-0", "__consumer_offsets-49", "t-2147483648", "-0", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		tp, ok := ParsePartitionDir(name)
+		if !ok {
+			return
+		}
+		if want := tp.Topic + "-" + strconv.Itoa(int(tp.Partition)); want != name {
+			t.Fatalf("%q parsed as %v, whose name is %q", name, tp, want)
+		}
+		if !validTopic(tp.Topic) || tp.Partition < 0 {
+			t.Fatalf("%q parsed as %v", name, tp)
+		}
+	})
 }
