@@ -116,17 +116,9 @@ func Create(path string, size int64) (*File, error) {
 	if size < 0 {
 		return nil, pathError(path, "create", fmt.Errorf("negative size %d", size))
 	}
-	// O_EXCL fails on any existing name, a symbolic link included.
-	fd, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return nil, pathError(path, "create", err)
-	}
-	f, err := mapFile(path, fd, 0, size, true)
-	if err != nil {
-		_ = os.Remove(path)
-		return nil, err
-	}
-	return f, nil
+	return createNew(path, size, size, func(fd *os.File) (*File, error) {
+		return mapFile(path, fd, 0, size, true)
+	})
 }
 
 // CreateReserved creates a new file at path (failing if it exists) whose
@@ -141,6 +133,15 @@ func Create(path string, size int64) (*File, error) {
 // SIGBUS, which is why Bytes never hands out more than Size bytes and every
 // store goes through a slice from Bytes. On failure the new file is removed.
 func CreateReserved(path string, capacity, reserve int64) (*File, error) {
+	return createNew(path, capacity, reserve, func(fd *os.File) (*File, error) {
+		return mapFileReserved(path, fd, 0, reserve, capacity, true)
+	})
+}
+
+// createNew creates path exclusively (O_EXCL fails on any existing name, a
+// symbolic link included) and
+// maps it with mapFD (which owns fd); on failure the new file is removed.
+func createNew(path string, capacity, reserve int64, mapFD func(fd *os.File) (*File, error)) (*File, error) {
 	if reserve < 0 || capacity < reserve {
 		return nil, pathError(path, "create", fmt.Errorf("reserve %d outside [0, capacity %d]", reserve, capacity))
 	}
@@ -148,7 +149,7 @@ func CreateReserved(path string, capacity, reserve int64) (*File, error) {
 	if err != nil {
 		return nil, pathError(path, "create", err)
 	}
-	f, err := mapFileReserved(path, fd, 0, reserve, capacity, true)
+	f, err := mapFD(fd)
 	if err != nil {
 		_ = os.Remove(path)
 		return nil, err
@@ -156,26 +157,37 @@ func CreateReserved(path string, capacity, reserve int64) (*File, error) {
 	return f, nil
 }
 
+// openRegular opens an existing file with flag, never through a symbolic
+// link, and refuses a path that is not a regular file; it returns the
+// file's length.
+func openRegular(path string, flag int) (*os.File, int64, error) {
+	fd, err := os.OpenFile(path, flag|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, 0, pathError(path, "open", err)
+	}
+	st, err := fd.Stat()
+	if err != nil {
+		_ = fd.Close()
+		return nil, 0, pathError(path, "stat", err)
+	}
+	if !st.Mode().IsRegular() {
+		_ = fd.Close()
+		return nil, 0, pathError(path, "open", ErrNotRegular)
+	}
+	return fd, st.Size(), nil
+}
+
 // OpenReserved maps an existing file read-write over max(capacity, length)
 // bytes and makes sure max(reserve, length) bytes are backed by fallocate
 // (the whole range, so holes left by another tool cannot fault). Size is the
 // resulting file length; Grow extends it up to Cap.
 func OpenReserved(path string, capacity, reserve int64) (*File, error) {
-	fd, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	fd, size, err := openRegular(path, os.O_RDWR)
 	if err != nil {
-		return nil, pathError(path, "open", err)
+		return nil, err
 	}
-	st, err := fd.Stat()
-	if err != nil {
-		_ = fd.Close()
-		return nil, pathError(path, "stat", err)
-	}
-	if !st.Mode().IsRegular() {
-		_ = fd.Close()
-		return nil, pathError(path, "open", ErrNotRegular)
-	}
-	length := max(st.Size(), reserve)
-	return mapFileReserved(path, fd, st.Size(), length, max(capacity, length), true)
+	length := max(size, reserve)
+	return mapFileReserved(path, fd, size, length, max(capacity, length), true)
 }
 
 // CreateAhead is CreateReserved with the file's length set to capacity at
@@ -191,39 +203,20 @@ func OpenReserved(path string, capacity, reserve int64) (*File, error) {
 // whole, and 1.14 and 0.83x with the length set once. A crash leaves the
 // file at capacity, ending in zeros, which recovery cuts.
 func CreateAhead(path string, capacity, reserve int64) (*File, error) {
-	if reserve < 0 || capacity < reserve {
-		return nil, pathError(path, "create", fmt.Errorf("reserve %d outside [0, capacity %d]", reserve, capacity))
-	}
-	fd, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return nil, pathError(path, "create", err)
-	}
-	f, err := mapFileAhead(path, fd, 0, reserve, capacity)
-	if err != nil {
-		_ = os.Remove(path)
-		return nil, err
-	}
-	return f, nil
+	return createNew(path, capacity, reserve, func(fd *os.File) (*File, error) {
+		return mapFileAhead(path, fd, 0, reserve, capacity)
+	})
 }
 
 // OpenAhead is OpenReserved with the file's length set to the capacity
 // (see CreateAhead). The reserved prefix is max(reserve, current length).
 func OpenAhead(path string, capacity, reserve int64) (*File, error) {
-	fd, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	fd, size, err := openRegular(path, os.O_RDWR)
 	if err != nil {
-		return nil, pathError(path, "open", err)
+		return nil, err
 	}
-	st, err := fd.Stat()
-	if err != nil {
-		_ = fd.Close()
-		return nil, pathError(path, "stat", err)
-	}
-	if !st.Mode().IsRegular() {
-		_ = fd.Close()
-		return nil, pathError(path, "open", ErrNotRegular)
-	}
-	length := max(st.Size(), reserve)
-	return mapFileAhead(path, fd, st.Size(), length, max(capacity, length))
+	length := max(size, reserve)
+	return mapFileAhead(path, fd, size, length, max(capacity, length))
 }
 
 // mapFileAhead reserves [0, length), sets the file's length to mapLen and
@@ -255,28 +248,19 @@ func mapFileAhead(path string, fd *os.File, current, length, mapLen int64) (*Fil
 // mapSize is ignored. A zero length yields a File with no mapping and an empty
 // Bytes.
 func Open(path string, mapSize int64, writable bool) (*File, error) {
-	flag := os.O_RDONLY | unix.O_NOFOLLOW
+	flag := os.O_RDONLY
 	if writable {
-		flag = os.O_RDWR | unix.O_NOFOLLOW
+		flag = os.O_RDWR
 	}
-	fd, err := os.OpenFile(path, flag, 0)
+	fd, size, err := openRegular(path, flag)
 	if err != nil {
-		return nil, pathError(path, "open", err)
+		return nil, err
 	}
-	st, err := fd.Stat()
-	if err != nil {
-		_ = fd.Close()
-		return nil, pathError(path, "stat", err)
-	}
-	if !st.Mode().IsRegular() {
-		_ = fd.Close()
-		return nil, pathError(path, "open", ErrNotRegular)
-	}
-	length := st.Size()
+	length := size
 	if writable {
 		length = max(length, mapSize)
 	}
-	return mapFile(path, fd, st.Size(), length, writable)
+	return mapFile(path, fd, size, length, writable)
 }
 
 // mapFile reserves blocks up to length (writable only) and maps length bytes.
