@@ -114,19 +114,7 @@ func (bf *baselineFile) perBatch(b *testing.B, src []byte, n, writers int) {
 			}
 		}
 	}
-	var wg sync.WaitGroup
-	for w := range writers {
-		count := n / writers
-		if w < n%writers {
-			count++
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			one(count)
-		}()
-	}
-	wg.Wait()
+	splitAmong(writers, n, one)
 }
 
 // grouped writes n batches as groups of len(group)/size batches, each
@@ -145,4 +133,22 @@ func (bf *baselineFile) grouped(b *testing.B, group []byte, size, n int) {
 		bf.off += int64(k * size)
 		n -= k
 	}
+}
+
+// splitAmong runs one(count) on each of writers goroutines, the counts
+// adding up to n, and waits for them.
+func splitAmong(writers, n int, one func(count int)) {
+	var wg sync.WaitGroup
+	for w := range writers {
+		count := n / writers
+		if w < n%writers {
+			count++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			one(count)
+		}()
+	}
+	wg.Wait()
 }

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -114,17 +113,5 @@ func runBlock(b *testing.B, l *partlog.Log, src []byte, n int, durable bool, wri
 		one(n)
 		return
 	}
-	var wg sync.WaitGroup
-	for w := range writers {
-		count := n / writers
-		if w < n%writers {
-			count++
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			one(count)
-		}()
-	}
-	wg.Wait()
+	splitAmong(writers, n, one)
 }
