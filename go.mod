@@ -14,6 +14,8 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
+require github.com/twmb/franz-go v1.22.3 // indirect
+
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect

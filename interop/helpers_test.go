@@ -46,6 +46,7 @@ type server struct {
 	t       testing.TB
 	dir     string
 	addr    string
+	admin   string // the admin endpoint ("admin on" line)
 	args    []string
 	cmd     *exec.Cmd
 	logPath string // the server's stderr, appended over restarts
@@ -65,7 +66,7 @@ func startServer(t testing.TB, dir string, args ...string) *server {
 func (s *server) start(listen string) {
 	t := s.t
 	t.Helper()
-	args := append([]string{"serve", "--dir", s.dir, "--listen", listen}, s.args...)
+	args := append([]string{"serve", "--dir", s.dir, "--listen", listen, "--admin", "127.0.0.1:0"}, s.args...)
 	cmd := exec.Command(partlogBin, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -85,19 +86,23 @@ func (s *server) start(listen string) {
 	}
 	s.cmd = cmd
 	s.exited = make(chan struct{})
-	lines := make(chan string, 1)
+	lines := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
+		var addr string
 		for sc.Scan() {
-			if addr, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				lines <- addr
+			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				addr = a
+			}
+			if a, ok := strings.CutPrefix(sc.Text(), "admin on "); ok {
+				lines <- [2]string{addr, a}
 			}
 		}
 	}()
 	go func() { _ = cmd.Wait(); close(s.exited) }()
 	select {
-	case addr := <-lines:
-		s.addr = addr
+	case a := <-lines:
+		s.addr, s.admin = a[0], a[1]
 	case <-s.exited:
 		t.Fatalf("partlog serve exited: %s", s.log())
 	case <-time.After(20 * time.Second):

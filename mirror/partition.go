@@ -33,6 +33,14 @@ type Options struct {
 	// Default time.Now.
 	Now func() time.Time
 
+	// UnsafeNoBarrier makes STOPPING skip S6: no MIRROR_PID_RESET barrier
+	// is written and the mirrored producer state stays in place when the
+	// partition becomes writable. It exists only so that tests and
+	// demonstrations can show what the barrier prevents (mirror.md §1.2:
+	// local producers rejected, swallowed as duplicates, or closing a
+	// mirrored transaction); never set it on a real partition.
+	UnsafeNoBarrier bool
+
 	// crash, set by tests, is called at every crash point; returning true
 	// stops the partition there as if the process had died.
 	crash func(crashPoint) bool

@@ -14,9 +14,9 @@ import (
 // checked) against the epoch this node serves the partition at.
 func checkLeaderEpoch(p *partition, current int32) int16 {
 	switch {
-	case current < 0 || current == p.epoch:
+	case current < 0 || current == p.epoch.Load():
 		return errNone
-	case current > p.epoch:
+	case current > p.epoch.Load():
 		return errUnknownLeaderEpoch
 	default:
 		return errFencedLeaderEpoch
@@ -233,7 +233,7 @@ func (s *Server) listOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 				fetchable = off.LastStableOffset
 			}
 			if rp.Timestamp == partlog.ListLatest {
-				out.Offset, out.LeaderEpoch = fetchable, p.epoch
+				out.Offset, out.LeaderEpoch = fetchable, p.epoch.Load()
 				t.Partitions = append(t.Partitions, out)
 				continue
 			}
@@ -244,7 +244,7 @@ func (s *Server) listOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 			case found && (rp.Timestamp < 0 || r.Offset < fetchable):
 				out.Offset, out.Timestamp, out.LeaderEpoch = r.Offset, r.Timestamp, r.LeaderEpoch
 				if out.LeaderEpoch < 0 && rp.Timestamp < 0 {
-					out.LeaderEpoch = p.epoch
+					out.LeaderEpoch = p.epoch.Load()
 				}
 			}
 			t.Partitions = append(t.Partitions, out)
@@ -275,9 +275,9 @@ func (s *Server) offsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) kms
 				continue
 			}
 			epoch, end := p.log.EndOffsetForEpoch(rp.LeaderEpoch)
-			if epoch == partlog.UndefinedEpoch && rp.LeaderEpoch == p.epoch && len(p.log.LeaderEpochs()) == 0 {
+			if epoch == partlog.UndefinedEpoch && rp.LeaderEpoch == p.epoch.Load() && len(p.log.LeaderEpochs()) == 0 {
 				// Nothing written yet at this node's epoch.
-				epoch, end = p.epoch, p.log.LogEndOffset()
+				epoch, end = p.epoch.Load(), p.log.LogEndOffset()
 			}
 			out.LeaderEpoch, out.EndOffset = epoch, end
 			t.Partitions = append(t.Partitions, out)

@@ -48,7 +48,7 @@ func (s *Server) produce(req *kmsg.ProduceRequest) handled {
 				out.ErrorCode = errCorruptMessage
 				continue
 			}
-			info, err := p.log.AppendAsLeader(rp.Records, p.epoch)
+			info, err := p.mirror.AppendClient(rp.Records, p.epoch.Load())
 			var dup *producerstate.DuplicateSequenceError
 			switch {
 			case errors.As(err, &dup):
@@ -61,7 +61,7 @@ func (s *Server) produce(req *kmsg.ProduceRequest) handled {
 				}
 				continue
 			case err != nil:
-				out.ErrorCode = partlog.KafkaErrorCode(err)
+				out.ErrorCode = errorCode(err)
 				msg := err.Error()
 				out.ErrorMessage = &msg
 				continue

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -68,6 +69,10 @@ type Config struct {
 	MaxRequestBytes int32
 	// Logf, if set, receives one line per connection error.
 	Logf func(format string, args ...any)
+	// UnsafeMirrorNoBarrier makes mirror stops write no MIRROR_PID_RESET
+	// barrier (mirror.Options.UnsafeNoBarrier). For tests and
+	// demonstrations of what the barrier prevents only.
+	UnsafeMirrorNoBarrier bool
 }
 
 // Server is a single-node Kafka-protocol server over a log directory.
@@ -81,6 +86,10 @@ type Server struct {
 	cmu    sync.Mutex // serializes topic creation and deletion
 
 	txns *txnCoordinator
+
+	mmu   sync.Mutex             // serializes mirror starts and stops; guards links
+	links map[string]*mirrorLink // running mirror links by name (mirror.go)
+	admin []*http.Server         // admin endpoints (admin.go); guarded by mu
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -131,11 +140,21 @@ func Open(cfg Config) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, dir: dir, meta: meta, topics: map[string]*topic{}, ctx: ctx, cancel: cancel,
-		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, links: map[string]*mirrorLink{}}
 	s.flush = newFlusher(s)
-	s.loadTopics()
+	if err := s.loadTopics(); err != nil {
+		cancel()
+		s.flush.stop()
+		return nil, errors.Join(err, dir.Close())
+	}
 	s.txns = newTxnCoordinator(s)
 	if err := s.txns.recover(); err != nil {
+		cancel()
+		s.flush.stop()
+		return nil, errors.Join(err, dir.Close())
+	}
+	if err := s.resumeMirrors(); err != nil {
+		s.closeLinks()
 		cancel()
 		s.flush.stop()
 		return nil, errors.Join(err, dir.Close())
@@ -205,11 +224,26 @@ func (s *Server) Close() error {
 	for c := range s.conns {
 		_ = c.Close()
 	}
+	for _, hs := range s.admin {
+		_ = hs.Close()
+	}
 	s.mu.Unlock()
 	s.cancel()
+	s.closeLinks()
 	s.wg.Wait()
 	s.flush.stop()
 	return errors.Join(s.meta.flush(), s.dir.Close())
+}
+
+// closeLinks stops every mirror fetch loop (their partitions stay
+// MIRRORING on disk and fetch again after the next Open).
+func (s *Server) closeLinks() {
+	s.mmu.Lock()
+	defer s.mmu.Unlock()
+	for name, l := range s.links {
+		l.close()
+		delete(s.links, name)
+	}
 }
 
 func (s *Server) logf(format string, args ...any) {

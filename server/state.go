@@ -34,6 +34,9 @@ type metaState struct {
 	ProducerIDBlockEnd int64                        `json:"producer_id_block_end"`
 	Transactions       map[string]*txnState         `json:"transactions"`
 	TopicConfigs       map[string]map[string]string `json:"topic_configs,omitempty"`
+	// Mirrors are the mirror links by name (mirror.go): where their
+	// partitions fetch from after a restart.
+	Mirrors map[string]*mirrorLinkState `json:"mirrors,omitempty"`
 }
 
 // txnState is one transactional id (Kafka's TransactionMetadata).

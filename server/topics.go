@@ -7,8 +7,10 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/mirror"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -22,9 +24,15 @@ type topic struct {
 
 // partition is one served partition.
 type partition struct {
-	tp    partlog.TopicPartition
-	log   *partlog.Log
-	epoch int32 // the leader epoch this node serves it at
+	tp  partlog.TopicPartition
+	log *partlog.Log
+	// mirror is the partition's mirror state machine: every client and
+	// coordinator append goes through it, so a mirrored partition is
+	// read-only until its mirror is stopped (mirror.go).
+	mirror *mirror.Partition
+	// epoch is the leader epoch this node serves the partition at: the
+	// log's latest, raised by the mirror (its fencing and its stop).
+	epoch atomic.Int32
 	// appendTime: the topic stamps LogAppendTime (produce answers it).
 	appendTime bool
 	hwMu       sync.Mutex
@@ -40,21 +48,35 @@ func (p *partition) raiseHighWatermark(hw int64) {
 	p.hwMu.Unlock()
 }
 
-func (s *Server) newPartition(tp partlog.TopicPartition, l *partlog.Log) *partition {
+// newPartition attaches the mirror state machine to an open log: a
+// mirror.checkpoint left by a crash is reconciled here (an interrupted
+// stop is finished, barrier included, before any client can write).
+func (s *Server) newPartition(tp partlog.TopicPartition, l *partlog.Log) (*partition, error) {
 	o, _ := topicOptions(partlog.Options{}, s.meta.topicConfigs(tp.Topic))
 	p := &partition{tp: tp, log: l, appendTime: o.MessageTimestampType == partlog.LogAppendTime}
+	var epoch int32
 	if es := l.LeaderEpochs(); len(es) > 0 {
-		p.epoch = es[len(es)-1].Epoch
+		epoch = es[len(es)-1].Epoch
 	}
-	return p
+	mp, err := mirror.Open(l, s.mirrorOptions(epoch))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", tp, err)
+	}
+	p.mirror = mp
+	p.epoch.Store(max(epoch, mp.LeaderEpoch()))
+	return p, nil
 }
 
 // loadTopics builds the topic table from the open partitions. A log end
 // above the high watermark (a crash before the high watermark was
 // checkpointed) is served: on a single node every record in the log was
 // acknowledged or may be.
-func (s *Server) loadTopics() {
+func (s *Server) loadTopics() error {
 	for tp, l := range s.dir.Logs() {
+		p, err := s.newPartition(tp, l)
+		if err != nil {
+			return err
+		}
 		t := s.topics[tp.Topic]
 		if t == nil {
 			t = &topic{name: tp.Topic, id: l.TopicID()}
@@ -63,7 +85,6 @@ func (s *Server) loadTopics() {
 		for int(tp.Partition) >= len(t.parts) {
 			t.parts = append(t.parts, nil)
 		}
-		p := s.newPartition(tp, l)
 		t.parts[tp.Partition] = p
 		if t.id.IsZero() {
 			t.id = l.TopicID()
@@ -76,6 +97,7 @@ func (s *Server) loadTopics() {
 			s.flushLater(p)
 		}
 	}
+	return nil
 }
 
 // partitionFor returns a served partition.
@@ -143,7 +165,10 @@ func (s *Server) createTopicLocked(name string, id partlog.TopicID, from, count 
 			return err
 		}
 		tp := partlog.TopicPartition{Topic: name, Partition: n}
-		p := s.newPartition(tp, l)
+		p, err := s.newPartition(tp, l)
+		if err != nil {
+			return err
+		}
 		s.tmu.Lock()
 		t := s.topics[name]
 		if t == nil {
@@ -253,7 +278,7 @@ func (s *Server) metadata(cc *connCtx, req *kmsg.MetadataRequest) kmsg.Response 
 				mp.Leader = -1
 			} else {
 				mp.Leader = s.cfg.NodeID
-				mp.LeaderEpoch = p.epoch
+				mp.LeaderEpoch = p.epoch.Load()
 				mp.Replicas = []int32{s.cfg.NodeID}
 				mp.ISR = []int32{s.cfg.NodeID}
 				mp.OfflineReplicas = []int32{}

@@ -202,17 +202,26 @@ func (c *txnCoordinator) addPartitions(req *kmsg.AddPartitionsToTxnRequest) kmsg
 		answer(func(string, int32) int16 { return code })
 		return resp
 	}
+	// A partition that mirrors cannot take part: its markers would be
+	// refused (read-only until the mirror stops).
+	partCode := func(topic string, n int32) int16 {
+		p, code := c.s.partitionFor(topic, n)
+		if code == errNone && p.mirror.State().ReadOnly() {
+			code = errPolicyViolation
+		}
+		return code
+	}
 	unknown := false
 	for _, rt := range req.Topics {
 		for _, p := range rt.Partitions {
-			if _, code := c.s.partitionFor(rt.Topic, p); code != errNone {
+			if partCode(rt.Topic, p) != errNone {
 				unknown = true
 			}
 		}
 	}
 	if unknown {
 		answer(func(topic string, p int32) int16 {
-			if _, code := c.s.partitionFor(topic, p); code != errNone {
+			if code := partCode(topic, p); code != errNone {
 				return code
 			}
 			return errOperationNotAttempted
@@ -393,13 +402,14 @@ func (c *txnCoordinator) completeLocked(id string) error {
 		if code != errNone {
 			continue // deleted since: nothing to mark
 		}
+		epoch := p.epoch.Load()
 		buf = batch.AppendEndTxnMarkerBatch(buf[:0], batch.ControlSpec{
-			PartitionLeaderEpoch: p.epoch,
+			PartitionLeaderEpoch: epoch,
 			Timestamp:            c.nowMs(),
 			ProducerID:           t.ProducerID,
 			ProducerEpoch:        t.ProducerEpoch,
 		}, commit, coordinatorEpoch)
-		info, err := p.log.AppendAsCoordinator(buf, p.epoch)
+		info, err := p.mirror.AppendCoordinator(buf, epoch)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", tp, err))
 			continue

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"errors"
 	"reflect"
 	"sort"
 
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/mirror"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -151,6 +154,16 @@ func mirrorErrors(req, resp reflect.Value, depth int) {
 	}
 }
 
+// errorCode maps an append's error to a Kafka error code: a partition
+// that mirrors is read-only (POLICY_VIOLATION, not retriable, with the
+// mirror named in the message); the rest is partlog.KafkaErrorCode.
+func errorCode(err error) int16 {
+	if errors.Is(err, mirror.ErrReadOnly) {
+		return errPolicyViolation
+	}
+	return partlog.KafkaErrorCode(err)
+}
+
 // Kafka error codes the server answers itself (the library's are mapped
 // with partlog.KafkaErrorCode).
 const (
@@ -168,6 +181,7 @@ const (
 	errInvalidReplicaAssignment  int16 = 39
 	errInvalidConfig             int16 = 40
 	errInvalidRequest            int16 = 42
+	errPolicyViolation           int16 = 44
 	errInvalidProducerEpoch      int16 = 47
 	errInvalidTxnState           int16 = 48
 	errInvalidProducerIDMapping  int16 = 49

@@ -60,6 +60,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newDemoCommand(stdout, stderr))
 	root.AddCommand(newSimulateCommand(stdout, stderr))
 	root.AddCommand(newServeCommand(stdout, stderr))
+	root.AddCommand(newMirrorCommand(stdout, stderr))
 	return root
 }
 

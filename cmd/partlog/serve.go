@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/partlog/partlog/server"
@@ -23,6 +25,8 @@ type serveOptions struct {
 	fsync      bool
 	partitions int32
 	nodeID     int32
+	admin      string
+	noBarrier  bool
 }
 
 func newServeCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -38,15 +42,27 @@ replication, no SASL or TLS. The APIs and versions it implements are listed
 in the documentation of package github.com/partlog/partlog/server.
 
 It prints "listening on HOST:PORT" on stdout once it accepts connections
-(--listen 127.0.0.1:0 picks a free port) and shuts down cleanly (flush,
-checkpoints, clean-shutdown marker) on SIGINT or SIGTERM.
+(--listen 127.0.0.1:0 picks a free port), then "admin on HOST:PORT" for the
+admin endpoint, and shuts down cleanly (flush, checkpoints, clean-shutdown
+marker) on SIGINT or SIGTERM.
+
+Mirroring: the server can mirror topics of another Kafka-protocol cluster
+(another partlog serve, or a Kafka broker): "partlog mirror start --server
+ADMIN --source HOST:PORT --topics T" sends it to the admin endpoint. A
+mirrored partition stores the source's batches unchanged and is read-only
+(produces are refused with POLICY_VIOLATION) until "partlog mirror stop",
+which truncates to the last stable offset, writes the MIRROR_PID_RESET
+barrier and makes it writable. The admin endpoint (--admin, HTTP with
+JSON, no authentication: keep it on loopback) serves "partlog mirror" and
+the lookups of peers that mirror from this server.
 
 Reads: DIR (every partition, Kafka's checkpoints, the server's state file)
 and requests on --listen.
 
-Writes: DIR only (the partitions, Kafka's checkpoints, and the server's
-state file partlog-server-state.json: producer ids, transactions, topic
-configs).
+Writes: DIR only (the partitions, Kafka's checkpoints, each mirrored
+partition's mirror.checkpoint, and the server's state file
+partlog-server-state.json: producer ids, transactions, topic configs,
+mirror links).
 
 Exit status: 0 after a clean shutdown, 8 the directory or the address could
 not be opened, 16 usage error.`,
@@ -67,6 +83,11 @@ not be opened, 16 usage error.`,
 	cmd.Flags().BoolVar(&o.fsync, "fsync", false, "acks=-1 waits for fdatasync (group commit); consumers see only durable records")
 	cmd.Flags().Int32Var(&o.partitions, "partitions", 1, "partitions of an auto-created topic (Kafka's num.partitions)")
 	cmd.Flags().Int32Var(&o.nodeID, "node-id", 0, "this node's broker id")
+	cmd.Flags().StringVar(&o.admin, "admin", "auto", `admin endpoint address (HTTP+JSON); "auto": 127.0.0.1 at the --listen port + 1 (a free port with --listen port 0); "off": none`)
+	// A switch for tests and demonstrations of what the barrier prevents:
+	// mirror stops write no MIRROR_PID_RESET barrier.
+	cmd.Flags().BoolVar(&o.noBarrier, "unsafe-no-mirror-barrier", false, "mirror stops write no barrier (tests only: producer ids of the two clusters then collide)")
+	_ = cmd.Flags().MarkHidden("unsafe-no-mirror-barrier")
 	return cmd
 }
 
@@ -88,13 +109,14 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	defer groups.Close()
 	srv, err := server.Open(server.Config{
-		Groups:            groups,
-		Dir:               o.dir,
-		AutoCreate:        o.autoCreate,
-		DefaultPartitions: o.partitions,
-		Fsync:             o.fsync,
-		NodeID:            o.nodeID,
-		Logf:              func(format string, args ...any) { fmt.Fprintf(stderr, "serve: "+format+"\n", args...) },
+		Groups:                groups,
+		Dir:                   o.dir,
+		AutoCreate:            o.autoCreate,
+		DefaultPartitions:     o.partitions,
+		Fsync:                 o.fsync,
+		NodeID:                o.nodeID,
+		UnsafeMirrorNoBarrier: o.noBarrier,
+		Logf:                  func(format string, args ...any) { fmt.Fprintf(stderr, "serve: "+format+"\n", args...) },
 	})
 	if err != nil {
 		return &exitError{code: exitOperational, err: fmt.Errorf("serve: %w", err)}
@@ -107,9 +129,28 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	for _, p := range srv.Dir().Problems() {
 		fmt.Fprintf(stderr, "serve: %s: %s (%s)\n", p.Name, p.Kind, p.Detail)
 	}
+	var aln net.Listener
+	if addr := adminAddress(o.admin, o.listen, ln.Addr()); addr != "" {
+		if aln, err = net.Listen("tcp", addr); err != nil {
+			_ = ln.Close()
+			_ = srv.Close()
+			return &exitError{code: exitOperational, err: fmt.Errorf("serve: admin endpoint: %w", err)}
+		}
+		if a, ok := aln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+			fmt.Fprintf(stderr, "serve: warning: the admin endpoint %s is not on loopback and has no authentication\n", aln.Addr())
+		}
+	}
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	if aln != nil {
+		fmt.Fprintf(stdout, "admin on %s\n", aln.Addr())
+		go func() {
+			if err := srv.ServeAdmin(aln); err != nil {
+				fmt.Fprintf(stderr, "serve: admin endpoint: %v\n", err)
+			}
+		}()
+	}
 	var serveErr error
 	select {
 	case <-ctx.Done():
@@ -124,4 +165,21 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintln(stderr, "serve: shut down cleanly")
 	return nil
+}
+
+// adminAddress resolves --admin: "off" is none, "auto" loopback at the
+// Kafka port + 1 (or any free port when the Kafka port was chosen by the
+// system), anything else an address.
+func adminAddress(flag, listen string, kafka net.Addr) string {
+	switch flag {
+	case "off", "":
+		return ""
+	case "auto":
+		port := 0
+		if a, ok := kafka.(*net.TCPAddr); ok && a.Port > 0 && a.Port < 65535 && !strings.HasSuffix(listen, ":0") {
+			port = a.Port + 1
+		}
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	}
+	return flag
 }

@@ -39,7 +39,7 @@ var allowed = map[string][]string{
 		"internal/fsutil", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil", "internal/testhook"},
 	"mirror":       {"", "batch", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil", "internal/testhook"},
 	"mirror/sim":   {"", "mirror", "batch", "producerstate", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil"},
-	"server":       {"", "batch", "producerstate", "internal/checkpoint", "internal/fsutil"},
+	"server":       {"", "mirror", "batch", "producerstate", "internal/checkpoint", "internal/fsutil"},
 	"server/group": {"internal/checkpoint", "internal/fsutil"},
 	"cmd/partlog":  {"*"},
 	"bench":        {"*"},

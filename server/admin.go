@@ -1,0 +1,202 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/mirror"
+)
+
+// The admin endpoint: HTTP with JSON bodies, for `partlog mirror` and
+// for peers' lookups. Listen on loopback (the default of `partlog serve
+// --admin`): it has no authentication.
+//
+//	GET  /v1/mirrors                   → {"partitions": [MirrorPartitionStatus...]}
+//	POST /v1/mirrors/start  MirrorStartRequest → {"partitions": [...], "error": "..."}
+//	POST /v1/mirrors/stop   MirrorStopRequest  → {"partitions": [...], "error": "..."}
+//	GET  /v1/mirrors/position?cluster_id=C&topic=T&topic_id=ID&partition=N → MirrorPosition
+//	GET  /v1/mirrors/mirrors-from?cluster_id=C&topic=T&partition=N → {"mirrors": bool}
+//
+// A request that cannot be done at all answers 400 (bad request) or 502
+// (the source could not be reached) with {"error": "..."}; a start or
+// stop that failed for some partitions answers 200 with the partitions
+// that did start or stop and "error" naming the others, so the caller
+// always learns what changed.
+
+// AdminResponse is the body of the admin endpoint's mirror answers.
+type AdminResponse struct {
+	ClusterID  string                  `json:"cluster_id,omitempty"`
+	Partitions []MirrorPartitionStatus `json:"partitions"`
+	Error      string                  `json:"error,omitempty"`
+}
+
+// ServeAdmin answers the admin endpoint on ln until Close.
+func (s *Server) ServeAdmin(ln net.Listener) error {
+	hs := &http.Server{Handler: s.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ln.Close()
+	}
+	s.admin = append(s.admin, hs)
+	s.mu.Unlock()
+	err := hs.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// AdminHandler returns the admin endpoint's handler.
+func (s *Server) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/mirrors", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, AdminResponse{ClusterID: s.meta.clusterID(), Partitions: nonNil(s.MirrorStatus())})
+	})
+	mux.HandleFunc("POST /v1/mirrors/start", func(w http.ResponseWriter, r *http.Request) {
+		var req MirrorStartRequest
+		if !readJSON(w, r, &req) {
+			return
+		}
+		st, err := s.StartMirror(r.Context(), req)
+		answerChange(w, s, st, err)
+	})
+	mux.HandleFunc("POST /v1/mirrors/stop", func(w http.ResponseWriter, r *http.Request) {
+		var req MirrorStopRequest
+		if !readJSON(w, r, &req) {
+			return
+		}
+		st, err := s.StopMirror(r.Context(), req)
+		answerChange(w, s, st, err)
+	})
+	mux.HandleFunc("GET /v1/mirrors/position", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		n, err := strconv.ParseInt(q.Get("partition"), 10, 32)
+		if err != nil || n < 0 {
+			writeJSON(w, http.StatusBadRequest, AdminResponse{Error: "partition: want a partition number"})
+			return
+		}
+		id, err := mirror.ParseTopicID(q.Get("topic_id"))
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, AdminResponse{Error: "topic_id: " + err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, s.LastMirrorPosition(q.Get("cluster_id"), q.Get("topic"), id, int32(n)))
+	})
+	mux.HandleFunc("GET /v1/mirrors/mirrors-from", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		n, err := strconv.ParseInt(q.Get("partition"), 10, 32)
+		if err != nil || n < 0 {
+			writeJSON(w, http.StatusBadRequest, AdminResponse{Error: "partition: want a partition number"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]bool{"mirrors": s.mirrorsFromCluster(q.Get("cluster_id"), q.Get("topic"), int32(n))})
+	})
+	return mux
+}
+
+func nonNil(st []MirrorPartitionStatus) []MirrorPartitionStatus {
+	if st == nil {
+		return []MirrorPartitionStatus{}
+	}
+	return st
+}
+
+func answerChange(w http.ResponseWriter, s *Server, st []MirrorPartitionStatus, err error) {
+	resp := AdminResponse{ClusterID: s.meta.clusterID(), Partitions: nonNil(st)}
+	code := http.StatusOK
+	if err != nil {
+		resp.Error = err.Error()
+		switch {
+		case errors.Is(err, errMirrorUsage):
+			code = http.StatusBadRequest
+		case st == nil:
+			code = http.StatusBadGateway
+		}
+	}
+	writeJSON(w, code, resp)
+}
+
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeJSON(w, http.StatusBadRequest, AdminResponse{Error: "request body: " + err.Error()})
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// adminGet asks a peer's admin endpoint and decodes its JSON answer.
+func adminGet(ctx context.Context, admin, path string, q url.Values, v any) error {
+	u := url.URL{Scheme: "http", Host: admin, Path: path, RawQuery: q.Encode()}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %s", u.Path, resp.Status, body)
+	}
+	return json.Unmarshal(body, v)
+}
+
+// lookupPosition asks the source's admin endpoint for the position it
+// recorded when it stopped mirroring the partition from cluster (ours).
+// A position the source is still recording (STOPPING) is asked again
+// until ctx ends.
+func lookupPosition(ctx context.Context, admin, cluster, topic string, id mirror.TopicID, partition int32) (mirror.Position, error) {
+	q := url.Values{"cluster_id": {cluster}, "topic": {topic}, "topic_id": {partlog.TopicID(id).String()},
+		"partition": {strconv.Itoa(int(partition))}}
+	for {
+		var pos MirrorPosition
+		if err := adminGet(ctx, admin, "/v1/mirrors/position", q, &pos); err != nil {
+			return mirror.Position{}, err
+		}
+		if !pos.NotReady {
+			if !pos.Found {
+				return mirror.Position{}, nil
+			}
+			return mirror.Position{Found: true, Epoch: pos.Epoch, Offset: pos.Offset}, nil
+		}
+		if !sleep(ctx, 200*time.Millisecond) {
+			return mirror.Position{}, fmt.Errorf("last mirror position: still stopping: %w", ctx.Err())
+		}
+	}
+}
+
+// mirrorsFrom asks the source's admin endpoint whether it mirrors the
+// partition from cluster (ours): a loop.
+func mirrorsFrom(ctx context.Context, admin, cluster, topic string, partition int32) (bool, error) {
+	q := url.Values{"cluster_id": {cluster}, "topic": {topic}, "partition": {strconv.Itoa(int(partition))}}
+	var out struct {
+		Mirrors bool `json:"mirrors"`
+	}
+	err := adminGet(ctx, admin, "/v1/mirrors/mirrors-from", q, &out)
+	return out.Mirrors, err
+}

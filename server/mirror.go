@@ -1,0 +1,992 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/mirror"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Mirroring: this server as the destination of a cluster mirror.
+//
+// A mirror link fetches topics from a source cluster (another partlog
+// serve, or any Kafka-protocol cluster) and appends what it fetches with
+// mirror.Partition.AppendMirror: bytes, offsets, partition leader epochs,
+// producer ids and CRCs as the source has them. Each partition follows
+// the mirror state machine of package mirror: Start runs LOG_ALIGNMENT
+// (truncation to the last position the source recorded for us, or to 0),
+// then MIRRORING, where client produces and transaction markers are
+// refused (POLICY_VIOLATION with a message naming the mirror); Stop runs
+// STOPPING (truncate to the last stable offset, record the position, raise
+// the leader epoch, write the MIRROR_PID_RESET barrier) and leaves the
+// partition STOPPED and writable. Every step of both is durable before the
+// next (package mirror), so a crash finishes at the next Open.
+//
+// One fetch loop per link (one goroutine, one franz-go client): it sends
+// one Fetch per source leader with read_uncommitted isolation, long
+// polling 500 ms, each partition from its local log end, and appends each
+// partition's whole batches (a batch cut by the response size limit is
+// fetched again next time). The source cluster id comes from the source's
+// Metadata response and is written into the barrier. A link's source
+// address, admin address and topics are in the server's state file, so
+// after a restart the partitions that were MIRRORING fetch again from
+// their log end.
+//
+// The source's admin endpoint (MirrorStartRequest.SourceAdmin, optional)
+// answers two questions at Start: the last mirror position the source
+// recorded for this cluster (failback: the old source truncates to where
+// the new one stopped mirroring it) and whether the source mirrors the
+// partition from us (a loop, refused). Without it the partition is
+// truncated to 0 and mirrored from the start, as mirror.md says for a
+// source that cannot answer.
+
+// MirrorStartRequest starts mirroring topics from a source cluster.
+type MirrorStartRequest struct {
+	// Name names the link (no white space); default "from-<source
+	// cluster id>". Starting more topics with the name of a running link
+	// adds them to it (same source only).
+	Name string `json:"name,omitempty"`
+	// Source is the source cluster's Kafka address (host:port).
+	Source string `json:"source"`
+	// SourceAdmin is the source's admin endpoint (host:port), if it is a
+	// partlog server: its last mirror position for us and the loop check.
+	SourceAdmin string `json:"source_admin,omitempty"`
+	// Topics to mirror; each is created here with the source's topic id
+	// and partition count if missing.
+	Topics []string `json:"topics"`
+}
+
+// MirrorStopRequest stops mirroring topics.
+type MirrorStopRequest struct {
+	Topics []string `json:"topics"`
+	// Policy is TRUNCATE_LSO (default: open transactions are truncated
+	// away) or ABORT_OPEN (they are closed with ABORT markers).
+	Policy string `json:"policy,omitempty"`
+}
+
+// MirrorPartitionStatus is one partition's mirror state, as `partlog
+// mirror status` prints it.
+type MirrorPartitionStatus struct {
+	Topic           string `json:"topic"`
+	Partition       int32  `json:"partition"`
+	Mirror          string `json:"mirror"`
+	Source          string `json:"source,omitempty"`
+	SourceClusterID string `json:"source_cluster_id"`
+	State           string `json:"state"`
+	Step            string `json:"step,omitempty"`
+	Session         int64  `json:"session"`
+	LogEndOffset    int64  `json:"log_end_offset"`
+	// LastMirroredOffset is the end of the mirrored range: the log end
+	// while the partition mirrors, the recorded LMO once it stopped.
+	LastMirroredOffset int64 `json:"last_mirrored_offset"`
+	LastMirroredEpoch  int32 `json:"last_mirrored_epoch"`
+	// SourceHighWatermark is the source's high watermark at the last
+	// fetch (-1 unknown); Lag = SourceHighWatermark - LogEndOffset while
+	// mirroring (-1 unknown).
+	SourceHighWatermark int64  `json:"source_high_watermark"`
+	Lag                 int64  `json:"lag"`
+	LeaderEpoch         int32  `json:"leader_epoch"`
+	StopLeaderEpoch     int32  `json:"stop_leader_epoch"`
+	BarrierOffset       int64  `json:"barrier_offset"`
+	Error               string `json:"error,omitempty"`
+}
+
+// MirrorPosition is the answer to a last-mirror-position lookup.
+type MirrorPosition struct {
+	Found  bool  `json:"found"`
+	Epoch  int32 `json:"epoch"`
+	Offset int64 `json:"offset"`
+	// NotReady: the partition is stopping; ask again.
+	NotReady bool `json:"not_ready,omitempty"`
+}
+
+// mirrorLinkState is a link as the state file keeps it.
+type mirrorLinkState struct {
+	Source          string   `json:"source"`
+	SourceAdmin     string   `json:"source_admin,omitempty"`
+	SourceClusterID string   `json:"source_cluster_id"`
+	Topics          []string `json:"topics"`
+}
+
+// mirrorLink is a running link: its client and fetch loop.
+type mirrorLink struct {
+	name   string
+	state  mirrorLinkState // guarded by Server.mmu
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+	kick   chan struct{}
+
+	mu    sync.Mutex // guards parts and every mirrorPart's fields
+	parts map[partlog.TopicPartition]*mirrorPart
+}
+
+// mirrorPart is one partition a link fetches.
+type mirrorPart struct {
+	p        *partition
+	session  mirror.SessionID
+	topicID  [16]byte // the source's topic id (Fetch v13+)
+	leader   int32    // the source's leader node, -1 unknown
+	sourceHW int64
+	lastErr  string
+	stopped  bool // no longer fetched (stopped, paused, failed, deleted)
+}
+
+// mirrorOptions are the options of every partition's mirror state
+// machine.
+func (s *Server) mirrorOptions(epoch int32) mirror.Options {
+	return mirror.Options{
+		LeaderEpoch:     epoch,
+		LookupPosition:  s.lookupForRestart,
+		Now:             s.cfg.Now,
+		UnsafeNoBarrier: s.cfg.UnsafeMirrorNoBarrier,
+	}
+}
+
+// lookupForRestart finishes a LOG_ALIGNMENT a crash interrupted at
+// INTENT: it asks the link's source admin again.
+func (s *Server) lookupForRestart(ctx context.Context, c mirror.Checkpoint) (mirror.Position, error) {
+	var st mirrorLinkState
+	found := false
+	s.meta.view(func(m *metaState) {
+		if l := m.Mirrors[c.MirrorName]; l != nil {
+			st, found = *l, true
+		}
+	})
+	if !found || st.SourceAdmin == "" {
+		return mirror.Position{}, nil
+	}
+	topic := ""
+	s.tmu.RLock()
+	for name, t := range s.topics {
+		if t.id == partlog.TopicID(c.TopicID) {
+			topic = name
+		}
+	}
+	s.tmu.RUnlock()
+	return lookupPosition(ctx, st.SourceAdmin, s.meta.clusterID(), topic, c.TopicID, c.Partition)
+}
+
+var errMirrorUsage = errors.New("partlog/server: bad mirror request")
+
+func mirrorUsage(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errMirrorUsage, fmt.Sprintf(format, args...))
+}
+
+// StartMirror starts mirroring req.Topics from req.Source: it reads the
+// source's metadata (cluster id, topic ids, partitions, leader epochs),
+// creates missing local topics with the source's topic id, records the
+// link in the state file, runs LOG_ALIGNMENT on every partition and
+// starts fetching. It returns the partitions' status; a partition that
+// could not start is named in the error (the others mirror).
+func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]MirrorPartitionStatus, error) {
+	if req.Source == "" {
+		return nil, mirrorUsage("no source address")
+	}
+	if len(req.Topics) == 0 {
+		return nil, mirrorUsage("no topics")
+	}
+	for _, t := range req.Topics {
+		if !validTopicName(t) {
+			return nil, mirrorUsage("invalid topic name %q", t)
+		}
+	}
+	if strings.ContainsAny(req.Name, " \t\r\n") {
+		return nil, mirrorUsage("mirror name %q has white space", req.Name)
+	}
+	s.mmu.Lock()
+	defer s.mmu.Unlock()
+	if s.ctx.Err() != nil {
+		return nil, partlog.ErrClosed
+	}
+
+	cl, err := newMirrorClient(req.Source)
+	if err != nil {
+		return nil, err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			cl.Close()
+		}
+	}()
+	mreq := kmsg.NewPtrMetadataRequest()
+	for _, t := range req.Topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		mreq.Topics = append(mreq.Topics, rt)
+	}
+	mctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	mresp, err := mreq.RequestWith(mctx, cl)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("partlog/server: metadata of source %s: %w", req.Source, err)
+	}
+	srcCluster := ""
+	if mresp.ClusterID != nil {
+		srcCluster = *mresp.ClusterID
+	}
+	if srcCluster == s.meta.clusterID() {
+		return nil, mirrorUsage("source %s is this cluster (%s)", req.Source, srcCluster)
+	}
+	name := req.Name
+	if name == "" {
+		name = "from-" + srcCluster
+	}
+	type srcTopic struct {
+		id    [16]byte
+		parts []kmsg.MetadataResponseTopicPartition
+	}
+	topics := map[string]srcTopic{}
+	for _, t := range mresp.Topics {
+		if t.Topic == nil {
+			continue
+		}
+		if t.ErrorCode != 0 {
+			return nil, fmt.Errorf("partlog/server: source topic %s: %w", *t.Topic, kerr.ErrorForCode(t.ErrorCode))
+		}
+		ps := slices.Clone(t.Partitions)
+		sort.Slice(ps, func(i, j int) bool { return ps[i].Partition < ps[j].Partition })
+		topics[*t.Topic] = srcTopic{id: t.TopicID, parts: ps}
+	}
+	for _, t := range req.Topics {
+		st, ok := topics[t]
+		if !ok || len(st.parts) == 0 {
+			return nil, fmt.Errorf("partlog/server: source %s has no topic %s", req.Source, t)
+		}
+		for i, p := range st.parts {
+			if p.Partition != int32(i) {
+				return nil, fmt.Errorf("partlog/server: source topic %s lists partition %d at place %d", t, p.Partition, i)
+			}
+		}
+	}
+
+	link := s.links[name]
+	if link != nil && link.state.Source != req.Source {
+		return nil, mirrorUsage("mirror %s already fetches from %s", name, link.state.Source)
+	}
+	// The link is in the state file before any partition leaves NONE, so
+	// a restart knows where a half-started partition fetches from.
+	st := mirrorLinkState{Source: req.Source, SourceAdmin: req.SourceAdmin, SourceClusterID: srcCluster}
+	if link != nil {
+		st.Topics = slices.Clone(link.state.Topics)
+	}
+	for _, t := range req.Topics {
+		if !slices.Contains(st.Topics, t) {
+			st.Topics = append(st.Topics, t)
+		}
+	}
+	if err := s.meta.update(func(m *metaState) {
+		if m.Mirrors == nil {
+			m.Mirrors = map[string]*mirrorLinkState{}
+		}
+		c := st
+		m.Mirrors[name] = &c
+	}); err != nil {
+		return nil, err
+	}
+	if link == nil {
+		link = s.newLink(name, st, cl)
+		keep = true
+	} else {
+		link.state = st
+	}
+
+	var errs []error
+	var started []partlog.TopicPartition
+	for _, t := range req.Topics {
+		src := topics[t]
+		if err := s.ensureMirrorTopic(t, src.id, int32(len(src.parts))); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", t, err))
+			continue
+		}
+		for _, sp := range src.parts {
+			tp := partlog.TopicPartition{Topic: t, Partition: sp.Partition}
+			p, code := s.partitionFor(t, sp.Partition)
+			if code != errNone {
+				errs = append(errs, fmt.Errorf("%s: %w", tp, kerr.ErrorForCode(code)))
+				continue
+			}
+			sreq := mirror.StartRequest{MirrorName: name, SourceClusterID: srcCluster, TopicID: mirror.TopicID(src.id),
+				Partition: sp.Partition, SourceLeaderEpoch: sp.LeaderEpoch}
+			if req.SourceAdmin != "" {
+				lctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+				pos, err := lookupPosition(lctx, req.SourceAdmin, s.meta.clusterID(), t, mirror.TopicID(src.id), sp.Partition)
+				if err == nil {
+					sreq.SourceMirrorsFromUs, err = mirrorsFrom(lctx, req.SourceAdmin, s.meta.clusterID(), t, sp.Partition)
+				}
+				cancel()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: source admin %s: %w", tp, req.SourceAdmin, err))
+					continue
+				}
+				sreq.SourcePosition = pos
+			}
+			sess, err := p.mirror.Start(sreq)
+			p.epoch.Store(max(p.epoch.Load(), p.mirror.LeaderEpoch()))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", tp, err))
+				continue
+			}
+			link.add(p, sess, src.id, sp.Leader)
+			started = append(started, tp)
+		}
+	}
+	link.wake()
+	status := s.mirrorStatus(func(tp partlog.TopicPartition) bool { return slices.Contains(started, tp) })
+	return status, errors.Join(errs...)
+}
+
+func newMirrorClient(source string) (*kgo.Client, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(source), kgo.ClientID("partlog-mirror"),
+		kgo.DialTimeout(5*time.Second), kgo.RetryTimeout(10*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("partlog/server: mirror client for %s: %w", source, err)
+	}
+	return cl, nil
+}
+
+// ensureMirrorTopic creates the topic with the source's id, or the
+// partitions it lacks. An existing topic keeps its own id.
+func (s *Server) ensureMirrorTopic(name string, id [16]byte, count int32) error {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	t := s.topicByName(name)
+	if t == nil {
+		tid := partlog.TopicID(id)
+		if tid.IsZero() {
+			var err error
+			if tid, err = newTopicID(); err != nil {
+				return err
+			}
+		}
+		return s.createTopicLocked(name, tid, 0, count, nil)
+	}
+	s.tmu.RLock()
+	have := int32(len(t.parts))
+	tid := t.id
+	s.tmu.RUnlock()
+	if have < count {
+		return s.createTopicLocked(name, tid, have, count, s.meta.topicConfigs(name))
+	}
+	return nil
+}
+
+func (s *Server) newLink(name string, st mirrorLinkState, cl *kgo.Client) *mirrorLink {
+	ctx, cancel := context.WithCancel(s.ctx)
+	l := &mirrorLink{name: name, state: st, cl: cl, cancel: cancel, done: make(chan struct{}),
+		kick: make(chan struct{}, 1), parts: map[partlog.TopicPartition]*mirrorPart{}}
+	s.links[name] = l
+	go s.runLink(ctx, l)
+	return l
+}
+
+func (l *mirrorLink) add(p *partition, session mirror.SessionID, topicID [16]byte, leader int32) {
+	l.mu.Lock()
+	l.parts[p.tp] = &mirrorPart{p: p, session: session, topicID: topicID, leader: leader, sourceHW: -1}
+	l.mu.Unlock()
+}
+
+func (l *mirrorLink) wake() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the fetch loop and the client.
+func (l *mirrorLink) close() {
+	l.cancel()
+	<-l.done
+	l.cl.Close()
+}
+
+// resumeMirrors starts, at Open, the links of the state file for the
+// partitions that are MIRRORING (a crash or restart while mirroring).
+func (s *Server) resumeMirrors() error {
+	var links map[string]mirrorLinkState
+	s.meta.view(func(m *metaState) {
+		links = map[string]mirrorLinkState{}
+		for n, l := range m.Mirrors {
+			links[n] = *l
+		}
+	})
+	s.mmu.Lock()
+	defer s.mmu.Unlock()
+	for name, st := range links {
+		cl, err := newMirrorClient(st.Source)
+		if err != nil {
+			return err
+		}
+		link := s.newLink(name, st, cl)
+		for _, t := range st.Topics {
+			tt := s.topicByName(t)
+			if tt == nil {
+				continue
+			}
+			s.tmu.RLock()
+			parts := slices.Clone(tt.parts)
+			s.tmu.RUnlock()
+			for _, p := range parts {
+				if p == nil {
+					continue
+				}
+				c := p.mirror.Checkpoint()
+				if c.MirrorName != name || c.State != mirror.StateMirroring {
+					continue
+				}
+				link.add(p, c.Session, c.TopicID, -1)
+			}
+		}
+		link.wake()
+	}
+	return nil
+}
+
+// StopMirror stops mirroring the topics (every partition of each): each
+// partition runs STOPPING to STOPPED, barrier included, and becomes
+// writable at the new leader epoch. Partitions that do not mirror are
+// left alone. It returns every partition's status after the stop.
+func (s *Server) StopMirror(ctx context.Context, req MirrorStopRequest) ([]MirrorPartitionStatus, error) {
+	if len(req.Topics) == 0 {
+		return nil, mirrorUsage("no topics")
+	}
+	policy := mirror.TruncateLSO
+	switch req.Policy {
+	case "", "TRUNCATE_LSO":
+	case "ABORT_OPEN":
+		policy = mirror.AbortOpen
+	default:
+		return nil, mirrorUsage("unknown stop policy %q (TRUNCATE_LSO or ABORT_OPEN)", req.Policy)
+	}
+	s.mmu.Lock()
+	defer s.mmu.Unlock()
+	var errs []error
+	var stopped []partlog.TopicPartition
+	for _, name := range req.Topics {
+		t := s.topicByName(name)
+		if t == nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, kerr.UnknownTopicOrPartition))
+			continue
+		}
+		s.tmu.RLock()
+		parts := slices.Clone(t.parts)
+		s.tmu.RUnlock()
+		for _, p := range parts {
+			if p == nil {
+				continue
+			}
+			st := p.mirror.State()
+			if st == mirror.StateNone || st == mirror.StateStopped {
+				continue
+			}
+			_, err := p.mirror.Stop(ctx, policy)
+			p.epoch.Store(max(p.epoch.Load(), p.mirror.LeaderEpoch()))
+			if err == nil {
+				err = s.syncTo(ctx, p, p.log.LogEndOffset())
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", p.tp, err))
+			}
+			stopped = append(stopped, p.tp)
+		}
+	}
+	// Links lose the stopped topics; a link left without topics ends.
+	for name, l := range s.links {
+		l.mu.Lock()
+		for _, tp := range stopped {
+			if mp := l.parts[tp]; mp != nil && mp.p.mirror.State() == mirror.StateStopped {
+				delete(l.parts, tp)
+			}
+		}
+		l.mu.Unlock()
+		topics := slices.DeleteFunc(slices.Clone(l.state.Topics), func(t string) bool {
+			return slices.Contains(req.Topics, t) && !s.topicMirrors(t, name)
+		})
+		if len(topics) == len(l.state.Topics) {
+			continue
+		}
+		l.state.Topics = topics
+		if err := s.meta.update(func(m *metaState) {
+			if len(topics) == 0 {
+				delete(m.Mirrors, name)
+			} else if ms := m.Mirrors[name]; ms != nil {
+				ms.Topics = topics
+			}
+		}); err != nil {
+			errs = append(errs, err)
+		}
+		if len(topics) == 0 {
+			delete(s.links, name)
+			l.close()
+		}
+	}
+	status := s.mirrorStatus(func(tp partlog.TopicPartition) bool { return slices.Contains(stopped, tp) })
+	return status, errors.Join(errs...)
+}
+
+// topicMirrors reports whether a partition of topic still has a session
+// of link name that is not STOPPED.
+func (s *Server) topicMirrors(topic, name string) bool {
+	t := s.topicByName(topic)
+	if t == nil {
+		return false
+	}
+	s.tmu.RLock()
+	defer s.tmu.RUnlock()
+	for _, p := range t.parts {
+		if p == nil {
+			continue
+		}
+		c := p.mirror.Checkpoint()
+		if c.MirrorName == name && c.State != mirror.StateStopped && c.State != mirror.StateNone {
+			return true
+		}
+	}
+	return false
+}
+
+// MirrorStatus returns every partition that has a mirror state (mirroring,
+// failed, stopping or stopped), by topic and partition.
+func (s *Server) MirrorStatus() []MirrorPartitionStatus {
+	return s.mirrorStatus(nil)
+}
+
+func (s *Server) mirrorStatus(only func(partlog.TopicPartition) bool) []MirrorPartitionStatus {
+	s.tmu.RLock()
+	var parts []*partition
+	for _, t := range s.topics {
+		for _, p := range t.parts {
+			if p != nil && (only == nil || only(p.tp)) {
+				parts = append(parts, p)
+			}
+		}
+	}
+	s.tmu.RUnlock()
+	sort.Slice(parts, func(i, j int) bool {
+		a, b := parts[i].tp, parts[j].tp
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
+	links := map[string]*mirrorLink{}
+	for n, l := range s.links {
+		links[n] = l
+	}
+	var out []MirrorPartitionStatus
+	for _, p := range parts {
+		c := p.mirror.Checkpoint()
+		if c.State == mirror.StateNone {
+			continue
+		}
+		leo := p.log.LogEndOffset()
+		st := MirrorPartitionStatus{Topic: p.tp.Topic, Partition: p.tp.Partition, Mirror: c.MirrorName,
+			SourceClusterID: c.SourceClusterID, State: c.State.String(), Session: int64(c.Session),
+			LogEndOffset: leo, LastMirroredOffset: c.LastMirrorOffset, LastMirroredEpoch: c.LastMirrorEpoch,
+			SourceHighWatermark: -1, Lag: -1, LeaderEpoch: p.epoch.Load(), StopLeaderEpoch: c.StopLeaderEpoch,
+			BarrierOffset: c.BarrierOffset}
+		if c.Step != mirror.StepNone {
+			st.Step = c.Step.String()
+		}
+		if err := p.mirror.Failure(); err != nil {
+			st.Error = err.Error()
+		}
+		if l := links[c.MirrorName]; l != nil {
+			st.Source = l.state.Source
+			l.mu.Lock()
+			if mp := l.parts[p.tp]; mp != nil {
+				st.SourceHighWatermark = mp.sourceHW
+				if st.Error == "" {
+					st.Error = mp.lastErr
+				}
+			}
+			l.mu.Unlock()
+		}
+		if c.State.ReadOnly() && c.State != mirror.StateStopping {
+			st.LastMirroredOffset = leo
+			st.LastMirroredEpoch = -1
+			if es := p.log.LeaderEpochs(); len(es) > 0 {
+				st.LastMirroredEpoch = es[len(es)-1].Epoch
+			}
+			if st.SourceHighWatermark >= 0 {
+				st.Lag = max(0, st.SourceHighWatermark-leo)
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// LastMirrorPosition answers a failback lookup: the position this
+// cluster recorded when it stopped mirroring topic's partition from
+// requesterClusterID (mirror.Partition.LastMirrorPosition).
+func (s *Server) LastMirrorPosition(requesterClusterID, topic string, topicID mirror.TopicID, partition int32) MirrorPosition {
+	p, code := s.partitionFor(topic, partition)
+	if code != errNone {
+		return MirrorPosition{}
+	}
+	pos, err := p.mirror.LastMirrorPosition(requesterClusterID, topicID, partition)
+	switch {
+	case errors.Is(err, mirror.ErrNotReady):
+		return MirrorPosition{NotReady: true}
+	case err != nil:
+		return MirrorPosition{}
+	}
+	return MirrorPosition{Found: pos.Found, Epoch: pos.Epoch, Offset: pos.Offset}
+}
+
+// mirrorsFromCluster reports whether topic's partition mirrors from
+// cluster (the loop check of a peer's Start).
+func (s *Server) mirrorsFromCluster(cluster, topic string, partition int32) bool {
+	p, code := s.partitionFor(topic, partition)
+	if code != errNone {
+		return false
+	}
+	c := p.mirror.Checkpoint()
+	return c.State.ReadOnly() && c.State != mirror.StateStopping && c.SourceClusterID == cluster
+}
+
+// runLink is a link's fetch loop.
+func (s *Server) runLink(ctx context.Context, l *mirrorLink) {
+	defer close(l.done)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		byLeader, needMeta := l.fetchable()
+		if needMeta {
+			if err := l.refreshMetadata(ctx); err != nil {
+				l.noteAll(err)
+				if !sleep(ctx, backoff) {
+					return
+				}
+				backoff = min(2*backoff, 5*time.Second)
+				continue
+			}
+			byLeader, _ = l.fetchable()
+		}
+		if len(byLeader) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-l.kick:
+			}
+			continue
+		}
+		progress := false
+		for leader, parts := range byLeader {
+			ok, err := s.mirrorFetch(ctx, l, leader, parts)
+			if err != nil && ctx.Err() == nil {
+				l.note(parts, err)
+			}
+			progress = progress || ok
+		}
+		if progress {
+			backoff = 100 * time.Millisecond
+		} else if !sleep(ctx, backoff) {
+			return
+		} else {
+			backoff = min(2*backoff, 5*time.Second)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// fetchable groups the partitions to fetch by source leader; needMeta
+// says some leader or topic id is unknown.
+func (l *mirrorLink) fetchable() (map[int32][]*mirrorPart, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[int32][]*mirrorPart{}
+	needMeta := false
+	for _, mp := range l.parts {
+		if mp.stopped {
+			continue
+		}
+		if mp.leader < 0 {
+			needMeta = true
+			continue
+		}
+		out[mp.leader] = append(out[mp.leader], mp)
+	}
+	return out, needMeta
+}
+
+func (l *mirrorLink) note(parts []*mirrorPart, err error) {
+	l.mu.Lock()
+	for _, mp := range parts {
+		mp.lastErr = err.Error()
+	}
+	l.mu.Unlock()
+}
+
+func (l *mirrorLink) noteAll(err error) {
+	l.mu.Lock()
+	for _, mp := range l.parts {
+		mp.lastErr = err.Error()
+	}
+	l.mu.Unlock()
+}
+
+// refreshMetadata learns the source leaders and topic ids again.
+func (l *mirrorLink) refreshMetadata(ctx context.Context) error {
+	l.mu.Lock()
+	var topics []string
+	for tp := range l.parts {
+		if !slices.Contains(topics, tp.Topic) {
+			topics = append(topics, tp.Topic)
+		}
+	}
+	l.mu.Unlock()
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(mctx, l.cl)
+	if err != nil {
+		return fmt.Errorf("source metadata: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if resp.ClusterID != nil && *resp.ClusterID != l.state.SourceClusterID {
+		return fmt.Errorf("source at %s is cluster %s, not %s", l.state.Source, *resp.ClusterID, l.state.SourceClusterID)
+	}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || t.ErrorCode != 0 {
+			continue
+		}
+		for _, sp := range t.Partitions {
+			if mp := l.parts[partlog.TopicPartition{Topic: *t.Topic, Partition: sp.Partition}]; mp != nil {
+				mp.leader, mp.topicID = sp.Leader, t.TopicID
+				if sp.ErrorCode != 0 {
+					mp.leader = -1
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// mirrorFetch sends one Fetch to a source leader and appends what came
+// back; ok says something was appended.
+func (s *Server) mirrorFetch(ctx context.Context, l *mirrorLink, leader int32, parts []*mirrorPart) (ok bool, err error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 500
+	req.MinBytes = 1
+	req.MaxBytes = 32 << 20
+	req.IsolationLevel = 0 // read_uncommitted: open transactions are copied too
+	req.SessionEpoch = -1
+	byTopic := map[string]int{}
+	for _, mp := range parts {
+		i, ok := byTopic[mp.p.tp.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[mp.p.tp.Topic] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = mp.p.tp.Topic, mp.topicID
+			req.Topics = append(req.Topics, t)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = mp.p.tp.Partition
+		rp.CurrentLeaderEpoch = -1
+		rp.FetchOffset = mp.p.log.LogEndOffset()
+		rp.LastFetchedEpoch = -1
+		rp.LogStartOffset = -1
+		rp.PartitionMaxBytes = 4 << 20
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(fctx, l.cl.Broker(int(leader)))
+	if err != nil {
+		l.markLeadersUnknown(parts)
+		return false, fmt.Errorf("fetch from %s: %w", l.state.Source, err)
+	}
+	if resp.ErrorCode != 0 {
+		return false, fmt.Errorf("fetch from %s: %w", l.state.Source, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	find := func(rt *kmsg.FetchResponseTopic, n int32) *mirrorPart {
+		for _, mp := range parts {
+			if mp.p.tp.Partition == n && (mp.p.tp.Topic == rt.Topic || rt.Topic == "" && mp.topicID == rt.TopicID) {
+				return mp
+			}
+		}
+		return nil
+	}
+	for ti := range resp.Topics {
+		rt := &resp.Topics[ti]
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
+			mp := find(rt, rp.Partition)
+			if mp == nil {
+				continue
+			}
+			if s.applyFetched(ctx, l, mp, rp) {
+				ok = true
+			}
+		}
+	}
+	return ok, nil
+}
+
+func (l *mirrorLink) markLeadersUnknown(parts []*mirrorPart) {
+	l.mu.Lock()
+	for _, mp := range parts {
+		mp.leader = -1
+	}
+	l.mu.Unlock()
+}
+
+// applyFetched appends one partition's fetched batches.
+func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart, rp *kmsg.FetchResponseTopicPartition) bool {
+	p := mp.p
+	setErr := func(msg string) {
+		l.mu.Lock()
+		mp.lastErr = msg
+		l.mu.Unlock()
+	}
+	switch rp.ErrorCode {
+	case 0:
+	case kerr.OffsetOutOfRange.Code:
+		if err := s.mirrorOutOfRange(ctx, l, mp); err != nil {
+			setErr(err.Error())
+		}
+		return false
+	case kerr.NotLeaderForPartition.Code, kerr.UnknownTopicOrPartition.Code, kerr.LeaderNotAvailable.Code,
+		kerr.FencedLeaderEpoch.Code, kerr.UnknownLeaderEpoch.Code, kerr.UnknownTopicID.Code:
+		l.markLeadersUnknown([]*mirrorPart{mp})
+		setErr("source: " + kerr.ErrorForCode(rp.ErrorCode).Error())
+		return false
+	default:
+		setErr("source: " + kerr.ErrorForCode(rp.ErrorCode).Error())
+		return false
+	}
+	l.mu.Lock()
+	mp.sourceHW = rp.HighWatermark
+	mp.lastErr = ""
+	l.mu.Unlock()
+	recs := wholeBatchesFrom(rp.RecordBatches, p.log.LogEndOffset())
+	if len(recs) > 0 {
+		_, err := p.mirror.AppendMirror(mp.session, recs)
+		if errors.Is(err, mirror.ErrEpochFenced) {
+			// The local epoch was raised above the batch's: same bytes again.
+			_, err = p.mirror.AppendMirror(mp.session, recs)
+		}
+		p.epoch.Store(max(p.epoch.Load(), p.mirror.LeaderEpoch()))
+		if err != nil {
+			l.mu.Lock()
+			mp.lastErr = err.Error()
+			if !errors.Is(err, mirror.ErrEpochFenced) {
+				mp.stopped = true // stopped, paused, failed or deleted: no more fetches
+			}
+			l.mu.Unlock()
+			if !errors.Is(err, mirror.ErrNotMirroring) && !errors.Is(err, mirror.ErrFencedSession) {
+				s.logf("mirror %s %s: %v", l.name, p.tp, err)
+			}
+			return false
+		}
+		if s.cfg.Fsync {
+			s.flushLater(p)
+		}
+	}
+	if rp.LogStartOffset > p.log.LogStartOffset() && rp.LogStartOffset <= p.log.LogEndOffset() {
+		if err := p.mirror.AdvanceLogStart(mp.session, rp.LogStartOffset); err != nil {
+			setErr(err.Error())
+		}
+	}
+	return len(recs) > 0
+}
+
+// mirrorOutOfRange handles OFFSET_OUT_OF_RANGE: the source's log start
+// moved past our log end (retention), so the local log restarts there;
+// a source log ending below ours is a divergence the engine does not
+// resolve (the partition goes FAILED).
+func (s *Server) mirrorOutOfRange(ctx context.Context, l *mirrorLink, mp *mirrorPart) error {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	t := kmsg.NewListOffsetsRequestTopic()
+	t.Topic = mp.p.tp.Topic
+	for _, ts := range []int64{-2, -1} {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition = mp.p.tp.Partition
+		rp.CurrentLeaderEpoch = -1
+		rp.Timestamp = ts
+		t.Partitions = []kmsg.ListOffsetsRequestTopicPartition{rp}
+		req.Topics = []kmsg.ListOffsetsRequestTopic{t}
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := req.RequestWith(lctx, l.cl.Broker(int(mp.leader)))
+		cancel()
+		if err != nil {
+			return fmt.Errorf("list offsets at the source: %w", err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return errors.New("list offsets at the source: malformed response")
+		}
+		r := resp.Topics[0].Partitions[0]
+		if r.ErrorCode != 0 {
+			return fmt.Errorf("list offsets at the source: %w", kerr.ErrorForCode(r.ErrorCode))
+		}
+		leo := mp.p.log.LogEndOffset()
+		switch {
+		case ts == -2 && r.Offset > leo:
+			return mp.p.mirror.AdvanceLogStart(mp.session, r.Offset)
+		case ts == -1 && r.Offset < leo:
+			err := fmt.Errorf("the source's log ends at %d, below the mirrored log end %d (divergence is not resolved)", r.Offset, leo)
+			_ = mp.p.mirror.Fail(err)
+			l.mu.Lock()
+			mp.stopped = true
+			l.mu.Unlock()
+			return err
+		}
+	}
+	return nil
+}
+
+// wholeBatchesFrom returns the prefix of fetched bytes made of whole
+// batches, without the batches that end below from (a fetch may start
+// inside a batch). A response cut inside a batch ends before it.
+func wholeBatchesFrom(b []byte, from int64) []byte {
+	for len(b) >= batch.HeaderSize {
+		n, err := batch.Frame(b)
+		if err != nil {
+			return nil
+		}
+		last := int64(binary.BigEndian.Uint64(b[batch.OffBaseOffset:])) + int64(int32(binary.BigEndian.Uint32(b[batch.OffLastOffsetDelta:])))
+		if last >= from {
+			break
+		}
+		b = b[n:]
+	}
+	end := 0
+	for end < len(b) {
+		n, err := batch.Frame(b[end:])
+		if err != nil {
+			break
+		}
+		end += n
+	}
+	return b[:end]
+}
