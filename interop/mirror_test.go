@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -477,10 +478,14 @@ func TestMirrorChain(t *testing.T) {
 // TestMirrorStopKilled SIGKILLs B at a random moment of its stop; the
 // stop finishes when B starts again, with exactly one barrier.
 func TestMirrorStopKilled(t *testing.T) {
-	rounds := 4
+	rounds := 6
 	if testing.Short() {
 		rounds = 2
 	}
+	if n, err := strconv.Atoi(os.Getenv("PARTLOG_MIRROR_KILL_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	seen := map[string]int{}
 	a := startServer(t, t.TempDir())
 	pa := newProducer(t, a, "")
 	pa.send("a-1", "a-2")
@@ -501,9 +506,11 @@ func TestMirrorStopKilled(t *testing.T) {
 		time.Sleep(delay)
 		b.kill()
 		<-done
+		atKill := checkpointAt(t, b)
+		seen[atKill]++
 		b.restart()
 		st := status(t, b)
-		t.Logf("round %d: killed after %v; after restart %s/%s", round, delay, st.State, st.Step)
+		t.Logf("round %d: killed after %v at %s; after restart %s", round, delay, atKill, st.State)
 		if st.State != "STOPPED" {
 			// Killed before the stop was recorded: still mirroring.
 			st = stopMirror(t, b)
@@ -518,6 +525,27 @@ func TestMirrorStopKilled(t *testing.T) {
 		}
 		dumpShowsBarriers(t, b, true, 1)
 	}
+	t.Logf("checkpoints found at the kills: %v", seen)
+}
+
+// checkpointAt is the state and step in the partition's mirror.checkpoint
+// (the stop's progress when the server died).
+func checkpointAt(t *testing.T, s *server) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.dir, mirrorTopic+"-0", "mirror.checkpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state, step string
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "state "); ok {
+			state = v
+		}
+		if v, ok := strings.CutPrefix(line, "step "); ok {
+			step = v
+		}
+	}
+	return state + "/" + step
 }
 
 // dumpShowsBarriers stops s and checks with `partlog dump` that its

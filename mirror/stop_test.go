@@ -381,3 +381,33 @@ func TestStopPositionLost(t *testing.T) {
 }
 
 var _ = partlog.ErrClosed
+
+// TestStopUnsafeNoBarrier: the test switch skips S6 only. The partition
+// still ends STOPPED with its position recorded, but no barrier is in
+// the log, barrier_offset stays -1 and the mirrored producers are still
+// in the producer state (what the servers' barrier-off scenarios rely
+// on); a restart does not add one either.
+func TestStopUnsafeNoBarrier(t *testing.T) {
+	f := newStopFixture(t, Options{UnsafeNoBarrier: true})
+	res, err := f.b.p.Stop(bg, TruncateLSO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustState(t, f.b.p, StateStopped)
+	if res.BarrierOffset != -1 || res.LastMirrorOffset != f.firstOpen || len(barrierOffsets(t, f.b.log())) != 0 {
+		t.Fatalf("result %+v, barriers %v", res, barrierOffsets(t, f.b.log()))
+	}
+	if _, ok := pids(f.b.log().Producers())[5]; !ok {
+		t.Fatalf("producer 5 of A gone without a barrier: %+v", f.b.log().Producers())
+	}
+	l := f.b.log()
+	dir := l.Dir()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := openPartition(t, openLog(t, dir), Options{UnsafeNoBarrier: true})
+	mustState(t, p, StateStopped)
+	if n := len(barrierOffsets(t, p.Log())); n != 0 {
+		t.Fatalf("%d barriers after a restart", n)
+	}
+}

@@ -26,11 +26,11 @@ import (
 //	GET  /v1/mirrors/position?cluster_id=C&topic=T&topic_id=ID&partition=N → MirrorPosition
 //	GET  /v1/mirrors/mirrors-from?cluster_id=C&topic=T&partition=N → {"mirrors": bool}
 //
-// A request that cannot be done at all answers 400 (bad request) or 502
-// (the source could not be reached) with {"error": "..."}; a start or
-// stop that failed for some partitions answers 200 with the partitions
-// that did start or stop and "error" naming the others, so the caller
-// always learns what changed.
+// A request that is wrong answers 400 and one whose source could not be
+// reached 502, both with {"error": "..."} and nothing changed; a start or
+// stop that failed for some topics or partitions answers 200 with the
+// partitions that did start or stop and "error" naming the others, so
+// the caller always learns what changed.
 
 // AdminResponse is the body of the admin endpoint's mirror answers.
 type AdminResponse struct {
@@ -119,7 +119,7 @@ func answerChange(w http.ResponseWriter, s *Server, st []MirrorPartitionStatus, 
 		switch {
 		case errors.Is(err, errMirrorUsage):
 			code = http.StatusBadRequest
-		case st == nil:
+		case errors.Is(err, errSourceUnreachable):
 			code = http.StatusBadGateway
 		}
 	}

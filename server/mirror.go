@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -120,14 +121,17 @@ type mirrorLinkState struct {
 	Topics          []string `json:"topics"`
 }
 
-// mirrorLink is a running link: its client and fetch loop.
+// mirrorLink is a running link: its client and fetch loop. name, source
+// and sourceCluster never change (a link's name stays with its source).
 type mirrorLink struct {
-	name   string
-	state  mirrorLinkState // guarded by Server.mmu
-	cl     *kgo.Client
-	cancel context.CancelFunc
-	done   chan struct{}
-	kick   chan struct{}
+	name          string
+	source        string   // the source's Kafka address
+	sourceCluster string   // the source's cluster id
+	topics        []string // guarded by Server.mmu
+	cl            *kgo.Client
+	cancel        context.CancelFunc
+	done          chan struct{}
+	kick          chan struct{}
 
 	mu    sync.Mutex // guards parts and every mirrorPart's fields
 	parts map[partlog.TopicPartition]*mirrorPart
@@ -144,20 +148,23 @@ type mirrorPart struct {
 	stopped  bool // no longer fetched (stopped, paused, failed, deleted)
 }
 
-// mirrorOptions are the options of every partition's mirror state
-// machine.
-func (s *Server) mirrorOptions(epoch int32) mirror.Options {
+// mirrorOptions are the options of a partition's mirror state machine.
+func (s *Server) mirrorOptions(tp partlog.TopicPartition, epoch int32) mirror.Options {
 	return mirror.Options{
-		LeaderEpoch:     epoch,
-		LookupPosition:  s.lookupForRestart,
+		LeaderEpoch: epoch,
+		LookupPosition: func(ctx context.Context, c mirror.Checkpoint) (mirror.Position, error) {
+			return s.lookupForRestart(ctx, tp.Topic, c)
+		},
 		Now:             s.cfg.Now,
 		UnsafeNoBarrier: s.cfg.UnsafeMirrorNoBarrier,
 	}
 }
 
 // lookupForRestart finishes a LOG_ALIGNMENT a crash interrupted at
-// INTENT: it asks the link's source admin again.
-func (s *Server) lookupForRestart(ctx context.Context, c mirror.Checkpoint) (mirror.Position, error) {
+// INTENT: it asks the link's source admin again (bounded: Open must not
+// hang on an unreachable peer; the partition is FAILED then, and a new
+// start retries).
+func (s *Server) lookupForRestart(ctx context.Context, topic string, c mirror.Checkpoint) (mirror.Position, error) {
 	var st mirrorLinkState
 	found := false
 	s.meta.view(func(m *metaState) {
@@ -168,18 +175,18 @@ func (s *Server) lookupForRestart(ctx context.Context, c mirror.Checkpoint) (mir
 	if !found || st.SourceAdmin == "" {
 		return mirror.Position{}, nil
 	}
-	topic := ""
-	s.tmu.RLock()
-	for name, t := range s.topics {
-		if t.id == partlog.TopicID(c.TopicID) {
-			topic = name
-		}
-	}
-	s.tmu.RUnlock()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	return lookupPosition(ctx, st.SourceAdmin, s.meta.clusterID(), topic, c.TopicID, c.Partition)
 }
 
-var errMirrorUsage = errors.New("partlog/server: bad mirror request")
+var (
+	// errMirrorUsage: the request itself is wrong (admin: 400).
+	errMirrorUsage = errors.New("partlog/server: bad mirror request")
+	// errSourceUnreachable: the source's metadata could not be read
+	// (admin: 502).
+	errSourceUnreachable = errors.New("partlog/server: source unreachable")
+)
 
 func mirrorUsage(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errMirrorUsage, fmt.Sprintf(format, args...))
@@ -232,7 +239,7 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	mresp, err := mreq.RequestWith(mctx, cl)
 	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("partlog/server: metadata of source %s: %w", req.Source, err)
+		return nil, fmt.Errorf("%w: metadata of source %s: %w", errSourceUnreachable, req.Source, err)
 	}
 	srcCluster := ""
 	if mresp.ClusterID != nil {
@@ -274,14 +281,14 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	}
 
 	link := s.links[name]
-	if link != nil && link.state.Source != req.Source {
-		return nil, mirrorUsage("mirror %s already fetches from %s", name, link.state.Source)
+	if link != nil && (link.source != req.Source || link.sourceCluster != srcCluster) {
+		return nil, mirrorUsage("mirror %s already fetches from %s (cluster %s)", name, link.source, link.sourceCluster)
 	}
 	// The link is in the state file before any partition leaves NONE, so
 	// a restart knows where a half-started partition fetches from.
 	st := mirrorLinkState{Source: req.Source, SourceAdmin: req.SourceAdmin, SourceClusterID: srcCluster}
 	if link != nil {
-		st.Topics = slices.Clone(link.state.Topics)
+		st.Topics = slices.Clone(link.topics)
 	}
 	for _, t := range req.Topics {
 		if !slices.Contains(st.Topics, t) {
@@ -301,7 +308,7 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 		link = s.newLink(name, st, cl)
 		keep = true
 	} else {
-		link.state = st
+		link.topics = st.Topics
 	}
 
 	var errs []error
@@ -386,9 +393,12 @@ func (s *Server) ensureMirrorTopic(name string, id [16]byte, count int32) error 
 
 func (s *Server) newLink(name string, st mirrorLinkState, cl *kgo.Client) *mirrorLink {
 	ctx, cancel := context.WithCancel(s.ctx)
-	l := &mirrorLink{name: name, state: st, cl: cl, cancel: cancel, done: make(chan struct{}),
-		kick: make(chan struct{}, 1), parts: map[partlog.TopicPartition]*mirrorPart{}}
+	l := &mirrorLink{name: name, source: st.Source, sourceCluster: st.SourceClusterID, topics: slices.Clone(st.Topics),
+		cl: cl, cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1),
+		parts: map[partlog.TopicPartition]*mirrorPart{}}
+	s.lmu.Lock()
 	s.links[name] = l
+	s.lmu.Unlock()
 	go s.runLink(ctx, l)
 	return l
 }
@@ -492,10 +502,12 @@ func (s *Server) StopMirror(ctx context.Context, req MirrorStopRequest) ([]Mirro
 			if st == mirror.StateNone || st == mirror.StateStopped {
 				continue
 			}
-			_, err := p.mirror.Stop(ctx, policy)
+			// The server's context, not the caller's: a caller that goes
+			// away must not leave the partition FAILED half way.
+			_, err := p.mirror.Stop(s.ctx, policy)
 			p.epoch.Store(max(p.epoch.Load(), p.mirror.LeaderEpoch()))
 			if err == nil {
-				err = s.syncTo(ctx, p, p.log.LogEndOffset())
+				err = s.syncTo(s.ctx, p, p.log.LogEndOffset())
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", p.tp, err))
@@ -512,13 +524,13 @@ func (s *Server) StopMirror(ctx context.Context, req MirrorStopRequest) ([]Mirro
 			}
 		}
 		l.mu.Unlock()
-		topics := slices.DeleteFunc(slices.Clone(l.state.Topics), func(t string) bool {
+		topics := slices.DeleteFunc(slices.Clone(l.topics), func(t string) bool {
 			return slices.Contains(req.Topics, t) && !s.topicMirrors(t, name)
 		})
-		if len(topics) == len(l.state.Topics) {
+		if len(topics) == len(l.topics) {
 			continue
 		}
-		l.state.Topics = topics
+		l.topics = topics
 		if err := s.meta.update(func(m *metaState) {
 			if len(topics) == 0 {
 				delete(m.Mirrors, name)
@@ -529,7 +541,9 @@ func (s *Server) StopMirror(ctx context.Context, req MirrorStopRequest) ([]Mirro
 			errs = append(errs, err)
 		}
 		if len(topics) == 0 {
+			s.lmu.Lock()
 			delete(s.links, name)
+			s.lmu.Unlock()
 			l.close()
 		}
 	}
@@ -579,10 +593,9 @@ func (s *Server) mirrorStatus(only func(partlog.TopicPartition) bool) []MirrorPa
 		a, b := parts[i].tp, parts[j].tp
 		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
 	})
-	links := map[string]*mirrorLink{}
-	for n, l := range s.links {
-		links[n] = l
-	}
+	s.lmu.RLock()
+	links := maps.Clone(s.links)
+	s.lmu.RUnlock()
 	var out []MirrorPartitionStatus
 	for _, p := range parts {
 		c := p.mirror.Checkpoint()
@@ -602,7 +615,7 @@ func (s *Server) mirrorStatus(only func(partlog.TopicPartition) bool) []MirrorPa
 			st.Error = err.Error()
 		}
 		if l := links[c.MirrorName]; l != nil {
-			st.Source = l.state.Source
+			st.Source = l.source
 			l.mu.Lock()
 			if mp := l.parts[p.tp]; mp != nil {
 				st.SourceHighWatermark = mp.sourceHW
@@ -770,8 +783,8 @@ func (l *mirrorLink) refreshMetadata(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if resp.ClusterID != nil && *resp.ClusterID != l.state.SourceClusterID {
-		return fmt.Errorf("source at %s is cluster %s, not %s", l.state.Source, *resp.ClusterID, l.state.SourceClusterID)
+	if resp.ClusterID != nil && *resp.ClusterID != l.sourceCluster {
+		return fmt.Errorf("source at %s is cluster %s, not %s", l.source, *resp.ClusterID, l.sourceCluster)
 	}
 	for _, t := range resp.Topics {
 		if t.Topic == nil || t.ErrorCode != 0 {
@@ -823,10 +836,10 @@ func (s *Server) mirrorFetch(ctx context.Context, l *mirrorLink, leader int32, p
 	resp, err := req.RequestWith(fctx, l.cl.Broker(int(leader)))
 	if err != nil {
 		l.markLeadersUnknown(parts)
-		return false, fmt.Errorf("fetch from %s: %w", l.state.Source, err)
+		return false, fmt.Errorf("fetch from %s: %w", l.source, err)
 	}
 	if resp.ErrorCode != 0 {
-		return false, fmt.Errorf("fetch from %s: %w", l.state.Source, kerr.ErrorForCode(resp.ErrorCode))
+		return false, fmt.Errorf("fetch from %s: %w", l.source, kerr.ErrorForCode(resp.ErrorCode))
 	}
 	find := func(rt *kmsg.FetchResponseTopic, n int32) *mirrorPart {
 		for _, mp := range parts {

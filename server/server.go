@@ -87,7 +87,8 @@ type Server struct {
 
 	txns *txnCoordinator
 
-	mmu   sync.Mutex             // serializes mirror starts and stops; guards links
+	mmu   sync.Mutex             // serializes mirror starts, stops and Close's end of the links
+	lmu   sync.RWMutex           // guards links (written under mmu too)
 	links map[string]*mirrorLink // running mirror links by name (mirror.go)
 	admin []*http.Server         // admin endpoints (admin.go); guarded by mu
 
@@ -240,9 +241,12 @@ func (s *Server) Close() error {
 func (s *Server) closeLinks() {
 	s.mmu.Lock()
 	defer s.mmu.Unlock()
-	for name, l := range s.links {
+	s.lmu.Lock()
+	links := s.links
+	s.links = map[string]*mirrorLink{}
+	s.lmu.Unlock()
+	for _, l := range links {
 		l.close()
-		delete(s.links, name)
 	}
 }
 

@@ -58,7 +58,7 @@ func (s *Server) newPartition(tp partlog.TopicPartition, l *partlog.Log) (*parti
 	if es := l.LeaderEpochs(); len(es) > 0 {
 		epoch = es[len(es)-1].Epoch
 	}
-	mp, err := mirror.Open(l, s.mirrorOptions(epoch))
+	mp, err := mirror.Open(l, s.mirrorOptions(tp, epoch))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", tp, err)
 	}
