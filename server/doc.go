@@ -100,6 +100,18 @@
 // already written. Ongoing transactions survive a restart and are
 // finished by their producer or aborted at their timeout.
 //
+// # Mirroring
+//
+// A server can be the destination of a cluster mirror (mirror.go,
+// docs/mirror.md §7): StartMirror fetches topics of a source cluster
+// (another server, or any Kafka-protocol cluster) and stores their batches
+// unchanged through package mirror's state machine; the partitions are
+// read-only (produces answered POLICY_VIOLATION) until StopMirror writes
+// the MIRROR_PID_RESET barrier. Every partition has a mirror.Partition and
+// every client and coordinator append goes through it. The admin endpoint
+// (admin.go, ServeAdmin; HTTP and JSON, no authentication: loopback only)
+// serves `partlog mirror` and peers' failback lookups.
+//
 // One housekeeping goroutine ticks (Config.Tick, default 1 s): it aborts
 // transactions past their timeout (bumping the producer epoch, so the
 // old producer is fenced, and writing ABORT markers at it), retries
