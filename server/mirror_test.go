@@ -393,3 +393,38 @@ func TestWholeBatchesFrom(t *testing.T) {
 		}
 	}
 }
+
+// FuzzWholeBatchesFrom: fetched bytes come from another server. The
+// cut never panics and returns a run of whole frames taken from the
+// input, starting where a frame starts.
+func FuzzWholeBatchesFrom(f *testing.F) {
+	spec := batch.NewBatchSpec(3)
+	var bb batch.Builder
+	one, err := bb.AppendBatch(nil, &spec, make([]batch.RecordSpec, 2))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(one, int64(0))
+	f.Add(append(append([]byte{}, one...), one[:20]...), int64(4))
+	f.Add([]byte{}, int64(-1))
+	f.Fuzz(func(t *testing.T, b []byte, from int64) {
+		got := wholeBatchesFrom(b, from)
+		if len(got) == 0 {
+			return
+		}
+		start := len(b) - len(got)
+		for start >= 0 && !bytes.Equal(b[start:start+len(got)], got) {
+			start--
+		}
+		if start < 0 {
+			t.Fatalf("output is not a part of the input")
+		}
+		for rest := got; len(rest) > 0; {
+			n, err := batch.Frame(rest)
+			if err != nil {
+				t.Fatalf("output holds a partial frame: %v", err)
+			}
+			rest = rest[n:]
+		}
+	})
+}
