@@ -48,6 +48,11 @@ to the new source's admin endpoint; it then truncates only what it wrote
 after the point where the new source stopped mirroring it, instead of
 fetching everything again.
 
+Reads: nothing on disk; it talks HTTP (JSON) to --server only.
+
+Writes: nothing; the server changes its own log directory (the mirrored
+partitions, their mirror.checkpoint files, its state file).
+
 Exit status: 0 done, 4 some partitions could not be started or stopped
 (named on stderr; the others were), 8 the server or the source could not
 be reached, 16 usage error.`
