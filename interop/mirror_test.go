@@ -64,40 +64,46 @@ func mirrorCLI(t *testing.T, args ...string) (mirrorAnswer, int) {
 
 // startMirror makes dst mirror the topic from src (src's admin endpoint
 // given, so failback finds its position).
-func startMirror(t *testing.T, dst, src *server) {
+func startMirror(t *testing.T, dst, src *server, topic string) {
 	t.Helper()
-	a, code := mirrorCLI(t, "start", "--server", dst.admin, "--source", src.addr, "--source-admin", src.admin, "--topics", mirrorTopic)
+	a, code := mirrorCLI(t, "start", "--server", dst.admin, "--source", src.addr, "--source-admin", src.admin, "--topics", topic)
 	if code != 0 || len(a.Partitions) != 1 || a.Partitions[0].State != "MIRRORING" {
 		t.Fatalf("mirror start: exit %d, %+v", code, a)
 	}
 }
 
 // stopMirror stops dst's mirror and returns the partition's status.
-func stopMirror(t *testing.T, dst *server) mirrorStatus {
+func stopMirror(t *testing.T, dst *server, topic string) mirrorStatus {
 	t.Helper()
-	a, code := mirrorCLI(t, "stop", "--server", dst.admin, "--topics", mirrorTopic)
+	a, code := mirrorCLI(t, "stop", "--server", dst.admin, "--topics", topic)
 	if code != 0 || len(a.Partitions) != 1 || a.Partitions[0].State != "STOPPED" {
 		t.Fatalf("mirror stop: exit %d, %+v", code, a)
 	}
 	return a.Partitions[0]
 }
 
-func status(t *testing.T, s *server) mirrorStatus {
+func status(t *testing.T, s *server, topic string) mirrorStatus {
 	t.Helper()
 	a, code := mirrorCLI(t, "status", "--server", s.admin)
-	if code != 0 || len(a.Partitions) != 1 {
+	if code != 0 {
 		t.Fatalf("mirror status: exit %d, %+v", code, a)
 	}
-	return a.Partitions[0]
+	for _, p := range a.Partitions {
+		if p.Topic == topic {
+			return p
+		}
+	}
+	t.Fatalf("mirror status has no %s: %+v", topic, a)
+	return mirrorStatus{}
 }
 
 // logEnd is the topic's log end offset (ListOffsets latest,
 // read_uncommitted: the high watermark, which is the log end here).
-func logEnd(t *testing.T, s *server) int64 {
+func logEnd(t *testing.T, s *server, topic string) int64 {
 	t.Helper()
 	c := s.client(t)
 	ctx := testContext(t, 10*time.Second)
-	req := kgoListEnd(mirrorTopic)
+	req := kgoListEnd(topic)
 	resp, err := req.RequestWith(ctx, c)
 	if err != nil {
 		t.Fatal(err)
@@ -110,12 +116,12 @@ func logEnd(t *testing.T, s *server) int64 {
 }
 
 // waitCaughtUp waits until dst mirrors src's whole log.
-func waitCaughtUp(t *testing.T, dst, src *server) {
+func waitCaughtUp(t *testing.T, dst, src *server, topic string) {
 	t.Helper()
-	want := logEnd(t, src)
+	want := logEnd(t, src, topic)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		st := status(t, dst)
+		st := status(t, dst, topic)
 		if st.State == "MIRRORING" && st.LogEndOffset == want {
 			return
 		}
@@ -139,8 +145,8 @@ type producer struct {
 	acked []string
 }
 
-func newProducer(t *testing.T, s *server, txnID string) *producer {
-	opts := []kgo.Opt{kgo.DefaultProduceTopic(mirrorTopic), kgo.ProducerLinger(0),
+func newProducer(t *testing.T, s *server, topic, txnID string) *producer {
+	opts := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0),
 		kgo.RecordDeliveryTimeout(8 * time.Second), kgo.RecordRetries(5)}
 	if txnID != "" {
 		opts = append(opts, kgo.TransactionalID(txnID), kgo.TransactionTimeout(60*time.Second))
@@ -219,9 +225,9 @@ func (p *producer) abortOpen() {
 
 // committed reads the topic read_committed from the start until no
 // record came for a while (at least want records are waited for).
-func committed(t *testing.T, s *server, want int) []string {
+func committed(t *testing.T, s *server, topic string, want int) []string {
 	t.Helper()
-	c := s.client(t, kgo.ConsumeTopics(mirrorTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	c := s.client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
 	var got []string
 	quiet := 700 * time.Millisecond
@@ -302,10 +308,10 @@ func servers(t *testing.T, barrier bool, names ...string) []*server {
 
 // refused checks that a mirroring partition refuses a produce with
 // POLICY_VIOLATION.
-func refused(t *testing.T, s *server) {
+func refused(t *testing.T, s *server, topic string) {
 	t.Helper()
 	// Not idempotent: it must not take a producer id of the cluster.
-	c := s.client(t, kgo.DefaultProduceTopic(mirrorTopic), kgo.RecordDeliveryTimeout(5*time.Second), kgo.DisableIdempotentWrite())
+	c := s.client(t, kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(5*time.Second), kgo.DisableIdempotentWrite())
 	ctx := testContext(t, 10*time.Second)
 	err := c.ProduceSync(ctx, kgo.StringRecord("must-not-land")).FirstErr()
 	if !errors.Is(err, kerr.PolicyViolation) {
@@ -358,9 +364,9 @@ func TestMirrorActivePassiveAndFailback(t *testing.T) {
 
 			// A: an idempotent producer (3 batches), a transactional one
 			// (commit, abort, and a transaction left open at the failover).
-			pa := newProducer(t, a, "")
+			pa := newProducer(t, a, mirrorTopic, "")
 			pa.send("a-1", "a-2", "a-3")
-			ta := newProducer(t, a, "tx-a")
+			ta := newProducer(t, a, mirrorTopic, "tx-a")
 			ta.transaction(true, false, "a-t1", "a-t2")
 			ta.transaction(false, false, "a-aborted")
 			ta.transaction(true, true, "a-open")
@@ -369,27 +375,27 @@ func TestMirrorActivePassiveAndFailback(t *testing.T) {
 			}
 
 			// B mirrors A, read-only while it does.
-			startMirror(t, b, a)
-			waitCaughtUp(t, b, a)
-			refused(t, b)
-			if got := committed(t, b, 0); !slices.Equal(got, []string{"a-1", "a-2", "a-3", "a-t1", "a-t2"}) {
+			startMirror(t, b, a, mirrorTopic)
+			waitCaughtUp(t, b, a, mirrorTopic)
+			refused(t, b, mirrorTopic)
+			if got := committed(t, b, mirrorTopic, 0); !slices.Equal(got, []string{"a-1", "a-2", "a-3", "a-t1", "a-t2"}) {
 				t.Fatalf("B while mirroring, read_committed: %v", got)
 			}
 
 			// Failover: stop on B. TRUNCATE_LSO drops A's open transaction.
-			st := stopMirror(t, b)
+			st := stopMirror(t, b, mirrorTopic)
 			if barrier != (st.BarrierOffset >= 0) {
 				t.Fatalf("barrier offset %d with barrier=%v", st.BarrierOffset, barrier)
 			}
-			pb := newProducer(t, b, "")
+			pb := newProducer(t, b, mirrorTopic, "")
 			pb.send("b-1", "b-2", "b-3")
-			tb := newProducer(t, b, "tx-b")
+			tb := newProducer(t, b, mirrorTopic, "tx-b")
 			tb.transaction(true, false, "b-t1", "b-t2")
 			if pa.id() != pb.id() || ta.id() != tb.id() {
 				t.Fatalf("producer ids do not collide: A %d/%d, B %d/%d", pa.id(), ta.id(), pb.id(), tb.id())
 			}
 			wantB := append([]string{"a-1", "a-2", "a-3", "a-t1", "a-t2"}, "b-1", "b-2", "b-3", "b-t1", "b-t2")
-			gotB := committed(t, b, len(wantB))
+			gotB := committed(t, b, mirrorTopic, len(wantB))
 			check(t, barrier, "active-passive", outcome(wantB, gotB, len(pb.rejected)+len(tb.rejected)))
 			if t.Failed() {
 				t.Logf("B read_committed: %v", gotB)
@@ -401,20 +407,20 @@ func TestMirrorActivePassiveAndFailback(t *testing.T) {
 			pa.send("a-divergent")
 
 			// Failback: A mirrors B from the position B recorded.
-			startMirror(t, a, b)
-			waitCaughtUp(t, a, b)
-			refused(t, a)
-			sa := stopMirror(t, a)
-			if barrier && sa.LastMirroredOffset != logEnd(t, b) {
-				t.Errorf("A stopped at %d, B ends at %d", sa.LastMirroredOffset, logEnd(t, b))
+			startMirror(t, a, b, mirrorTopic)
+			waitCaughtUp(t, a, b, mirrorTopic)
+			refused(t, a, mirrorTopic)
+			sa := stopMirror(t, a, mirrorTopic)
+			if barrier && sa.LastMirroredOffset != logEnd(t, b, mirrorTopic) {
+				t.Errorf("A stopped at %d, B ends at %d", sa.LastMirroredOffset, logEnd(t, b, mirrorTopic))
 			}
 			// The old producer of A goes on, and a new transaction of tx-a.
 			pa.acked, pa.rejected = nil, nil
 			pa.send("a-4")
-			ta2 := newProducer(t, a, "tx-a")
+			ta2 := newProducer(t, a, mirrorTopic, "tx-a")
 			ta2.transaction(true, false, "a-t3")
 			wantA := append(slices.Clone(wantB), "a-4", "a-t3")
-			gotA := committed(t, a, len(wantA))
+			gotA := committed(t, a, mirrorTopic, len(wantA))
 			if slices.Contains(gotA, "a-divergent") {
 				t.Errorf("A kept its divergent record after failback: %v", gotA)
 			}
@@ -422,7 +428,7 @@ func TestMirrorActivePassiveAndFailback(t *testing.T) {
 			if t.Failed() {
 				t.Logf("A read_committed: %v", gotA)
 			}
-			dumpShowsBarriers(t, a, barrier, 2)
+			dumpShowsBarriers(t, a, mirrorTopic, barrier, 2)
 		})
 	}
 }
@@ -435,42 +441,124 @@ func TestMirrorChain(t *testing.T) {
 		t.Run(fmt.Sprintf("barrier=%v", barrier), func(t *testing.T) {
 			s := servers(t, barrier, "A", "B", "C")
 			a, b, c := s[0], s[1], s[2]
-			pa := newProducer(t, a, "")
+			pa := newProducer(t, a, mirrorTopic, "")
 			pa.send("a-1", "a-2", "a-3")
-			ta := newProducer(t, a, "tx-a")
+			ta := newProducer(t, a, mirrorTopic, "tx-a")
 			ta.transaction(true, false, "a-t1")
 
-			startMirror(t, b, a)
-			startMirror(t, c, b)
-			waitCaughtUp(t, b, a)
-			waitCaughtUp(t, c, b)
+			startMirror(t, b, a, mirrorTopic)
+			startMirror(t, c, b, mirrorTopic)
+			waitCaughtUp(t, b, a, mirrorTopic)
+			waitCaughtUp(t, c, b, mirrorTopic)
 
-			stopMirror(t, b)
-			pb := newProducer(t, b, "")
+			stopMirror(t, b, mirrorTopic)
+			pb := newProducer(t, b, mirrorTopic, "")
 			pb.send("b-1", "b-2", "b-3")
-			tb := newProducer(t, b, "tx-b")
+			tb := newProducer(t, b, mirrorTopic, "tx-b")
 			tb.transaction(true, false, "b-t1")
-			waitCaughtUp(t, c, b)
-			refused(t, c)
+			waitCaughtUp(t, c, b, mirrorTopic)
+			refused(t, c, mirrorTopic)
 			wantB := []string{"a-1", "a-2", "a-3", "a-t1", "b-1", "b-2", "b-3", "b-t1"}
-			gotB := committed(t, b, len(wantB))
+			gotB := committed(t, b, mirrorTopic, len(wantB))
 
-			stopMirror(t, c)
-			pc := newProducer(t, c, "")
+			stopMirror(t, c, mirrorTopic)
+			pc := newProducer(t, c, mirrorTopic, "")
 			pc.send("c-1", "c-2", "c-3")
-			tc := newProducer(t, c, "tx-c")
+			tc := newProducer(t, c, mirrorTopic, "tx-c")
 			tc.transaction(true, false, "c-t1")
 			if pa.id() != pc.id() || ta.id() != tc.id() || pb.id() != pc.id() {
 				t.Fatalf("producer ids do not collide: A %d/%d, B %d/%d, C %d/%d", pa.id(), ta.id(), pb.id(), tb.id(), pc.id(), tc.id())
 			}
 			wantC := append(slices.Clone(wantB), "c-1", "c-2", "c-3", "c-t1")
-			gotC := committed(t, c, len(wantC))
+			gotC := committed(t, c, mirrorTopic, len(wantC))
 			rejected := len(pb.rejected) + len(tb.rejected) + len(pc.rejected) + len(tc.rejected)
 			check(t, barrier, "chain", outcome(wantC, gotC, rejected))
 			if t.Failed() {
 				t.Logf("B: %v\nC: %v", gotB, gotC)
 			}
-			dumpShowsBarriers(t, c, barrier, 2)
+			dumpShowsBarriers(t, c, mirrorTopic, barrier, 2)
+		})
+	}
+}
+
+// TestMirrorFanOut: A → B and A → C; B stops and writes while C still
+// mirrors A (and gets A's later records), then C stops and writes. Each
+// destination writes its own barrier; nothing crosses between B and C.
+func TestMirrorFanOut(t *testing.T) {
+	for _, barrier := range []bool{true, false} {
+		t.Run(fmt.Sprintf("barrier=%v", barrier), func(t *testing.T) {
+			s := servers(t, barrier, "A", "B", "C")
+			a, b, c := s[0], s[1], s[2]
+			pa := newProducer(t, a, mirrorTopic, "")
+			pa.send("a-1", "a-2")
+			startMirror(t, b, a, mirrorTopic)
+			startMirror(t, c, a, mirrorTopic)
+			waitCaughtUp(t, b, a, mirrorTopic)
+			waitCaughtUp(t, c, a, mirrorTopic)
+
+			stopMirror(t, b, mirrorTopic)
+			pb := newProducer(t, b, mirrorTopic, "")
+			pb.send("b-1", "b-2")
+			pa.send("a-3")
+			waitCaughtUp(t, c, a, mirrorTopic)
+			stopMirror(t, c, mirrorTopic)
+			pc := newProducer(t, c, mirrorTopic, "")
+			pc.send("c-1", "c-2", "c-3")
+			if pa.id() != pb.id() || pa.id() != pc.id() {
+				t.Fatalf("producer ids do not collide: %d %d %d", pa.id(), pb.id(), pc.id())
+			}
+			wantB := []string{"a-1", "a-2", "b-1", "b-2"}
+			wantC := []string{"a-1", "a-2", "a-3", "c-1", "c-2", "c-3"}
+			outB := outcome(wantB, committed(t, b, mirrorTopic, len(wantB)), len(pb.rejected))
+			outC := outcome(wantC, committed(t, c, mirrorTopic, len(wantC)), len(pc.rejected))
+			out := "clean"
+			if outB != "clean" || outC != "clean" {
+				out = "B " + outB + ", C " + outC
+			}
+			check(t, barrier, "fan-out", out)
+		})
+	}
+}
+
+// TestMirrorFanIn: A → C on topic t1 and B → C on topic t2, two links of
+// C. Stopping t1 leaves t2 mirroring (and read-only); one producer of C
+// then writes to both topics, meeting A's producer 0 in t1 and B's in t2
+// unless the barriers emptied them.
+func TestMirrorFanIn(t *testing.T) {
+	for _, barrier := range []bool{true, false} {
+		t.Run(fmt.Sprintf("barrier=%v", barrier), func(t *testing.T) {
+			s := servers(t, barrier, "A", "B", "C")
+			a, b, c := s[0], s[1], s[2]
+			pa := newProducer(t, a, "t1", "")
+			pa.send("a-1", "a-2")
+			pb := newProducer(t, b, "t2", "")
+			pb.send("b-1", "b-2", "b-3")
+			startMirror(t, c, a, "t1")
+			startMirror(t, c, b, "t2")
+			waitCaughtUp(t, c, a, "t1")
+			waitCaughtUp(t, c, b, "t2")
+
+			stopMirror(t, c, "t1")
+			refused(t, c, "t2")
+			pc := newProducer(t, c, "t1", "")
+			pc.send("c-1", "c-2")
+			stopMirror(t, c, "t2")
+			rejected := len(pc.rejected)
+			pc.acked, pc.rejected = nil, nil
+			for _, v := range []string{"c-3", "c-4"} {
+				ctx := testContext(t, 15*time.Second)
+				if err := pc.c.ProduceSync(ctx, &kgo.Record{Topic: "t2", Value: []byte(v)}).FirstErr(); err != nil {
+					t.Logf("produce %q to t2: %v", v, err)
+					rejected++
+				}
+			}
+			if pa.id() != pb.id() || pa.id() != pc.id() {
+				t.Fatalf("producer ids do not collide: %d %d %d", pa.id(), pb.id(), pc.id())
+			}
+			want1 := []string{"a-1", "a-2", "c-1", "c-2"}
+			want2 := []string{"b-1", "b-2", "b-3", "c-3", "c-4"}
+			got := append(committed(t, c, "t1", len(want1)), committed(t, c, "t2", len(want2))...)
+			check(t, barrier, "fan-in", outcome(append(want1, want2...), got, rejected))
 		})
 	}
 }
@@ -487,16 +575,16 @@ func TestMirrorStopKilled(t *testing.T) {
 	}
 	seen := map[string]int{}
 	a := startServer(t, t.TempDir())
-	pa := newProducer(t, a, "")
+	pa := newProducer(t, a, mirrorTopic, "")
 	pa.send("a-1", "a-2")
-	ta := newProducer(t, a, "tx-a")
+	ta := newProducer(t, a, mirrorTopic, "tx-a")
 	ta.transaction(true, false, "a-t1")
 	ta.transaction(true, true, "a-open")
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	for round := range rounds {
 		b := startServer(t, t.TempDir(), "--fsync")
-		startMirror(t, b, a)
-		waitCaughtUp(t, b, a)
+		startMirror(t, b, a, mirrorTopic)
+		waitCaughtUp(t, b, a, mirrorTopic)
 		delay := time.Duration(rng.IntN(40)) * time.Millisecond
 		done := make(chan struct{})
 		go func() {
@@ -509,21 +597,21 @@ func TestMirrorStopKilled(t *testing.T) {
 		atKill := checkpointAt(t, b)
 		seen[atKill]++
 		b.restart()
-		st := status(t, b)
+		st := status(t, b, mirrorTopic)
 		t.Logf("round %d: killed after %v at %s; after restart %s", round, delay, atKill, st.State)
 		if st.State != "STOPPED" {
 			// Killed before the stop was recorded: still mirroring.
-			st = stopMirror(t, b)
+			st = stopMirror(t, b, mirrorTopic)
 		}
 		if st.BarrierOffset < 0 {
 			t.Fatalf("round %d: stopped without a barrier: %+v", round, st)
 		}
-		pb := newProducer(t, b, "")
+		pb := newProducer(t, b, mirrorTopic, "")
 		pb.send("b-1")
 		if len(pb.rejected) > 0 {
 			t.Fatalf("round %d: B refused a write after the stop", round)
 		}
-		dumpShowsBarriers(t, b, true, 1)
+		dumpShowsBarriers(t, b, mirrorTopic, true, 1)
 	}
 	t.Logf("checkpoints found at the kills: %v", seen)
 }
@@ -551,10 +639,10 @@ func checkpointAt(t *testing.T, s *server) string {
 // dumpShowsBarriers stops s and checks with `partlog dump` that its
 // partition holds want barriers (none without the barrier), between the
 // source's batches and its own.
-func dumpShowsBarriers(t *testing.T, s *server, barrier bool, want int) {
+func dumpShowsBarriers(t *testing.T, s *server, topic string, barrier bool, want int) {
 	t.Helper()
 	s.stop()
-	logs, err := filepath.Glob(filepath.Join(s.dir, mirrorTopic+"-0", "*.log"))
+	logs, err := filepath.Glob(filepath.Join(s.dir, topic+"-0", "*.log"))
 	if err != nil || len(logs) == 0 {
 		t.Fatalf("no segments in %s: %v", s.dir, err)
 	}
