@@ -215,7 +215,7 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	}
 	s.mmu.Lock()
 	defer s.mmu.Unlock()
-	if s.ctx.Err() != nil {
+	if s.mirrorsClosed {
 		return nil, partlog.ErrClosed
 	}
 
@@ -483,6 +483,9 @@ func (s *Server) StopMirror(ctx context.Context, req MirrorStopRequest) ([]Mirro
 	}
 	s.mmu.Lock()
 	defer s.mmu.Unlock()
+	if s.mirrorsClosed {
+		return nil, partlog.ErrClosed
+	}
 	var errs []error
 	var stopped []partlog.TopicPartition
 	for _, name := range req.Topics {

@@ -87,10 +87,11 @@ type Server struct {
 
 	txns *txnCoordinator
 
-	mmu   sync.Mutex             // serializes mirror starts, stops and Close's end of the links
-	lmu   sync.RWMutex           // guards links (written under mmu too)
-	links map[string]*mirrorLink // running mirror links by name (mirror.go)
-	admin []*http.Server         // admin endpoints (admin.go); guarded by mu
+	mmu           sync.Mutex             // serializes mirror starts, stops and Close's end of the links
+	mirrorsClosed bool                   // guarded by mmu: Close ended the links
+	lmu           sync.RWMutex           // guards links (written under mmu too)
+	links         map[string]*mirrorLink // running mirror links by name (mirror.go)
+	admin         []*http.Server         // admin endpoints (admin.go); guarded by mu
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -229,18 +230,21 @@ func (s *Server) Close() error {
 		_ = hs.Close()
 	}
 	s.mu.Unlock()
-	s.cancel()
 	s.closeLinks()
+	s.cancel()
 	s.wg.Wait()
 	s.flush.stop()
 	return errors.Join(s.meta.flush(), s.dir.Close())
 }
 
 // closeLinks stops every mirror fetch loop (their partitions stay
-// MIRRORING on disk and fetch again after the next Open).
+// MIRRORING on disk and fetch again after the next Open). It waits for a
+// running start or stop first, so a shutdown does not cut a stop short
+// (that would leave its partitions FAILED); later ones are refused.
 func (s *Server) closeLinks() {
 	s.mmu.Lock()
 	defer s.mmu.Unlock()
+	s.mirrorsClosed = true
 	s.lmu.Lock()
 	links := s.links
 	s.links = map[string]*mirrorLink{}
