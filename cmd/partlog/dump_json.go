@@ -98,6 +98,9 @@ type ProblemJSON = dumpProblem
 type InvalidBytesJSON struct {
 	Position int64 `json:"position"`
 	Count    int64 `json:"count"`
+	// Zero: every one of them is zero, the unwritten (preallocated)
+	// tail of an active segment; not a problem then.
+	Zero bool `json:"zero,omitempty"`
 }
 
 // SanityJSON is the outcome of --index-sanity-check; a failure is also
@@ -444,8 +447,11 @@ func (o *dumpOptions) batchesJSON(path string, data []byte, out *FileJSON) {
 	}
 	if pos < len(data) && o.maxBytes < 0 {
 		n := int64(len(data) - pos)
-		out.InvalidBytes = &InvalidBytesJSON{Position: int64(pos), Count: n}
-		lw.problem(int64(pos), "invalidBytes", "found %d invalid bytes at the end of %s", n, filepath.Base(path))
+		zero := zeroTail(data[pos:])
+		out.InvalidBytes = &InvalidBytesJSON{Position: int64(pos), Count: n, Zero: zero}
+		if !zero {
+			lw.problem(int64(pos), "invalidBytes", "found %d invalid bytes at the end of %s", n, filepath.Base(path))
+		}
 	}
 }
 

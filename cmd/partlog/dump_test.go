@@ -120,6 +120,29 @@ func TestDumpInvalidTail(t *testing.T) {
 	}
 }
 
+// TestDumpZeroTail: the zeros after the data of an active segment (a
+// running server's preallocated file) get Kafka's line but are not a
+// problem: exit 0, a note on stderr, "zero" in JSON.
+func TestDumpZeroTail(t *testing.T) {
+	data, err := os.ReadFile("testdata/sample/00000000000000000000.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "00000000000000000000.log")
+	if err := os.WriteFile(path, append(data, make([]byte, 4099)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "", "dump", path)
+	if code != exitOK || !strings.Contains(out, "Found 4099 invalid bytes at the end of 00000000000000000000.log\n") ||
+		!strings.Contains(errOut, "are zeros: the unwritten tail of an active segment") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, "", "dump", "--json", path)
+	if code != exitOK || !strings.Contains(out, `"zero":true`) || !strings.Contains(out, `"problems":[]`) {
+		t.Fatalf("--json: exit %d\n%s", code, out)
+	}
+}
+
 func TestDumpUsage(t *testing.T) {
 	if code, _, _ := runCLI(t, "", "dump"); code != exitUsage {
 		t.Fatalf("dump without files: exit %d, want %d", code, exitUsage)
