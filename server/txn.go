@@ -11,6 +11,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/mirror"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -59,6 +60,15 @@ func (c *txnCoordinator) recover() error {
 	slices.Sort(prepared)
 	for _, id := range prepared {
 		if err := c.completeLocked(id); err != nil {
+			if errors.Is(err, mirror.ErrReadOnly) {
+				// A partition of the transaction mirrors (its markers were
+				// refused before the restart too): the transaction stays
+				// prepared and the housekeeping tick completes it once the
+				// mirror is stopped. Refusing to open would leave the
+				// server unable to start until then.
+				c.s.logf("complete transaction %q: %v (left prepared)", id, err)
+				continue
+			}
 			return fmt.Errorf("partlog/server: complete transaction %q: %w", id, err)
 		}
 	}
