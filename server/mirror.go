@@ -502,12 +502,14 @@ func (s *Server) StopMirror(ctx context.Context, req MirrorStopRequest) ([]Mirro
 			if st == mirror.StateNone || st == mirror.StateStopped {
 				continue
 			}
-			// The server's context, not the caller's: a caller that goes
-			// away must not leave the partition FAILED half way.
-			_, err := p.mirror.Stop(s.ctx, policy)
+			// Neither the caller's context nor the server's: a caller that
+			// goes away, or a Close (it cancels s.ctx, then waits for mmu),
+			// must not leave the partition FAILED half way.
+			sctx := context.WithoutCancel(s.ctx)
+			_, err := p.mirror.Stop(sctx, policy)
 			p.epoch.Store(max(p.epoch.Load(), p.mirror.LeaderEpoch()))
 			if err == nil {
-				err = s.syncTo(s.ctx, p, p.log.LogEndOffset())
+				err = s.syncTo(sctx, p, p.log.LogEndOffset())
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", p.tp, err))

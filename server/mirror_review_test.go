@@ -50,3 +50,28 @@ func TestMirrorOpenWithTransactionPreparedOnMirroredPartition(t *testing.T) {
 		t.Fatalf("after the stop the transaction is %s", state)
 	}
 }
+
+// TestMirrorStopDuringCloseFinishes: Close cancels the server's context
+// and then waits for a running stop (mirror mutex). The stop used that
+// context for its fsyncs, so a shutdown (SIGTERM) during a stop left the
+// partition FAILED and read-only after the restart instead of STOPPED.
+func TestMirrorStopDuringCloseFinishes(t *testing.T) {
+	a := startTest(t, Config{})
+	dir := t.TempDir()
+	b := startTest(t, Config{Dir: dir})
+	ra := dial(t, a.addr)
+	createTopic(t, ra, "sc", 1)
+	produceOK(t, ra, "sc", 0, records(t, 3, 0, 0, 0, false, 10))
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"sc"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, b, a, "sc", 0)
+	b.cancel() // what Close does first, before it waits for the stop
+	_, err := b.StopMirror(context.Background(), MirrorStopRequest{Topics: []string{"sc"}})
+	b.close(t)
+	b = startTest(t, Config{Dir: dir})
+	st := b.MirrorStatus()
+	if len(st) != 1 || st[0].State != "STOPPED" || st[0].BarrierOffset != 3 {
+		t.Fatalf("stop during shutdown (err %v): after restart %+v", err, st)
+	}
+}
