@@ -351,6 +351,13 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 			started = append(started, tp)
 		}
 	}
+	// A topic none of whose partitions started (refused, or its source
+	// admin unreachable) leaves the link again, and a link left without
+	// topics ends: nothing would fetch it, yet it would come back at every
+	// Open and keep its source address for the name.
+	if err := s.pruneLinksLocked(req.Topics); err != nil {
+		errs = append(errs, err)
+	}
 	link.wake()
 	status := s.mirrorStatus(func(tp partlog.TopicPartition) bool { return slices.Contains(started, tp) })
 	return status, errors.Join(errs...)
@@ -436,6 +443,19 @@ func (s *Server) resumeMirrors() error {
 	s.mmu.Lock()
 	defer s.mmu.Unlock()
 	for name, st := range links {
+		// Topics without a partition in a session of the link (a crash
+		// between a stop's partitions and its state update, or before a
+		// start's first partition left NONE) are dropped first.
+		topics := slices.DeleteFunc(slices.Clone(st.Topics), func(t string) bool { return !s.topicMirrors(t, name) })
+		if len(topics) != len(st.Topics) {
+			if err := s.storeLinkTopics(name, topics); err != nil {
+				return err
+			}
+		}
+		if len(topics) == 0 {
+			continue
+		}
+		st.Topics = topics
 		cl, err := newMirrorClient(st.Source)
 		if err != nil {
 			return err
@@ -518,7 +538,7 @@ func (s *Server) StopMirror(ctx context.Context, req MirrorStopRequest) ([]Mirro
 		}
 	}
 	// Links lose the stopped topics; a link left without topics ends.
-	for name, l := range s.links {
+	for _, l := range s.links {
 		l.mu.Lock()
 		for _, tp := range stopped {
 			if mp := l.parts[tp]; mp != nil && mp.p.mirror.State() == mirror.StateStopped {
@@ -526,20 +546,29 @@ func (s *Server) StopMirror(ctx context.Context, req MirrorStopRequest) ([]Mirro
 			}
 		}
 		l.mu.Unlock()
+	}
+	if err := s.pruneLinksLocked(req.Topics); err != nil {
+		errs = append(errs, err)
+	}
+	status := s.mirrorStatus(func(tp partlog.TopicPartition) bool { return slices.Contains(stopped, tp) })
+	return status, errors.Join(errs...)
+}
+
+// pruneLinksLocked drops from every link the topics among candidates that
+// no longer have a partition in a session of the link (topicMirrors: none
+// started, all stopped, or the topic deleted), in memory and in the state
+// file; a link left without topics ends. Caller holds mmu.
+func (s *Server) pruneLinksLocked(candidates []string) error {
+	var errs []error
+	for name, l := range s.links {
 		topics := slices.DeleteFunc(slices.Clone(l.topics), func(t string) bool {
-			return slices.Contains(req.Topics, t) && !s.topicMirrors(t, name)
+			return slices.Contains(candidates, t) && !s.topicMirrors(t, name)
 		})
 		if len(topics) == len(l.topics) {
 			continue
 		}
 		l.topics = topics
-		if err := s.meta.update(func(m *metaState) {
-			if len(topics) == 0 {
-				delete(m.Mirrors, name)
-			} else if ms := m.Mirrors[name]; ms != nil {
-				ms.Topics = topics
-			}
-		}); err != nil {
+		if err := s.storeLinkTopics(name, topics); err != nil {
 			errs = append(errs, err)
 		}
 		if len(topics) == 0 {
@@ -549,8 +578,19 @@ func (s *Server) StopMirror(ctx context.Context, req MirrorStopRequest) ([]Mirro
 			l.close()
 		}
 	}
-	status := s.mirrorStatus(func(tp partlog.TopicPartition) bool { return slices.Contains(stopped, tp) })
-	return status, errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// storeLinkTopics records a link's topics in the state file; without
+// topics the link is removed from it.
+func (s *Server) storeLinkTopics(name string, topics []string) error {
+	return s.meta.update(func(m *metaState) {
+		if len(topics) == 0 {
+			delete(m.Mirrors, name)
+		} else if ms := m.Mirrors[name]; ms != nil {
+			ms.Topics = slices.Clone(topics)
+		}
+	})
 }
 
 // topicMirrors reports whether a partition of topic still has a session

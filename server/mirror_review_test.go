@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"net"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -73,5 +75,90 @@ func TestMirrorStopDuringCloseFinishes(t *testing.T) {
 	st := b.MirrorStatus()
 	if len(st) != 1 || st[0].State != "STOPPED" || st[0].BarrierOffset != 3 {
 		t.Fatalf("stop during shutdown (err %v): after restart %+v", err, st)
+	}
+}
+
+// linkNames returns the running links and those of the state file.
+func linkNames(ts *testServer) (running, stored []string) {
+	ts.lmu.RLock()
+	for n := range ts.links {
+		running = append(running, n)
+	}
+	ts.lmu.RUnlock()
+	ts.meta.view(func(m *metaState) {
+		for n := range m.Mirrors {
+			stored = append(stored, n)
+		}
+	})
+	return running, stored
+}
+
+// TestMirrorFailedStartLeavesNoLink: a start whose every partition was
+// refused (here: a second source for a partition that already mirrors,
+// and an unreachable source admin) must not leave a link behind. The
+// leftover link kept a client and a fetch loop, stayed in the state file
+// (restarted at every Open), and made the next start from that cluster
+// at another address a usage error.
+func TestMirrorFailedStartLeavesNoLink(t *testing.T) {
+	a := startTest(t, Config{})
+	c := startTest(t, Config{})
+	b := startTest(t, Config{})
+	createTopic(t, dial(t, a.addr), "fl", 1)
+	createTopic(t, dial(t, c.addr), "fl", 1)
+	ctx := context.Background()
+	if _, err := b.StartMirror(ctx, MirrorStartRequest{Source: a.addr, Topics: []string{"fl"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.StartMirror(ctx, MirrorStartRequest{Source: c.addr, Topics: []string{"fl"}}); err == nil {
+		t.Fatal("second source accepted")
+	}
+	running, stored := linkNames(b)
+	if len(running) != 1 || len(stored) != 1 || running[0] != "from-"+a.meta.clusterID() {
+		t.Fatalf("after a refused second source: running %v, stored %v", running, stored)
+	}
+	if _, err := b.StopMirror(ctx, MirrorStopRequest{Topics: []string{"fl"}}); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := b.StartMirror(sctx, MirrorStartRequest{Source: c.addr, SourceAdmin: dead, Topics: []string{"fl"}}); err == nil {
+		t.Fatal("unreachable admin accepted")
+	}
+	if running, stored := linkNames(b); len(running) != 0 || len(stored) != 0 {
+		t.Fatalf("after a start that started nothing: running %v, stored %v", running, stored)
+	}
+}
+
+// TestMirrorRestartAfterStopCrashDropsLink: a crash after a partition's
+// stop reached STOPPED but before the state file dropped the topic from
+// its link (StopMirror does the partitions first). The restart must not
+// bring the link back: it has nothing to fetch.
+func TestMirrorRestartAfterStopCrashDropsLink(t *testing.T) {
+	a := startTest(t, Config{})
+	dir := t.TempDir()
+	b := startTest(t, Config{Dir: dir})
+	createTopic(t, dial(t, a.addr), "sk", 1)
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"sk"}, Name: "dr"}); err != nil {
+		t.Fatal(err)
+	}
+	var saved mirrorLinkState
+	b.meta.view(func(m *metaState) { saved = *m.Mirrors["dr"] })
+	if _, err := b.StopMirror(context.Background(), MirrorStopRequest{Topics: []string{"sk"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The state file as the crash left it.
+	if err := b.meta.update(func(m *metaState) { m.Mirrors = map[string]*mirrorLinkState{"dr": &saved} }); err != nil {
+		t.Fatal(err)
+	}
+	b.close(t)
+	b = startTest(t, Config{Dir: dir})
+	if running, stored := linkNames(b); len(running) != 0 || len(stored) != 0 {
+		t.Fatalf("after the restart: running %v, stored %v", running, stored)
 	}
 }
