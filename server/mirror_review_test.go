@@ -162,3 +162,28 @@ func TestMirrorRestartAfterStopCrashDropsLink(t *testing.T) {
 		t.Fatalf("after the restart: running %v, stored %v", running, stored)
 	}
 }
+
+// TestFollowMirrorEpochNeverLowers: concurrent raises from the fetch
+// loop and a stop leave the served epoch at the mirror's latest, never
+// at a value read before it.
+func TestFollowMirrorEpochNeverLowers(t *testing.T) {
+	s := startTest(t, Config{})
+	createTopic(t, dial(t, s.addr), "ep", 1)
+	p, _ := s.partitionFor("ep", 0)
+	p.epoch.Store(40) // a served epoch above the mirror's (0)
+	done := make(chan struct{})
+	for range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 1000 {
+				p.followMirrorEpoch()
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	if e := p.epoch.Load(); e != 40 {
+		t.Fatalf("served epoch %d, want 40 (never lowered)", e)
+	}
+}

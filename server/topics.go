@@ -48,6 +48,21 @@ func (p *partition) raiseHighWatermark(hw int64) {
 	p.hwMu.Unlock()
 }
 
+// followMirrorEpoch raises the served epoch to the mirror's (fencing, a
+// stop's E_stop), never lowering it: the fetch loop and a start or stop
+// call it concurrently, and a plain load-max-store could put back a
+// value read before a stop's bump, after which every produce and marker
+// would be refused as below the log's latest epoch.
+func (p *partition) followMirrorEpoch() {
+	e := p.mirror.LeaderEpoch()
+	for {
+		cur := p.epoch.Load()
+		if cur >= e || p.epoch.CompareAndSwap(cur, e) {
+			return
+		}
+	}
+}
+
 // newPartition attaches the mirror state machine to an open log: a
 // mirror.checkpoint left by a crash is reconciled here (an interrupted
 // stop is finished, barrier included, before any client can write).
