@@ -213,6 +213,11 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	if strings.ContainsAny(req.Name, " \t\r\n") {
 		return nil, mirrorUsage("mirror name %q has white space", req.Name)
 	}
+	// The start waits for the source under mmu, which Close needs too:
+	// it ends with the server whatever the caller's context.
+	ctx, cancelStart := context.WithCancel(ctx)
+	defer cancelStart()
+	defer context.AfterFunc(s.ctx, cancelStart)()
 	s.mmu.Lock()
 	defer s.mmu.Unlock()
 	if s.ctx.Err() != nil {

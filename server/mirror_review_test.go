@@ -187,3 +187,43 @@ func TestFollowMirrorEpochNeverLowers(t *testing.T) {
 		t.Fatalf("served epoch %d, want 40 (never lowered)", e)
 	}
 }
+
+// TestCloseDoesNotWaitForSlowStart: a start waits for the source admin
+// (15 s per partition) under the mirror mutex, which Close needs too.
+// Called with a context that never ends (an embedding broker), Close hung
+// until every lookup timed out; the start must end with the server.
+func TestCloseDoesNotWaitForSlowStart(t *testing.T) {
+	a := startTest(t, Config{})
+	createTopic(t, dial(t, a.addr), "slow", 3)
+	hang, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hang.Close()
+	go func() {
+		for {
+			c, err := hang.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	b := startTest(t, Config{})
+	started := make(chan error, 1)
+	go func() {
+		_, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, SourceAdmin: hang.Addr().String(), Topics: []string{"slow"}})
+		started <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the start is waiting for the admin
+	closed := make(chan struct{})
+	go func() { b.close(t); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still waits for the start's lookups after 10 s (3 partitions x 15 s)")
+	}
+	if err := <-started; err == nil {
+		t.Fatal("the start succeeded against an admin that never answers")
+	}
+}
