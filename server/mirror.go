@@ -828,6 +828,14 @@ func (l *mirrorLink) refreshMetadata(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("source metadata: %w", err)
 	}
+	var recreated []*mirrorPart
+	defer func() {
+		// Outside l.mu (Fail takes the partition's lock).
+		for _, mp := range recreated {
+			_ = mp.p.mirror.Fail(fmt.Errorf("the source's topic %s has id %v now, the session mirrors id %v (deleted and created again at the source): the partition would mix two topics",
+				mp.p.tp.Topic, partlog.TopicID(mp.topicID), partlog.TopicID(mp.p.mirror.Checkpoint().TopicID)))
+		}
+	}()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if resp.ClusterID != nil && *resp.ClusterID != l.sourceCluster {
@@ -838,11 +846,21 @@ func (l *mirrorLink) refreshMetadata(ctx context.Context) error {
 			continue
 		}
 		for _, sp := range t.Partitions {
-			if mp := l.parts[partlog.TopicPartition{Topic: *t.Topic, Partition: sp.Partition}]; mp != nil {
-				mp.leader, mp.topicID = sp.Leader, t.TopicID
-				if sp.ErrorCode != 0 {
-					mp.leader = -1
-				}
+			mp := l.parts[partlog.TopicPartition{Topic: *t.Topic, Partition: sp.Partition}]
+			if mp == nil || mp.stopped {
+				continue
+			}
+			mp.leader, mp.topicID = sp.Leader, t.TopicID
+			if sp.ErrorCode != 0 {
+				mp.leader = -1
+			}
+			// The session's topic id is the one of its Start: another id
+			// is another topic under the same name, whose offsets start
+			// again at 0.
+			if want := mp.p.mirror.Checkpoint().TopicID; t.TopicID != ([16]byte{}) && want != (mirror.TopicID{}) && mirror.TopicID(t.TopicID) != want {
+				mp.stopped = true
+				mp.lastErr = "source topic created again (another topic id)"
+				recreated = append(recreated, mp)
 			}
 		}
 	}

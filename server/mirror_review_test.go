@@ -227,3 +227,39 @@ func TestCloseDoesNotWaitForSlowStart(t *testing.T) {
 		t.Fatal("the start succeeded against an admin that never answers")
 	}
 }
+
+// TestMirrorSourceTopicRecreated: the source deletes the mirrored topic
+// and creates it again (a new topic id, offsets from 0). The link
+// learned the new id from the source's metadata and went on fetching
+// from its log end: the new incarnation's batches above it were appended
+// after the old one's, one partition made of two different topics. The
+// session's topic id (in mirror.checkpoint) must be checked: the
+// partition fails instead.
+func TestMirrorSourceTopicRecreated(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{})
+	ra := dial(t, a.addr)
+	createTopic(t, ra, "rc", 1)
+	produceOK(t, ra, "rc", 0, records(t, 5, -1, 0, 0, false, 10))
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"rc"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, b, a, "rc", 0)
+	if err := a.deleteTopic("rc"); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, ra, "rc", 1)
+	produceOK(t, ra, "rc", 0, records(t, 5, -1, 0, 0, false, 10))
+	produceOK(t, ra, "rc", 0, records(t, 3, -1, 0, 0, false, 10))
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if logOf(t, b, "rc", 0).LogEndOffset() != 5 {
+			t.Fatalf("B appended the new topic's records after the old one's: log end %d", logOf(t, b, "rc", 0).LogEndOffset())
+		}
+		if st := b.MirrorStatus(); len(st) == 1 && st[0].State == "FAILED" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the partition still mirrors a different topic: %+v", b.MirrorStatus())
+}
