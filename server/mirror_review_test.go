@@ -263,3 +263,31 @@ func TestMirrorSourceTopicRecreated(t *testing.T) {
 	}
 	t.Fatalf("the partition still mirrors a different topic: %+v", b.MirrorStatus())
 }
+
+// TestMirrorSourceLogStartInsideBatch: the source's log start offset is
+// inside a batch (Kafka's DeleteRecords does that). A new mirror gets
+// OFFSET_OUT_OF_RANGE at 0, restarts its log at the source's log start,
+// and the source then returns the batch holding that offset, which
+// begins below it. Kafka's follower restarts its log at the batch's base
+// offset in that case (an empty log only); the mirror must not fail.
+func TestMirrorSourceLogStartInsideBatch(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{})
+	ra := dial(t, a.addr)
+	createTopic(t, ra, "ls", 1)
+	produceOK(t, ra, "ls", 0, records(t, 5, -1, 0, 0, false, 10))
+	produceOK(t, ra, "ls", 0, records(t, 3, -1, 0, 0, false, 10))
+	if err := logOf(t, a, "ls", 0).SetLogStartOffset(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"ls"}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for logOf(t, b, "ls", 0).LogEndOffset() != 8 {
+		if st := b.MirrorStatus(); time.Now().After(deadline) || len(st) == 1 && st[0].State == "FAILED" {
+			t.Fatalf("log end %d; status %+v", logOf(t, b, "ls", 0).LogEndOffset(), st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
