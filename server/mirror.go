@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -204,6 +206,15 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	}
 	if len(req.Topics) == 0 {
 		return nil, mirrorUsage("no topics")
+	}
+	for _, a := range []struct{ what, addr string }{{"source", req.Source}, {"source admin", req.SourceAdmin}} {
+		if a.addr == "" {
+			continue
+		}
+		host, port, err := net.SplitHostPort(a.addr)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n <= 0 || n > 65535 {
+			return nil, mirrorUsage("%s %q: want HOST:PORT", a.what, a.addr)
+		}
 	}
 	for _, t := range req.Topics {
 		if !validTopicName(t) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -289,5 +290,21 @@ func TestMirrorSourceLogStartInsideBatch(t *testing.T) {
 			t.Fatalf("log end %d; status %+v", logOf(t, b, "ls", 0).LogEndOffset(), st)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestMirrorStartBadSourceAddressIsUsage: a source address the client
+// cannot parse is the request's fault (admin 400, CLI exit 16), not a
+// partial failure (200, exit 4).
+func TestMirrorStartBadSourceAddressIsUsage(t *testing.T) {
+	b := startTest(t, Config{})
+	for _, src := range []string{"a:b:c", "host:99999999"} {
+		_, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: src, Topics: []string{"x"}})
+		if !errors.Is(err, errMirrorUsage) {
+			t.Errorf("source %q: %v, want a usage error", src, err)
+		}
+	}
+	if running, stored := linkNames(b); len(running) != 0 || len(stored) != 0 {
+		t.Fatalf("links %v %v", running, stored)
 	}
 }
