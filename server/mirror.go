@@ -978,6 +978,10 @@ func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart
 	mp.lastErr = ""
 	l.mu.Unlock()
 	recs := wholeBatchesFrom(rp.RecordBatches, p.log.LogEndOffset())
+	if err := s.mirrorCheckDivergence(ctx, l, mp, recs); err != nil {
+		setErr(err.Error())
+		return false
+	}
 	if len(recs) > 0 {
 		_, err := p.mirror.AppendMirror(mp.session, recs)
 		if errors.Is(err, mirror.ErrEpochFenced) {
@@ -1007,6 +1011,62 @@ func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart
 		}
 	}
 	return len(recs) > 0
+}
+
+// mirrorCheckDivergence runs when the first fetched batch has a leader
+// epoch above the local log's latest: the source changed leaders (or
+// stopped mirroring and took writes) since the last mirrored batch, and it
+// may have truncated what we mirrored first, as a mirror in the middle of
+// a chain does when it stops with TRUNCATE_LSO. Fetching on from the local
+// log end would then join two histories silently. The source's end offset
+// of our latest epoch (OffsetForLeaderEpoch) says: below our log end, the
+// logs diverged and the partition goes FAILED (divergence is not resolved,
+// as in mirrorOutOfRange); a source that no longer has that epoch cannot
+// tell, and fetching goes on.
+func (s *Server) mirrorCheckDivergence(ctx context.Context, l *mirrorLink, mp *mirrorPart, recs []byte) error {
+	if len(recs) < batch.HeaderSize {
+		return nil
+	}
+	es := mp.p.log.LeaderEpochs()
+	if len(es) == 0 {
+		return nil
+	}
+	local := es[len(es)-1].Epoch
+	if first := int32(binary.BigEndian.Uint32(recs[batch.OffPartitionLeaderEpoch:])); first <= local {
+		return nil
+	}
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.ReplicaID = -1
+	t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	t.Topic = mp.p.tp.Topic
+	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = mp.p.tp.Partition, -1, local
+	t.Partitions = []kmsg.OffsetForLeaderEpochRequestTopicPartition{rp}
+	req.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{t}
+	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(octx, l.cl.Broker(int(mp.leader)))
+	if err != nil {
+		return fmt.Errorf("offset for leader epoch at the source: %w", err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return errors.New("offset for leader epoch at the source: malformed response")
+	}
+	r := resp.Topics[0].Partitions[0]
+	if r.ErrorCode != 0 {
+		return fmt.Errorf("offset for leader epoch at the source: %w", kerr.ErrorForCode(r.ErrorCode))
+	}
+	leo := mp.p.log.LogEndOffset()
+	if r.LeaderEpoch < 0 || r.EndOffset < 0 || r.EndOffset >= leo {
+		return nil
+	}
+	err = fmt.Errorf("the source's epoch %d ends at %d (epoch %d), below the mirrored log end %d: the source truncated what was mirrored (divergence is not resolved; start the mirror again)",
+		local, r.EndOffset, r.LeaderEpoch, leo)
+	_ = mp.p.mirror.Fail(err)
+	l.mu.Lock()
+	mp.stopped = true
+	l.mu.Unlock()
+	return err
 }
 
 // mirrorOutOfRange handles OFFSET_OUT_OF_RANGE: the source's log start

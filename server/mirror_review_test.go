@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -307,4 +308,52 @@ func TestMirrorStartBadSourceAddressIsUsage(t *testing.T) {
 	if running, stored := linkNames(b); len(running) != 0 || len(stored) != 0 {
 		t.Fatalf("links %v %v", running, stored)
 	}
+}
+
+// TestMirrorChainMiddleStopTruncates: A → B → C, and B stops with
+// TRUNCATE_LSO while A's transaction is open: B truncates the open
+// transaction that C already fetched (read_uncommitted), writes its
+// barrier there and takes writes. C must not go on fetching from its own
+// log end as if nothing happened: its log would keep the open
+// transaction (never closed), miss B's barrier and continue with B's
+// records from another offset on.
+func TestMirrorChainMiddleStopTruncates(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{})
+	c := startTest(t, Config{})
+	ra, rb := dial(t, a.addr), dial(t, b.addr)
+	createTopic(t, ra, "ch", 1)
+	produceOK(t, ra, "ch", 0, records(t, 5, 0, 0, 0, false, 10)) // [0, 5)
+	produceOK(t, ra, "ch", 0, records(t, 3, 1, 0, 0, true, 10))  // [5, 8) open
+	ctx := context.Background()
+	if _, err := b.StartMirror(ctx, MirrorStartRequest{Source: a.addr, Topics: []string{"ch"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, b, a, "ch", 0)
+	if _, err := c.StartMirror(ctx, MirrorStartRequest{Source: b.addr, Topics: []string{"ch"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, c, b, "ch", 0) // C has the open transaction too
+	if _, err := b.StopMirror(ctx, MirrorStopRequest{Topics: []string{"ch"}}); err != nil {
+		t.Fatal(err)
+	}
+	// B: [0, 5) of A, its barrier at 5, then its own batches.
+	produceOK(t, rb, "ch", 0, records(t, 2, 0, 0, 0, false, 10)) // [6, 8)
+	produceOK(t, rb, "ch", 0, records(t, 4, 0, 0, 2, false, 10)) // [8, 12)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		st := c.MirrorStatus()
+		if len(st) == 1 && st[0].State == "FAILED" {
+			return // divergence seen: acceptable
+		}
+		cl, bl := logOf(t, c, "ch", 0), logOf(t, b, "ch", 0)
+		if cl.LogEndOffset() == bl.LogEndOffset() {
+			if !bytes.Equal(segmentBytes(t, b, "ch", 0), segmentBytes(t, c, "ch", 0)) {
+				t.Fatalf("C's log differs from B's (C kept A's open transaction at 5 and took B's batches from 8): C %d, B %d", cl.LastStableOffset(), bl.LastStableOffset())
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("C neither follows B nor fails: %+v; C log end %d, B %d", c.MirrorStatus(), logOf(t, c, "ch", 0).LogEndOffset(), logOf(t, b, "ch", 0).LogEndOffset())
 }
