@@ -736,7 +736,7 @@ func (s *Server) runLink(ctx context.Context, l *mirrorLink) {
 		if needMeta {
 			if err := l.refreshMetadata(ctx); err != nil {
 				l.noteAll(err)
-				if !sleep(ctx, backoff) {
+				if !l.pause(ctx, backoff) {
 					return
 				}
 				backoff = min(2*backoff, 5*time.Second)
@@ -762,11 +762,27 @@ func (s *Server) runLink(ctx context.Context, l *mirrorLink) {
 		}
 		if progress {
 			backoff = 100 * time.Millisecond
-		} else if !sleep(ctx, backoff) {
+		} else if !l.pause(ctx, backoff) {
 			return
 		} else {
 			backoff = min(2*backoff, 5*time.Second)
 		}
+	}
+}
+
+// pause waits d between fetch rounds without progress; a start that adds
+// partitions (wake) ends it early, so a new session does not wait for a
+// backoff that grew while the link had nothing to do. False: ctx ended.
+func (l *mirrorLink) pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-l.kick:
+		return true
+	case <-t.C:
+		return true
 	}
 }
 

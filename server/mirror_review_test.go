@@ -259,6 +259,14 @@ func TestMirrorSourceTopicRecreated(t *testing.T) {
 			t.Fatalf("B appended the new topic's records after the old one's: log end %d", logOf(t, b, "rc", 0).LogEndOffset())
 		}
 		if st := b.MirrorStatus(); len(st) == 1 && st[0].State == "FAILED" {
+			// A new start mirrors the new topic from its start.
+			if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"rc"}}); err != nil {
+				t.Fatal(err)
+			}
+			waitMirrored(t, b, a, "rc", 0)
+			if !bytes.Equal(segmentBytes(t, a, "rc", 0), segmentBytes(t, b, "rc", 0)) {
+				t.Fatal("after the new start the bytes differ from the source's")
+			}
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -344,7 +352,15 @@ func TestMirrorChainMiddleStopTruncates(t *testing.T) {
 	for time.Now().Before(deadline) {
 		st := c.MirrorStatus()
 		if len(st) == 1 && st[0].State == "FAILED" {
-			return // divergence seen: acceptable
+			// Divergence seen; a new start mirrors B's history.
+			if _, err := c.StartMirror(ctx, MirrorStartRequest{Source: b.addr, Topics: []string{"ch"}}); err != nil {
+				t.Fatal(err)
+			}
+			waitMirrored(t, c, b, "ch", 0)
+			if !bytes.Equal(segmentBytes(t, b, "ch", 0), segmentBytes(t, c, "ch", 0)) {
+				t.Fatal("after the new start C's bytes differ from B's")
+			}
+			return
 		}
 		cl, bl := logOf(t, c, "ch", 0), logOf(t, b, "ch", 0)
 		if cl.LogEndOffset() == bl.LogEndOffset() {
