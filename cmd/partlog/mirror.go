@@ -48,6 +48,11 @@ to the new source's admin endpoint; it then truncates only what it wrote
 after the point where the new source stopped mirroring it, instead of
 fetching everything again.
 
+Reads: no local file; the answers of the server's admin endpoint (--server).
+
+Writes: no local file (the server changes its own log directory: the
+partitions, their mirror.checkpoint and its state file).
+
 Exit status: 0 done, 4 some partitions could not be started or stopped
 (named on stderr; the others were), 8 the server or the source could not
 be reached, 16 usage error.`
