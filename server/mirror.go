@@ -358,7 +358,7 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 				sreq.SourcePosition = pos
 			}
 			sess, err := p.mirror.Start(sreq)
-			p.followMirrorEpoch()
+			s.followMirrorEpoch(p)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", tp, err))
 				continue
@@ -543,7 +543,7 @@ func (s *Server) StopMirror(ctx context.Context, req MirrorStopRequest) ([]Mirro
 			// must not leave the partition FAILED half way.
 			sctx := context.WithoutCancel(s.ctx)
 			_, err := p.mirror.Stop(sctx, policy)
-			p.followMirrorEpoch()
+			s.followMirrorEpoch(p)
 			if err == nil {
 				err = s.syncTo(sctx, p, p.log.LogEndOffset())
 			}
@@ -1004,7 +1004,7 @@ func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart
 			// The local epoch was raised above the batch's: same bytes again.
 			_, err = p.mirror.AppendMirror(mp.session, recs)
 		}
-		p.followMirrorEpoch()
+		s.followMirrorEpoch(p)
 		if err != nil {
 			l.mu.Lock()
 			mp.lastErr = err.Error()

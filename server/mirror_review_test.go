@@ -178,7 +178,7 @@ func TestFollowMirrorEpochNeverLowers(t *testing.T) {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for range 1000 {
-				p.followMirrorEpoch()
+				s.followMirrorEpoch(p)
 			}
 		}()
 	}
@@ -372,4 +372,48 @@ func TestMirrorChainMiddleStopTruncates(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("C neither follows B nor fails: %+v; C log end %d, B %d", c.MirrorStatus(), logOf(t, c, "ch", 0).LogEndOffset(), logOf(t, b, "ch", 0).LogEndOffset())
+}
+
+// metadataEpoch returns the leader epoch ts's Metadata answers for the
+// partition.
+func metadataEpoch(t *testing.T, ts *testServer, topic string, n int32) int32 {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 9
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp := roundTrip[*kmsg.MetadataResponse](dial(t, ts.addr), req)
+	for _, p := range resp.Topics[0].Partitions {
+		if p.Partition == n {
+			return p.LeaderEpoch
+		}
+	}
+	t.Fatalf("%s-%d not in the metadata", topic, n)
+	return 0
+}
+
+// TestMirrorLeaderEpochSurvivesRestart: EPOCH_FENCING raises the epoch a
+// mirroring partition is served at (source epoch + 10) in memory only;
+// mirror.Options.LeaderEpoch is how the caller gives it back after a
+// restart. The server did not keep it: after a restart its Metadata
+// answered a lower leader epoch than before, which clients take for stale
+// metadata (franz-go keeps the higher epoch and its fetches are answered
+// UNKNOWN_LEADER_EPOCH until the source writes again).
+func TestMirrorLeaderEpochSurvivesRestart(t *testing.T) {
+	a := startTest(t, Config{})
+	dir := t.TempDir()
+	b := startTest(t, Config{Dir: dir})
+	createTopic(t, dial(t, a.addr), "le", 1)
+	produceOK(t, dial(t, a.addr), "le", 0, records(t, 2, -1, 0, 0, false, 10))
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"le"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, b, a, "le", 0)
+	before := metadataEpoch(t, b, "le", 0)
+	b.close(t)
+	b = startTest(t, Config{Dir: dir})
+	if after := metadataEpoch(t, b, "le", 0); after < before {
+		t.Fatalf("leader epoch %d after the restart, %d before", after, before)
+	}
 }
