@@ -222,8 +222,8 @@ func TestCloseDoesNotWaitForSlowStart(t *testing.T) {
 	go func() { b.close(t); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close still waits for the start's lookups after 10 s (3 partitions x 15 s)")
+	case <-time.After(14 * time.Second):
+		t.Fatal("Close still waits for the start's lookups after 14 s (3 partitions x 15 s)")
 	}
 	if err := <-started; err == nil {
 		t.Fatal("the start succeeded against an admin that never answers")
@@ -253,7 +253,7 @@ func TestMirrorSourceTopicRecreated(t *testing.T) {
 	createTopic(t, ra, "rc", 1)
 	produceOK(t, ra, "rc", 0, records(t, 5, -1, 0, 0, false, 10))
 	produceOK(t, ra, "rc", 0, records(t, 3, -1, 0, 0, false, 10))
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if logOf(t, b, "rc", 0).LogEndOffset() != 5 {
 			t.Fatalf("B appended the new topic's records after the old one's: log end %d", logOf(t, b, "rc", 0).LogEndOffset())
@@ -293,7 +293,7 @@ func TestMirrorSourceLogStartInsideBatch(t *testing.T) {
 	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"ls"}}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for logOf(t, b, "ls", 0).LogEndOffset() != 8 {
 		if st := b.MirrorStatus(); time.Now().After(deadline) || len(st) == 1 && st[0].State == "FAILED" {
 			t.Fatalf("log end %d; status %+v", logOf(t, b, "ls", 0).LogEndOffset(), st)
@@ -348,7 +348,7 @@ func TestMirrorChainMiddleStopTruncates(t *testing.T) {
 	// B: [0, 5) of A, its barrier at 5, then its own batches.
 	produceOK(t, rb, "ch", 0, records(t, 2, 0, 0, 0, false, 10)) // [6, 8)
 	produceOK(t, rb, "ch", 0, records(t, 4, 0, 0, 2, false, 10)) // [8, 12)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		st := c.MirrorStatus()
 		if len(st) == 1 && st[0].State == "FAILED" {
