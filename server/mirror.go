@@ -357,6 +357,12 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 				}
 				sreq.SourcePosition = pos
 			}
+			if !p.mirror.State().ReadOnly() {
+				if err := s.txns.endOnPartition(tp); err != nil {
+					errs = append(errs, fmt.Errorf("%s: end this cluster's transactions first: %w", tp, err))
+					continue
+				}
+			}
 			sess, err := p.mirror.Start(sreq)
 			s.followMirrorEpoch(p)
 			if err != nil {

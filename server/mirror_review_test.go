@@ -8,15 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestMirrorOpenWithTransactionPreparedOnMirroredPartition: a local
-// transaction is open on a partition when the mirror starts on it; its
-// EndTxn persists PrepareCommit but the markers are refused (the
-// partition is read-only). The server must still open after a restart
-// (the transaction stays prepared until the mirror stops) and complete
-// the transaction once the partition is writable again.
+// transaction is left prepared (PrepareCommit persisted, markers not
+// written) on a partition that mirrors. Its markers are refused while the
+// partition is read-only; the server must still open after a restart
+// (the transaction stays prepared) and complete the transaction once the
+// partition is writable again.
 func TestMirrorOpenWithTransactionPreparedOnMirroredPartition(t *testing.T) {
 	a := startTest(t, Config{})
 	dir := t.TempDir()
@@ -34,8 +35,13 @@ func TestMirrorOpenWithTransactionPreparedOnMirroredPartition(t *testing.T) {
 	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"pm"}}); err != nil {
 		t.Fatal(err)
 	}
-	if c := endTxn(t, rb, id, p.ProducerID, p.ProducerEpoch, true); c == 0 {
-		t.Fatalf("EndTxn on a mirroring partition answered NONE")
+	// As a crash between PrepareCommit and the markers, or a marker
+	// refused because the partition mirrors, leaves it.
+	if err := b.meta.update(func(st *metaState) {
+		tx := st.Transactions[id]
+		tx.State, tx.Partitions = txnPrepareCommit, []partlog.TopicPartition{{Topic: "pm", Partition: 0}}
+	}); err != nil {
+		t.Fatal(err)
 	}
 	b.close(t)
 	s, err := Open(Config{Dir: dir})
@@ -415,5 +421,45 @@ func TestMirrorLeaderEpochSurvivesRestart(t *testing.T) {
 	b = startTest(t, Config{Dir: dir})
 	if after := metadataEpoch(t, b, "le", 0); after < before {
 		t.Fatalf("leader epoch %d after the restart, %d before", after, before)
+	}
+}
+
+// TestMirrorStartEndsLocalTransactions: a transaction of this cluster is
+// open on a partition when a mirror starts on it. Its markers would be
+// refused while the partition mirrors (EndTxn failing, the transactional
+// id stuck until the stop); the start aborts it first, fencing the
+// producer as a timeout does, and the id can start again at once.
+func TestMirrorStartEndsLocalTransactions(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{})
+	ra, rb := dial(t, a.addr), dial(t, b.addr)
+	createTopic(t, ra, "lt", 1)
+	createTopic(t, rb, "lt", 1)
+	createTopic(t, rb, "other", 1)
+	id := "local"
+	p := initPID(t, rb, &id, 60000)
+	for _, topic := range []string{"lt", "other"} {
+		if c := addPartition(t, rb, id, p.ProducerID, p.ProducerEpoch, topic, 0); c != 0 {
+			t.Fatalf("AddPartitionsToTxn %s: %d", topic, c)
+		}
+		roundTrip[*kmsg.ProduceResponse](rb, produceReq(topic, 0, -1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
+	}
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"lt"}}); err != nil {
+		t.Fatal(err)
+	}
+	var state string
+	b.meta.view(func(st *metaState) { state = st.Transactions[id].State })
+	if state != txnCompleteAbort {
+		t.Fatalf("the local transaction is %s after the start", state)
+	}
+	// The whole transaction is aborted, its other partition included.
+	if l := logOf(t, b, "other", 0); l.LastStableOffset() != l.LogEndOffset() {
+		t.Fatalf("other-0: LSO %d, log end %d", l.LastStableOffset(), l.LogEndOffset())
+	}
+	if c := endTxn(t, rb, id, p.ProducerID, p.ProducerEpoch, true); c != errProducerFenced {
+		t.Fatalf("commit by the fenced producer: %d, want PRODUCER_FENCED", c)
+	}
+	if p2 := initPID(t, rb, &id, 60000); p2.ProducerEpoch <= p.ProducerEpoch {
+		t.Fatalf("epoch %d after %d", p2.ProducerEpoch, p.ProducerEpoch)
 	}
 }
