@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/batch"
 )
 
 // Options configure a Partition. The zero value is usable.
@@ -337,7 +339,9 @@ func (p *Partition) AppendFollower(records []byte) (partlog.AppendInfo, error) {
 // stored. Bytes that fail validation (framing, CRC, header rules,
 // offsets below the log end or not increasing, decreasing epochs) leave
 // the log untouched and the partition FAILED (a *FailedError wrapping the
-// Log's error).
+// Log's error). An empty log sent a first batch that begins below its
+// log end and ends at or above it (the source's log start is inside that
+// batch) restarts at the batch's base offset and takes it.
 func (p *Partition) AppendMirror(session SessionID, records []byte) (partlog.AppendInfo, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -365,6 +369,9 @@ func (p *Partition) AppendMirror(session SessionID, records []byte) (partlog.App
 			return partlog.AppendInfo{}, fmt.Errorf("%w: batch epoch %d, local epoch now %d", ErrEpochFenced, top, p.localEpoch)
 		}
 	}
+	if err := p.restartEmptyAtBatchLocked(records); err != nil {
+		return partlog.AppendInfo{}, err
+	}
 	info, err := p.log.AppendAsMirror(records)
 	if err != nil {
 		if errors.Is(err, partlog.ErrClosed) {
@@ -374,6 +381,32 @@ func (p *Partition) AppendMirror(session SessionID, records []byte) (partlog.App
 	}
 	p.log.SetHighWatermark(info.LastOffset + 1)
 	return info, nil
+}
+
+// restartEmptyAtBatchLocked handles a source log start inside a batch
+// (a DeleteRecords at the source): an empty log restarted at the source's
+// log start (AdvanceLogStart) is then sent the batch holding that offset,
+// which begins below it. As Kafka's follower does, the empty log restarts
+// at the batch's base offset; the log start is raised again by the next
+// AdvanceLogStart. A log with data is left alone (the append fails).
+func (p *Partition) restartEmptyAtBatchLocked(records []byte) error {
+	leo := p.log.LogEndOffset()
+	if leo != p.log.LogStartOffset() || len(records) < batch.HeaderSize {
+		return nil
+	}
+	base := int64(binary.BigEndian.Uint64(records[batch.OffBaseOffset:]))
+	last := base + int64(int32(binary.BigEndian.Uint32(records[batch.OffLastOffsetDelta:])))
+	if base >= leo || last < leo {
+		return nil
+	}
+	// Rare: validate before acting on header fields.
+	if err := checkBatches(records); err != nil {
+		return p.failMirrorLocked(err)
+	}
+	if err := p.log.TruncateFullyAndStartAt(base); err != nil {
+		return p.failLocked("mirror append: restart the empty log at the batch start", err)
+	}
+	return nil
 }
 
 // Epoch fencing constants of mirror.md §2.5 step 5 and §2.6 (the

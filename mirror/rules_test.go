@@ -492,3 +492,35 @@ func TestULERecoveryFails(t *testing.T) {
 		t.Fatal("no reason")
 	}
 }
+
+// TestSourceLogStartInsideBatch: the source's log start is inside a
+// batch (DeleteRecords). B restarts empty at it and is then sent the
+// batch holding it, which begins below: the empty log restarts at the
+// batch's base offset and takes it. A log with data refuses such a batch
+// (FAILED), as before.
+func TestSourceLogStartInsideBatch(t *testing.T) {
+	a, b, s := mirroring(t)
+	a.produce(5, 0, 3, 4, false) // one batch [3, 7)
+	a.produce(5, 0, 7, 2, false) // [7, 9)
+	if err := a.log().SetLogStartOffset(5); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.p.AdvanceLogStart(s, a.log().LogStartOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if b.log().LogStartOffset() != 5 || b.log().LogEndOffset() != 5 {
+		t.Fatalf("start %d end %d", b.log().LogStartOffset(), b.log().LogEndOffset())
+	}
+	pump(t, b.p, s, a.log())
+	if b.log().LogEndOffset() != 9 || !bytes.Equal(readAll(t, a.log(), 5), readAll(t, b.log(), 5)) {
+		t.Fatalf("end %d; bytes from 5 differ", b.log().LogEndOffset())
+	}
+	if err := b.p.AdvanceLogStart(s, 5); err != nil || b.log().LogStartOffset() != 5 {
+		t.Fatalf("log start %d: %v", b.log().LogStartOffset(), err)
+	}
+	// With data in the log, a batch beginning below its end is refused.
+	if _, err := b.p.AppendMirror(s, fetch(t, a.log(), 7)); err == nil {
+		t.Fatal("a batch below the log end of a log with data was appended")
+	}
+	mustState(t, b.p, StateFailed)
+}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -205,6 +207,15 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	if len(req.Topics) == 0 {
 		return nil, mirrorUsage("no topics")
 	}
+	for _, a := range []struct{ what, addr string }{{"source", req.Source}, {"source admin", req.SourceAdmin}} {
+		if a.addr == "" {
+			continue
+		}
+		host, port, err := net.SplitHostPort(a.addr)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n <= 0 || n > 65535 {
+			return nil, mirrorUsage("%s %q: want HOST:PORT", a.what, a.addr)
+		}
+	}
 	for _, t := range req.Topics {
 		if !validTopicName(t) {
 			return nil, mirrorUsage("invalid topic name %q", t)
@@ -213,6 +224,11 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	if strings.ContainsAny(req.Name, " \t\r\n") {
 		return nil, mirrorUsage("mirror name %q has white space", req.Name)
 	}
+	// The start waits for the source under mmu, which Close needs too:
+	// it ends with the server whatever the caller's context.
+	ctx, cancelStart := context.WithCancel(ctx)
+	defer cancelStart()
+	defer context.AfterFunc(s.ctx, cancelStart)()
 	s.mmu.Lock()
 	defer s.mmu.Unlock()
 	if s.mirrorsClosed {
@@ -341,8 +357,14 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 				}
 				sreq.SourcePosition = pos
 			}
+			if !p.mirror.State().ReadOnly() {
+				if err := s.txns.endOnPartition(tp); err != nil {
+					errs = append(errs, fmt.Errorf("%s: end this cluster's transactions first: %w", tp, err))
+					continue
+				}
+			}
 			sess, err := p.mirror.Start(sreq)
-			p.epoch.Store(max(p.epoch.Load(), p.mirror.LeaderEpoch()))
+			s.followMirrorEpoch(p)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", tp, err))
 				continue
@@ -350,6 +372,13 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 			link.add(p, sess, src.id, sp.Leader)
 			started = append(started, tp)
 		}
+	}
+	// A topic none of whose partitions started (refused, or its source
+	// admin unreachable) leaves the link again, and a link left without
+	// topics ends: nothing would fetch it, yet it would come back at every
+	// Open and keep its source address for the name.
+	if err := s.pruneLinksLocked(req.Topics); err != nil {
+		errs = append(errs, err)
 	}
 	link.wake()
 	status := s.mirrorStatus(func(tp partlog.TopicPartition) bool { return slices.Contains(started, tp) })
@@ -436,6 +465,19 @@ func (s *Server) resumeMirrors() error {
 	s.mmu.Lock()
 	defer s.mmu.Unlock()
 	for name, st := range links {
+		// Topics without a partition in a session of the link (a crash
+		// between a stop's partitions and its state update, or before a
+		// start's first partition left NONE) are dropped first.
+		topics := slices.DeleteFunc(slices.Clone(st.Topics), func(t string) bool { return !s.topicMirrors(t, name) })
+		if len(topics) != len(st.Topics) {
+			if err := s.storeLinkTopics(name, topics); err != nil {
+				return err
+			}
+		}
+		if len(topics) == 0 {
+			continue
+		}
+		st.Topics = topics
 		cl, err := newMirrorClient(st.Source)
 		if err != nil {
 			return err
@@ -505,12 +547,14 @@ func (s *Server) StopMirror(ctx context.Context, req MirrorStopRequest) ([]Mirro
 			if st == mirror.StateNone || st == mirror.StateStopped {
 				continue
 			}
-			// The server's context, not the caller's: a caller that goes
-			// away must not leave the partition FAILED half way.
-			_, err := p.mirror.Stop(s.ctx, policy)
-			p.epoch.Store(max(p.epoch.Load(), p.mirror.LeaderEpoch()))
+			// Neither the caller's context nor the server's: a caller that
+			// goes away, or a Close (it cancels s.ctx, then waits for mmu),
+			// must not leave the partition FAILED half way.
+			sctx := context.WithoutCancel(s.ctx)
+			_, err := p.mirror.Stop(sctx, policy)
+			s.followMirrorEpoch(p)
 			if err == nil {
-				err = s.syncTo(s.ctx, p, p.log.LogEndOffset())
+				err = s.syncTo(sctx, p, p.log.LogEndOffset())
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", p.tp, err))
@@ -519,7 +563,7 @@ func (s *Server) StopMirror(ctx context.Context, req MirrorStopRequest) ([]Mirro
 		}
 	}
 	// Links lose the stopped topics; a link left without topics ends.
-	for name, l := range s.links {
+	for _, l := range s.links {
 		l.mu.Lock()
 		for _, tp := range stopped {
 			if mp := l.parts[tp]; mp != nil && mp.p.mirror.State() == mirror.StateStopped {
@@ -527,20 +571,29 @@ func (s *Server) StopMirror(ctx context.Context, req MirrorStopRequest) ([]Mirro
 			}
 		}
 		l.mu.Unlock()
+	}
+	if err := s.pruneLinksLocked(req.Topics); err != nil {
+		errs = append(errs, err)
+	}
+	status := s.mirrorStatus(func(tp partlog.TopicPartition) bool { return slices.Contains(stopped, tp) })
+	return status, errors.Join(errs...)
+}
+
+// pruneLinksLocked drops from every link the topics among candidates that
+// no longer have a partition in a session of the link (topicMirrors: none
+// started, all stopped, or the topic deleted), in memory and in the state
+// file; a link left without topics ends. Caller holds mmu.
+func (s *Server) pruneLinksLocked(candidates []string) error {
+	var errs []error
+	for name, l := range s.links {
 		topics := slices.DeleteFunc(slices.Clone(l.topics), func(t string) bool {
-			return slices.Contains(req.Topics, t) && !s.topicMirrors(t, name)
+			return slices.Contains(candidates, t) && !s.topicMirrors(t, name)
 		})
 		if len(topics) == len(l.topics) {
 			continue
 		}
 		l.topics = topics
-		if err := s.meta.update(func(m *metaState) {
-			if len(topics) == 0 {
-				delete(m.Mirrors, name)
-			} else if ms := m.Mirrors[name]; ms != nil {
-				ms.Topics = topics
-			}
-		}); err != nil {
+		if err := s.storeLinkTopics(name, topics); err != nil {
 			errs = append(errs, err)
 		}
 		if len(topics) == 0 {
@@ -550,8 +603,19 @@ func (s *Server) StopMirror(ctx context.Context, req MirrorStopRequest) ([]Mirro
 			l.close()
 		}
 	}
-	status := s.mirrorStatus(func(tp partlog.TopicPartition) bool { return slices.Contains(stopped, tp) })
-	return status, errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// storeLinkTopics records a link's topics in the state file; without
+// topics the link is removed from it.
+func (s *Server) storeLinkTopics(name string, topics []string) error {
+	return s.meta.update(func(m *metaState) {
+		if len(topics) == 0 {
+			delete(m.Mirrors, name)
+		} else if ms := m.Mirrors[name]; ms != nil {
+			ms.Topics = slices.Clone(topics)
+		}
+	})
 }
 
 // topicMirrors reports whether a partition of topic still has a session
@@ -681,7 +745,7 @@ func (s *Server) runLink(ctx context.Context, l *mirrorLink) {
 		if needMeta {
 			if err := l.refreshMetadata(ctx); err != nil {
 				l.noteAll(err)
-				if !sleep(ctx, backoff) {
+				if !l.pause(ctx, backoff) {
 					return
 				}
 				backoff = min(2*backoff, 5*time.Second)
@@ -707,11 +771,27 @@ func (s *Server) runLink(ctx context.Context, l *mirrorLink) {
 		}
 		if progress {
 			backoff = 100 * time.Millisecond
-		} else if !sleep(ctx, backoff) {
+		} else if !l.pause(ctx, backoff) {
 			return
 		} else {
 			backoff = min(2*backoff, 5*time.Second)
 		}
+	}
+}
+
+// pause waits d between fetch rounds without progress; a start that adds
+// partitions (wake) ends it early, so a new session does not wait for a
+// backoff that grew while the link had nothing to do. False: ctx ended.
+func (l *mirrorLink) pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-l.kick:
+		return true
+	case <-t.C:
+		return true
 	}
 }
 
@@ -784,6 +864,14 @@ func (l *mirrorLink) refreshMetadata(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("source metadata: %w", err)
 	}
+	var recreated []*mirrorPart
+	defer func() {
+		// Outside l.mu (Fail takes the partition's lock).
+		for _, mp := range recreated {
+			_ = mp.p.mirror.Fail(fmt.Errorf("the source's topic %s has id %v now, the session mirrors id %v (deleted and created again at the source): the partition would mix two topics",
+				mp.p.tp.Topic, partlog.TopicID(mp.topicID), partlog.TopicID(mp.p.mirror.Checkpoint().TopicID)))
+		}
+	}()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if resp.ClusterID != nil && *resp.ClusterID != l.sourceCluster {
@@ -794,11 +882,21 @@ func (l *mirrorLink) refreshMetadata(ctx context.Context) error {
 			continue
 		}
 		for _, sp := range t.Partitions {
-			if mp := l.parts[partlog.TopicPartition{Topic: *t.Topic, Partition: sp.Partition}]; mp != nil {
-				mp.leader, mp.topicID = sp.Leader, t.TopicID
-				if sp.ErrorCode != 0 {
-					mp.leader = -1
-				}
+			mp := l.parts[partlog.TopicPartition{Topic: *t.Topic, Partition: sp.Partition}]
+			if mp == nil || mp.stopped {
+				continue
+			}
+			mp.leader, mp.topicID = sp.Leader, t.TopicID
+			if sp.ErrorCode != 0 {
+				mp.leader = -1
+			}
+			// The session's topic id is the one of its Start: another id
+			// is another topic under the same name, whose offsets start
+			// again at 0.
+			if want := mp.p.mirror.Checkpoint().TopicID; t.TopicID != ([16]byte{}) && want != (mirror.TopicID{}) && mirror.TopicID(t.TopicID) != want {
+				mp.stopped = true
+				mp.lastErr = "source topic created again (another topic id)"
+				recreated = append(recreated, mp)
 			}
 		}
 	}
@@ -905,13 +1003,17 @@ func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart
 	mp.lastErr = ""
 	l.mu.Unlock()
 	recs := wholeBatchesFrom(rp.RecordBatches, p.log.LogEndOffset())
+	if err := s.mirrorCheckDivergence(ctx, l, mp, recs); err != nil {
+		setErr(err.Error())
+		return false
+	}
 	if len(recs) > 0 {
 		_, err := p.mirror.AppendMirror(mp.session, recs)
 		if errors.Is(err, mirror.ErrEpochFenced) {
 			// The local epoch was raised above the batch's: same bytes again.
 			_, err = p.mirror.AppendMirror(mp.session, recs)
 		}
-		p.epoch.Store(max(p.epoch.Load(), p.mirror.LeaderEpoch()))
+		s.followMirrorEpoch(p)
 		if err != nil {
 			l.mu.Lock()
 			mp.lastErr = err.Error()
@@ -934,6 +1036,62 @@ func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart
 		}
 	}
 	return len(recs) > 0
+}
+
+// mirrorCheckDivergence runs when the first fetched batch has a leader
+// epoch above the local log's latest: the source changed leaders (or
+// stopped mirroring and took writes) since the last mirrored batch, and it
+// may have truncated what we mirrored first, as a mirror in the middle of
+// a chain does when it stops with TRUNCATE_LSO. Fetching on from the local
+// log end would then join two histories silently. The source's end offset
+// of our latest epoch (OffsetForLeaderEpoch) says: below our log end, the
+// logs diverged and the partition goes FAILED (divergence is not resolved,
+// as in mirrorOutOfRange); a source that no longer has that epoch cannot
+// tell, and fetching goes on.
+func (s *Server) mirrorCheckDivergence(ctx context.Context, l *mirrorLink, mp *mirrorPart, recs []byte) error {
+	if len(recs) < batch.HeaderSize {
+		return nil
+	}
+	es := mp.p.log.LeaderEpochs()
+	if len(es) == 0 {
+		return nil
+	}
+	local := es[len(es)-1].Epoch
+	if first := int32(binary.BigEndian.Uint32(recs[batch.OffPartitionLeaderEpoch:])); first <= local {
+		return nil
+	}
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.ReplicaID = -1
+	t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	t.Topic = mp.p.tp.Topic
+	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = mp.p.tp.Partition, -1, local
+	t.Partitions = []kmsg.OffsetForLeaderEpochRequestTopicPartition{rp}
+	req.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{t}
+	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(octx, l.cl.Broker(int(mp.leader)))
+	if err != nil {
+		return fmt.Errorf("offset for leader epoch at the source: %w", err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return errors.New("offset for leader epoch at the source: malformed response")
+	}
+	r := resp.Topics[0].Partitions[0]
+	if r.ErrorCode != 0 {
+		return fmt.Errorf("offset for leader epoch at the source: %w", kerr.ErrorForCode(r.ErrorCode))
+	}
+	leo := mp.p.log.LogEndOffset()
+	if r.LeaderEpoch < 0 || r.EndOffset < 0 || r.EndOffset >= leo {
+		return nil
+	}
+	err = fmt.Errorf("the source's epoch %d ends at %d (epoch %d), below the mirrored log end %d: the source truncated what was mirrored (divergence is not resolved; start the mirror again)",
+		local, r.EndOffset, r.LeaderEpoch, leo)
+	_ = mp.p.mirror.Fail(err)
+	l.mu.Lock()
+	mp.stopped = true
+	l.mu.Unlock()
+	return err
 }
 
 // mirrorOutOfRange handles OFFSET_OUT_OF_RANGE: the source's log start

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/partlog/partlog"
@@ -37,6 +39,10 @@ type metaState struct {
 	// Mirrors are the mirror links by name (mirror.go): where their
 	// partitions fetch from after a restart.
 	Mirrors map[string]*mirrorLinkState `json:"mirrors,omitempty"`
+	// MirrorEpochs are the leader epochs mirrored partitions were raised
+	// to (EPOCH_FENCING, E_stop), by "topic/partition": given back to the
+	// mirror state machine at Open (mirror.Options.LeaderEpoch).
+	MirrorEpochs map[string]int32 `json:"mirror_epochs,omitempty"`
 }
 
 // txnState is one transactional id (Kafka's TransactionMetadata).
@@ -190,6 +196,51 @@ func (m *metaStore) setTopicConfigs(name string, c map[string]string) error {
 			m.st.TopicConfigs = map[string]map[string]string{}
 		}
 		m.st.TopicConfigs[name] = c
+	}
+	return m.writeLocked()
+}
+
+func mirrorEpochKey(tp partlog.TopicPartition) string {
+	return tp.Topic + "/" + strconv.Itoa(int(tp.Partition))
+}
+
+// mirrorEpoch returns the leader epoch kept for tp, or -1.
+func (m *metaStore) mirrorEpoch(tp partlog.TopicPartition) int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.st.MirrorEpochs[mirrorEpochKey(tp)]; ok {
+		return e
+	}
+	return -1
+}
+
+// raiseMirrorEpoch keeps e for tp if it is above the kept one.
+func (m *metaStore) raiseMirrorEpoch(tp partlog.TopicPartition, e int32) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := mirrorEpochKey(tp)
+	if old, ok := m.st.MirrorEpochs[k]; ok && old >= e {
+		return nil
+	}
+	if m.st.MirrorEpochs == nil {
+		m.st.MirrorEpochs = map[string]int32{}
+	}
+	m.st.MirrorEpochs[k] = e
+	return m.writeLocked()
+}
+
+// forgetMirrorEpochs drops the epochs kept for a deleted topic.
+func (m *metaStore) forgetMirrorEpochs(topic string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := len(m.st.MirrorEpochs)
+	for k := range m.st.MirrorEpochs {
+		if strings.HasPrefix(k, topic+"/") {
+			delete(m.st.MirrorEpochs, k)
+		}
+	}
+	if len(m.st.MirrorEpochs) == n {
+		return nil
 	}
 	return m.writeLocked()
 }

@@ -48,6 +48,31 @@ func (p *partition) raiseHighWatermark(hw int64) {
 	p.hwMu.Unlock()
 }
 
+// followMirrorEpoch raises the served epoch to the mirror's (fencing, a
+// stop's E_stop), never lowering it: the fetch loop and a start or stop
+// call it concurrently, and a plain load-max-store could put back a
+// value read before a stop's bump, after which every produce and marker
+// would be refused as below the log's latest epoch. A raised epoch is
+// kept in the state file: the fenced epoch is in no log nor checkpoint,
+// and after a restart Metadata must not answer a lower one
+// (mirror.Options.LeaderEpoch gives it back).
+func (s *Server) followMirrorEpoch(p *partition) {
+	e := p.mirror.LeaderEpoch()
+	if p.epoch.Load() >= e {
+		return
+	}
+	// Kept before it is served, so no restart answers a lower one.
+	if err := s.meta.raiseMirrorEpoch(p.tp, e); err != nil {
+		s.logf("%s: keep leader epoch %d: %v", p.tp, e, err)
+	}
+	for {
+		cur := p.epoch.Load()
+		if cur >= e || p.epoch.CompareAndSwap(cur, e) {
+			return
+		}
+	}
+}
+
 // newPartition attaches the mirror state machine to an open log: a
 // mirror.checkpoint left by a crash is reconciled here (an interrupted
 // stop is finished, barrier included, before any client can write).
@@ -58,6 +83,7 @@ func (s *Server) newPartition(tp partlog.TopicPartition, l *partlog.Log) (*parti
 	if es := l.LeaderEpochs(); len(es) > 0 {
 		epoch = es[len(es)-1].Epoch
 	}
+	epoch = max(epoch, s.meta.mirrorEpoch(tp))
 	mp, err := mirror.Open(l, s.mirrorOptions(tp, epoch))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", tp, err)
@@ -464,7 +490,7 @@ func (s *Server) deleteTopic(name string) error {
 			errs = append(errs, s.dir.Delete(name, p.tp.Partition))
 		}
 	}
-	errs = append(errs, s.meta.setTopicConfigs(name, nil))
+	errs = append(errs, s.meta.setTopicConfigs(name, nil), s.meta.forgetMirrorEpochs(name))
 	return errors.Join(errs...)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/mirror"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -59,6 +60,15 @@ func (c *txnCoordinator) recover() error {
 	slices.Sort(prepared)
 	for _, id := range prepared {
 		if err := c.completeLocked(id); err != nil {
+			if errors.Is(err, mirror.ErrReadOnly) {
+				// A partition of the transaction mirrors (its markers were
+				// refused before the restart too): the transaction stays
+				// prepared and the housekeeping tick completes it once the
+				// mirror is stopped. Refusing to open would leave the
+				// server unable to start until then.
+				c.s.logf("complete transaction %q: %v (left prepared)", id, err)
+				continue
+			}
 			return fmt.Errorf("partlog/server: complete transaction %q: %w", id, err)
 		}
 	}
@@ -433,6 +443,44 @@ func (c *txnCoordinator) completeLocked(id string) error {
 	t.Partitions, t.Groups = nil, nil
 	t.UpdateMs = c.nowMs()
 	return c.put(id, t)
+}
+
+// endOnPartition ends, before a mirror start makes tp read-only, the
+// transactions of this coordinator that wrote to it: an Ongoing one is
+// aborted with its producer fenced (as a timeout does), a prepared one
+// completed. Left open, their markers would be refused until the mirror
+// stops, the transactional id stuck (EndTxn failing, InitProducerId
+// answered CONCURRENT_TRANSACTIONS) all that time.
+func (c *txnCoordinator) endOnPartition(tp partlog.TopicPartition) error {
+	var ids []string
+	c.s.meta.view(func(st *metaState) {
+		for id, t := range st.Transactions {
+			if slices.Contains(t.Partitions, tp) {
+				ids = append(ids, id)
+			}
+		}
+	})
+	slices.Sort(ids)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for _, id := range ids {
+		t, ok := c.get(id)
+		if !ok || !slices.Contains(t.Partitions, tp) {
+			continue
+		}
+		var err error
+		switch t.State {
+		case txnOngoing:
+			err = c.endLocked(id, &t, false, true)
+		case txnPrepareCommit, txnPrepareAbort:
+			err = c.completeLocked(id)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("transaction %q: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // abortExpired aborts the Ongoing transactions older than their timeout
