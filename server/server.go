@@ -230,8 +230,11 @@ func (s *Server) Close() error {
 		_ = hs.Close()
 	}
 	s.mu.Unlock()
-	s.closeLinks()
+	// Cancel first: a start waiting for its source ends now; a running
+	// stop ignores the cancel (its steps must finish) and closeLinks
+	// waits for it.
 	s.cancel()
+	s.closeLinks()
 	s.wg.Wait()
 	s.flush.stop()
 	return errors.Join(s.meta.flush(), s.dir.Close())
