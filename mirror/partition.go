@@ -35,6 +35,11 @@ type Options struct {
 	// Default time.Now.
 	Now func() time.Time
 
+	// HighWatermarkByCaller leaves the high watermark of mirrored
+	// appends to the caller (a server that serves only durable records
+	// raises it after its fsync); by default AppendMirror sets it to the
+	// log end (one replica, acks=1, mirror.md §2.6).
+	HighWatermarkByCaller bool
 	// UnsafeNoBarrier makes STOPPING skip S6: no MIRROR_PID_RESET barrier
 	// is written and the mirrored producer state stays in place when the
 	// partition becomes writable. It exists only so that tests and
@@ -379,7 +384,9 @@ func (p *Partition) AppendMirror(session SessionID, records []byte) (partlog.App
 		}
 		return info, p.failMirrorLocked(err)
 	}
-	p.log.SetHighWatermark(info.LastOffset + 1)
+	if !p.opts.HighWatermarkByCaller {
+		p.log.SetHighWatermark(info.LastOffset + 1)
+	}
 	return info, nil
 }
 

@@ -159,6 +159,9 @@ func (s *Server) mirrorOptions(tp partlog.TopicPartition, epoch int32) mirror.Op
 		},
 		Now:             s.cfg.Now,
 		UnsafeNoBarrier: s.cfg.UnsafeMirrorNoBarrier,
+		// With --fsync consumers see only durable records, mirrored ones
+		// too: the flusher raises the high watermark after its sync.
+		HighWatermarkByCaller: s.cfg.Fsync,
 	}
 }
 
@@ -305,6 +308,15 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	st := mirrorLinkState{Source: req.Source, SourceAdmin: req.SourceAdmin, SourceClusterID: srcCluster}
 	if link != nil {
 		st.Topics = slices.Clone(link.topics)
+		if st.SourceAdmin == "" {
+			// More topics without --source-admin keep the link's: the
+			// older topics' restart lookups still need it.
+			s.meta.view(func(m *metaState) {
+				if ms := m.Mirrors[name]; ms != nil {
+					st.SourceAdmin = ms.SourceAdmin
+				}
+			})
+		}
 	}
 	for _, t := range req.Topics {
 		if !slices.Contains(st.Topics, t) {

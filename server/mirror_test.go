@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -427,4 +428,48 @@ func FuzzWholeBatchesFrom(f *testing.F) {
 			rest = rest[n:]
 		}
 	})
+}
+
+// TestMirrorErrorCodes: a read-only partition's answer by state.
+func TestMirrorErrorCodes(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int16
+	}{
+		{&mirror.ReadOnlyError{State: mirror.StateMirroring}, errPolicyViolation},
+		{&mirror.ReadOnlyError{State: mirror.StateFailed, Reason: errors.New("x")}, errPolicyViolation},
+		{&mirror.ReadOnlyError{State: mirror.StateLogAlignment}, errPolicyViolation},
+		{&mirror.ReadOnlyError{State: mirror.StateStopping}, errNotLeaderOrFollower},
+		{fmt.Errorf("wrapped: %w", &mirror.ReadOnlyError{State: mirror.StateStopping}), errNotLeaderOrFollower},
+		{partlog.ErrClosed, partlog.KafkaErrorCode(partlog.ErrClosed)},
+	} {
+		if got := errorCode(c.err); got != c.want {
+			t.Errorf("%v: %d, want %d", c.err, got, c.want)
+		}
+	}
+}
+
+// TestMirrorFsyncHighWatermark: with Fsync the mirrored records become
+// visible (high watermark) once durable, and they do.
+func TestMirrorFsyncHighWatermark(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{Fsync: true})
+	ra := dial(t, a.addr)
+	createTopic(t, ra, "f", 1)
+	produceOK(t, ra, "f", 0, records(t, 3, -1, 0, 0, false, 10))
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"f"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, b, a, "f", 0)
+	l := logOf(t, b, "f", 0)
+	deadline := time.Now().Add(20 * time.Second)
+	for l.HighWatermark() != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("high watermark %d, want 3", l.HighWatermark())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if rp := l.RecoveryPoint(); rp < 3 {
+		t.Fatalf("high watermark 3 above the durable offset %d", rp)
+	}
 }

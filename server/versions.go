@@ -156,9 +156,15 @@ func mirrorErrors(req, resp reflect.Value, depth int) {
 
 // errorCode maps an append's error to a Kafka error code: a partition
 // that mirrors is read-only (POLICY_VIOLATION, not retriable, with the
-// mirror named in the message); the rest is partlog.KafkaErrorCode.
+// state in the message); one whose mirror is stopping answers
+// NOT_LEADER_OR_FOLLOWER, which clients retry, since it is writable
+// moments later; the rest is partlog.KafkaErrorCode.
 func errorCode(err error) int16 {
-	if errors.Is(err, mirror.ErrReadOnly) {
+	var ro *mirror.ReadOnlyError
+	if errors.As(err, &ro) {
+		if ro.State == mirror.StateStopping {
+			return errNotLeaderOrFollower
+		}
 		return errPolicyViolation
 	}
 	return partlog.KafkaErrorCode(err)
@@ -171,6 +177,7 @@ const (
 	errOffsetOutOfRange          int16 = 1
 	errCorruptMessage            int16 = 2
 	errUnknownTopicOrPartition   int16 = 3
+	errNotLeaderOrFollower       int16 = 6
 	errRequestTimedOut           int16 = 7
 	errCoordinatorNotAvailable   int16 = 15
 	errInvalidTopic              int16 = 17
