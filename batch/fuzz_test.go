@@ -78,6 +78,7 @@ func FuzzIterator(f *testing.F) {
 			if len(v) < HeaderSize || len(v) != v.Size() || v.Magic() != MagicV2 || v.CRC() != v.ComputeCRC() {
 				t.Fatalf("invalid batch at %d: len %d size %d magic %d", off, len(v), v.Size(), v.Magic())
 			}
+			headerMatchesView(t, it.Header(), v)
 			if &v[0] != &data[off] {
 				t.Fatalf("batch at %d does not alias the region", off)
 			}

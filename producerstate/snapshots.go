@@ -63,7 +63,7 @@ func exportSnapshotEntry(x *snapshot.Entry, e *entry) {
 	x.CoordinatorEpoch = e.coordinatorEpoch
 	x.CurrentTxnFirstOffset = e.txnFirstOffset
 	if e.n > 0 {
-		b := &e.batches[e.n-1]
+		b := e.newest()
 		x.LastSequence, x.LastOffset, x.OffsetDelta = b.LastSequence, b.LastOffset, b.OffsetDelta
 	} else {
 		x.LastSequence, x.LastOffset, x.OffsetDelta = -1, -1, 0
@@ -86,7 +86,7 @@ func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, now
 	m.clearLocked()
 	m.unreplicated = m.unreplicated[:0]
 	m.barriers = nil
-	m.mapEndOffset = mapEndOffset
+	m.mapEndOffset.Store(mapEndOffset)
 	m.lastSnapOffset = mapEndOffset
 
 	// One backing array for all entries keeps a million-producer load to
@@ -146,7 +146,7 @@ func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, now
 // another TakeSnapshot or a load of the same Manager.
 func (m *Manager) TakeSnapshot(dir string) error {
 	m.mu.Lock()
-	offset := m.mapEndOffset
+	offset := m.mapEndOffset.Load()
 	if offset <= m.lastSnapOffset {
 		m.mu.Unlock()
 		return nil
