@@ -104,7 +104,8 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 		} else {
 			h = batch.View(dst[p : p+batch.HeaderSize])
 		}
-		copy(h, src[p:p+batch.HeaderSize])
+		// A fixed-size copy: inline moves, no memmove call.
+		*(*[batch.HeaderSize]byte)(h) = [batch.HeaderSize]byte(src[p : p+batch.HeaderSize])
 		if st.Assign {
 			h.SetBaseOffset(next)
 			h.SetPartitionLeaderEpoch(st.LeaderEpoch)
@@ -146,6 +147,7 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 			return err
 		}
 		s.bytesSinceIndex = 0
+		s.noteIndexes()
 	}
 	s.bytesSinceIndex += int64(len(src))
 	s.nextOffset.Store(next)

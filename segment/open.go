@@ -89,6 +89,7 @@ func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, chec
 	}
 	s.size.Store(dataLen)
 	s.active = true
+	s.noteIndexes()
 	s.startPrefault()
 	return s, nil
 }

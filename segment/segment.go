@@ -137,11 +137,16 @@ type Segment struct {
 	synced struct{ txnBytes int64 }
 
 	// Owner-only state (the log's append lock).
-	prefaulter           *mmapfile.Prefaulter
-	reserveStep          int64                  // next growth step of the .log
-	reservedAt           time.Time              // when the .log last grew
-	hdr                  [batch.HeaderSize]byte // stamped header for WriteAt
-	bytesSinceIndex      int64
+	prefaulter      *mmapfile.Prefaulter
+	reserveStep     int64                  // next growth step of the .log
+	reservedAt      time.Time              // when the .log last grew
+	hdr             [batch.HeaderSize]byte // stamped header for WriteAt
+	bytesSinceIndex int64
+	// indexesFull caches whether the offset or time index is full (the
+	// next append must roll). Entries grow only in Append and shrink only
+	// in TruncateTo, which recompute it (noteIndexes), so ShouldRoll reads
+	// one bool instead of four counters.
+	indexesFull          bool
 	maxTimestamp         int64 // largest timestamp appended, -1 if none
 	offsetOfMaxTimestamp int64
 	rollingTimestamp     int64 // max timestamp of the first batch, -1 if unknown
@@ -233,8 +238,14 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 		return nil, err
 	}
 	s.active = true
+	s.noteIndexes()
 	s.startPrefault()
 	return s, nil
+}
+
+// noteIndexes recomputes indexesFull. Owner only, on an active segment.
+func (s *Segment) noteIndexes() {
+	s.indexesFull = s.offsetIndex != nil && s.offsetIndex.IsFull() || s.timeIndex != nil && s.timeIndex.IsFull()
 }
 
 // removeFiles removes the segment's four files where they exist.
@@ -637,16 +648,9 @@ func (s *Segment) Delete() error {
 // now is called only when the rule needs the wall clock.
 func (s *Segment) ShouldRoll(size int64, lastOffset, maxTimestamp int64, segmentMs, jitterMs int64, now func() time.Time) bool {
 	cur := s.size.Load()
-	if cur > s.cfg.SegmentBytes-size {
-		return true
-	}
-	if lastOffset-s.base > math.MaxInt32 || lastOffset < s.base {
-		return true
-	}
-	// Owner only: the index pointers change only in owner methods, so
-	// reading them needs no lock (and must not wait for a Flush holding
-	// it through an fsync).
-	if s.offsetIndex != nil && s.offsetIndex.IsFull() || s.timeIndex != nil && s.timeIndex.IsFull() {
+	// One unsigned compare covers lastOffset < base and a relative offset
+	// beyond int32.
+	if cur > s.cfg.SegmentBytes-size || uint64(lastOffset-s.base) > math.MaxInt32 || s.indexesFull {
 		return true
 	}
 	if segmentMs > 0 && cur > 0 {

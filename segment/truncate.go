@@ -46,6 +46,7 @@ func (s *Segment) TruncateTo(offset int64, now time.Time) (int64, error) {
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
+	s.noteIndexes()
 	if p < oldSize {
 		s.nextOffset.Store(offset)
 	}
