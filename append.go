@@ -45,7 +45,9 @@ type scan struct {
 // bytes must be exactly a sequence of whole batches. It does not
 // allocate.
 func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan) error {
-	*s = scan{firstBase: -1, lastOffset: -1, maxTimestamp: batch.NoTimestamp}
+	s.batches, s.records, s.offsetSlots = 0, 0, 0
+	s.firstBase, s.lastOffset, s.maxTimestamp = -1, -1, batch.NoTimestamp
+	s.firstEpoch, s.lastEpoch, s.epochsDecrease = 0, 0, false
 	if len(records) == 0 {
 		return fmt.Errorf("%w: empty append", ErrInvalidRecords)
 	}
@@ -307,17 +309,13 @@ func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, las
 			return err
 		}
 	}
-	*info = AppendInfo{
-		FirstOffset:          out.FirstOffset,
-		LastOffset:           out.LastOffset,
-		MaxTimestamp:         out.MaxTimestamp,
-		OffsetOfMaxTimestamp: out.OffsetOfMaxTimestamp,
-		Batches:              out.Batches,
-		Records:              s.records,
-		Bytes:                len(records),
-		Position:             out.Position,
-		SegmentBaseOffset:    active.BaseOffset(),
-	}
+	// Field by field: a composite literal is built on the stack and then
+	// copied with 16-byte loads of 8-byte stores just made, which the CPU
+	// cannot forward (a measurable stall per append).
+	info.FirstOffset, info.LastOffset = out.FirstOffset, out.LastOffset
+	info.MaxTimestamp, info.OffsetOfMaxTimestamp = out.MaxTimestamp, out.OffsetOfMaxTimestamp
+	info.Batches, info.Records, info.Bytes = out.Batches, s.records, len(records)
+	info.Position, info.SegmentBaseOffset = out.Position, active.BaseOffset()
 	return nil
 }
 

@@ -27,8 +27,36 @@ func Check(b []byte) (View, error) {
 }
 
 // checkAt is Check with positions reported relative to pos; it leaves the
-// decoded header in h (valid when the error is nil).
+// decoded header in h (valid when the error is nil). A well-formed batch
+// takes one pass: the header decoded, every framing and field rule in one
+// expression, the CRC. Anything else goes through checkSlow, which applies
+// the rules one by one in the documented order to name the first that
+// fails.
 func checkAt(b []byte, pos int64, h *BatchHeader) (View, error) {
+	if len(b) >= HeaderSize {
+		View(b).DecodeHeader(h)
+		size := int64(h.BatchLength) + LogOverhead
+		if size >= HeaderSize && size <= int64(len(b)) && h.Magic == MagicV2 && fieldsValid(h, size) {
+			v := View(b[:size:size])
+			if Checksum(v[OffAttributes:]) == h.CRC {
+				return v, nil
+			}
+		}
+	}
+	return checkSlow(b, pos, h)
+}
+
+// fieldsValid reports whether checkFields accepts h (same rules, no error).
+func fieldsValid(h *BatchHeader, size int64) bool {
+	c := h.Compression()
+	count, lod := int64(h.RecordsCount), int64(h.LastOffsetDelta)
+	return c.Valid() && count >= 0 && lod >= 0 && count <= lod+1 &&
+		(c != CompressionNone || count*minRecordSize <= size-HeaderSize) &&
+		h.ProducerEpoch >= NoProducerEpoch && h.BaseSequence >= NoSequence
+}
+
+// checkSlow is checkAt rule by rule, for a batch the fast path refused.
+func checkSlow(b []byte, pos int64, h *BatchHeader) (View, error) {
 	n, err := frameAt(b, pos)
 	if err != nil {
 		return nil, err

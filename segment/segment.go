@@ -113,11 +113,13 @@ type Segment struct {
 	base int64
 	cfg  Config
 
-	// size is the published logical size of the .log; nextOffset the
-	// offset after the last batch (base while empty). Both are written by
-	// the owner after the bytes are in place and read by anyone.
-	size       atomic.Int64
-	nextOffset atomic.Int64
+	// size is the published logical size of the .log, written by the
+	// owner after the bytes are in place and read by anyone.
+	size atomic.Int64
+	// nextOffset is the offset after the last batch (base while empty).
+	// Owner only (readers are bounded by the log's published end, never
+	// by this), so an append stores it without an atomic exchange.
+	nextOffset int64
 	// readers counts reader references taken through AcquireRange that
 	// are not yet released, on any mapping of this segment.
 	readers atomic.Int64
@@ -161,12 +163,12 @@ func (s *Segment) Size() int64 { return s.size.Load() }
 
 // NextOffset is the offset after the last batch of the segment (its base
 // offset while it is empty). For a sealed segment loaded lazily it is
-// known only once SetNextOffset or a scan has set it.
-func (s *Segment) NextOffset() int64 { return s.nextOffset.Load() }
+// known only once SetNextOffset or a scan has set it. Owner only.
+func (s *Segment) NextOffset() int64 { return s.nextOffset }
 
 // SetNextOffset records the next offset of a sealed segment known from
-// the following segment's base offset.
-func (s *Segment) SetNextOffset(o int64) { s.nextOffset.Store(o) }
+// the following segment's base offset. Owner only.
+func (s *Segment) SetNextOffset(o int64) { s.nextOffset = o }
 
 // IsEmpty reports whether the segment holds no bytes.
 func (s *Segment) IsEmpty() bool { return s.size.Load() == 0 }
@@ -282,7 +284,7 @@ func newSegment(dir string, base int64, cfg Config, now time.Time) *Segment {
 	s := &Segment{dir: dir, base: base, cfg: cfg, maxTimestamp: batch.NoTimestamp,
 		offsetOfMaxTimestamp: base, rollingTimestamp: batch.NoTimestamp, created: now}
 	s.synced.txnBytes = -1
-	s.nextOffset.Store(base)
+	s.nextOffset = base
 	return s
 }
 

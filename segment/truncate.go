@@ -48,10 +48,10 @@ func (s *Segment) TruncateTo(offset int64, now time.Time) (int64, error) {
 	}
 	s.noteIndexes()
 	if p < oldSize {
-		s.nextOffset.Store(offset)
+		s.nextOffset = offset
 	}
 	if p == 0 {
-		s.nextOffset.Store(s.base)
+		s.nextOffset = s.base
 		s.rollingTimestamp = batch.NoTimestamp
 		s.created = now
 	}
