@@ -92,13 +92,8 @@ func (a *Append) state(acc *accumulator) *entry {
 
 // stage appends op, the effect of a validated batch of acc's producer.
 func (a *Append) stage(acc *accumulator, op *stagedOp) {
-	if acc.copied {
-		applyOp(&acc.e, op)
-	} else {
-		acc.pending = int32(len(a.ops))
-	}
-	acc.present = true
-	a.ops = append(a.ops, *op)
+	*a.newOp() = *op
+	a.staged(acc)
 }
 
 // linearAccumulators is how many producers one append tracks with a
@@ -276,13 +271,6 @@ func (a *Append) validateData(h *batch.BatchHeader, baseOffset int64) error {
 	idx, created := a.accumulatorFor(pid)
 	acc := &a.accs[idx]
 	cur := a.state(acc)
-	fail := func(sentinel error, detail string) error {
-		err := a.reject(sentinel, h, baseOffset, cur, detail)
-		if created {
-			a.dropAccumulator(idx)
-		}
-		return err
-	}
 
 	// §2.4 step 1: duplicate lookup (Client only) in the *stored* entry:
 	// same epoch, exact (firstSeq, lastSeq) of a cached batch.
@@ -298,18 +286,18 @@ func (a *Append) validateData(h *batch.BatchHeader, baseOffset int64) error {
 	}
 	// §2.5 rule 1: epoch.
 	if epoch < cur.epoch && !a.origin.trusted() {
-		return fail(ErrInvalidProducerEpoch, "producer epoch is below the stored epoch")
+		return a.failData(ErrInvalidProducerEpoch, h, baseOffset, cur, idx, created, "producer epoch is below the stored epoch")
 	}
 	// §2.5 rule 2: sequence (Client only).
 	if a.origin == Client {
 		if epoch != cur.epoch {
 			if firstSeq != 0 && cur.epoch != -1 {
-				return fail(ErrOutOfOrderSequence, "first sequence of a new epoch must be 0")
+				return a.failData(ErrOutOfOrderSequence, h, baseOffset, cur, idx, created, "first sequence of a new epoch must be 0")
 			}
 		} else if acc.origEpoch != -1 {
 			prev := int64(cur.lastSeq())
 			if !(int64(firstSeq) == prev+1 || (firstSeq == 0 && prev == batch.MaxSequence)) {
-				return fail(ErrOutOfOrderSequence, "sequence does not follow the last one")
+				return a.failData(ErrOutOfOrderSequence, h, baseOffset, cur, idx, created, "sequence does not follow the last one")
 			}
 		}
 	}
@@ -317,24 +305,48 @@ func (a *Append) validateData(h *batch.BatchHeader, baseOffset int64) error {
 	transactional := h.IsTransactional()
 	open := cur.txnFirstOffset >= 0
 	if open && !transactional {
-		return fail(ErrInvalidTxnState, "non-transactional batch while the producer has an open transaction")
+		return a.failData(ErrInvalidTxnState, h, baseOffset, cur, idx, created, "non-transactional batch while the producer has an open transaction")
 	}
-	op := stagedOp{
-		kind:      opData,
-		epoch:     epoch,
-		pid:       pid,
-		offset:    baseOffset,
-		startsTxn: transactional && !open,
-		meta: BatchMetadata{
-			LastSequence: lastSeq,
-			OffsetDelta:  h.LastOffsetDelta,
-			LastOffset:   baseOffset + int64(h.LastOffsetDelta),
-			Timestamp:    h.MaxTimestamp,
-		},
-		stored: acc.stored,
-	}
-	a.stage(acc, &op) // §2.5 rule 3 (record) and the txn start
+	// §2.5 rule 3 (record) and the txn start, staged in place (the op
+	// is written field by field into its slot, not built and copied).
+	op := a.newOp()
+	op.kind, op.aborted, op.startsTxn = opData, false, transactional && !open
+	op.epoch, op.coordinatorEpoch, op.pid, op.offset, op.timestamp = epoch, 0, pid, baseOffset, 0
+	op.meta.LastSequence, op.meta.OffsetDelta = lastSeq, h.LastOffsetDelta
+	op.meta.LastOffset, op.meta.Timestamp = baseOffset+int64(h.LastOffsetDelta), h.MaxTimestamp
+	op.stored = acc.stored
+	a.staged(acc)
 	return nil
+}
+
+// failData is validateData's rejection: the error, and the accumulator
+// dropped if this batch created it.
+func (a *Append) failData(sentinel error, h *batch.BatchHeader, baseOffset int64, cur *entry, idx int, created bool, detail string) error {
+	err := a.reject(sentinel, h, baseOffset, cur, detail)
+	if created {
+		a.dropAccumulator(idx)
+	}
+	return err
+}
+
+// newOp returns a new last slot of ops, to be filled in whole.
+func (a *Append) newOp() *stagedOp {
+	if n := len(a.ops); n < cap(a.ops) {
+		a.ops = a.ops[:n+1]
+	} else {
+		a.ops = append(a.ops, stagedOp{})
+	}
+	return &a.ops[len(a.ops)-1]
+}
+
+// staged records that the last op (just filled by newOp) is acc's.
+func (a *Append) staged(acc *accumulator) {
+	if acc.copied {
+		applyOp(&acc.e, &a.ops[len(a.ops)-1])
+	} else {
+		acc.pending = int32(len(a.ops) - 1)
+	}
+	acc.present = true
 }
 
 func (a *Append) validateControl(v batch.View, h *batch.BatchHeader, baseOffset int64) error {

@@ -143,10 +143,16 @@ func (e *entry) applyMarker(epoch int16, coordinatorEpoch int32, timestamp int64
 
 // findDuplicate returns the cached batch with exactly these sequences.
 func (e *entry) findDuplicate(firstSeq, lastSeq int32) (BatchMetadata, bool) {
-	for i := 0; i < int(e.n); i++ {
-		if b := e.at(i); b.LastSequence == lastSeq && b.FirstSequence() == firstSeq {
+	// Oldest first, as Kafka looks; the ring walked without at().
+	j := int(e.head)
+	for range int(e.n) {
+		if j >= MaxCachedBatches {
+			j = 0
+		}
+		if b := &e.batches[j]; b.LastSequence == lastSeq && b.FirstSequence() == firstSeq {
 			return *b, true
 		}
+		j++
 	}
 	return BatchMetadata{}, false
 }

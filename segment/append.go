@@ -144,10 +144,11 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 	s.bytesSinceIndex += int64(len(src))
 	s.nextOffset = next
 	s.size.Store(end)
-	if s.prefaulter != nil && !st.Write {
+	if s.prefaulter != nil && !st.Write && end >= s.prefaultAt {
 		// Only stores into the mapping gain from populated pages; for
 		// written appends they would be dirty zeros for the next flush.
 		s.prefaulter.Advance(end)
+		s.prefaultAt = end + s.prefaultStride()
 	}
 	return nil
 }
@@ -175,6 +176,7 @@ func (s *Segment) makeRoom(end int64, st Stamp) error {
 		}
 		if s.prefaulter != nil {
 			s.prefaulter.Grew()
+			s.prefaultAt = 0 // report at once: the window may have been cut short
 		}
 	}
 	return nil

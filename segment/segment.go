@@ -109,50 +109,60 @@ var (
 // rewrites bytes a reader may hold: when readers are active it writes a
 // new file and leaves the old inode to them (truncate.go).
 type Segment struct {
-	dir  string
-	base int64
-	cfg  Config
+	// The fields every append reads or writes come first, together: with
+	// thousands of partitions appended to in turn, an append's cost is
+	// mostly the cache lines it touches.
 
 	// size is the published logical size of the .log, written by the
 	// owner after the bytes are in place and read by anyone.
 	size atomic.Int64
+	base int64
+	log  *mmapfile.File // guarded by mu; nil while a sealed segment is unmapped
+	// active and closed are guarded by mu (read without it by the owner).
+	active bool
+	closed bool
+	// indexesFull caches whether the offset or time index is full (the
+	// next append must roll). Entries grow only in Append and shrink only
+	// in TruncateTo, which recompute it (noteIndexes), so ShouldRoll reads
+	// one bool instead of four counters. Owner only.
+	indexesFull bool
 	// nextOffset is the offset after the last batch (base while empty).
 	// Owner only (readers are bounded by the log's published end, never
 	// by this), so an append stores it without an atomic exchange.
 	nextOffset int64
+
+	// Owner-only state (the log's append lock).
+	bytesSinceIndex      int64
+	maxTimestamp         int64 // largest timestamp appended, -1 if none
+	offsetOfMaxTimestamp int64
+	rollingTimestamp     int64 // max timestamp of the first batch, -1 if unknown
+	prefaulter           *mmapfile.Prefaulter
+	// prefaultAt is the write position from which the next append tells
+	// the prefaulter where it is (see prefaultStride).
+	prefaultAt  int64
+	reserveStep int64 // next growth step of the .log
+	cfg         Config
+
+	reservedAt time.Time              // when the .log last grew
+	hdr        [batch.HeaderSize]byte // stamped header for WriteAt
+	created    time.Time
+	dir        string
+
 	// readers counts reader references taken through AcquireRange that
-	// are not yet released, on any mapping of this segment.
+	// are not yet released, on any mapping of this segment (written by
+	// readers: kept off the append's lines).
 	readers atomic.Int64
 
-	// mu guards the fields below: the current mapping and the lazily
-	// opened indexes of a sealed segment.
+	// mu guards log, active and closed above, and the lazily opened
+	// indexes of a sealed segment.
 	mu          sync.Mutex
-	log         *mmapfile.File // nil while a sealed segment is unmapped
 	offsetIndex *index.OffsetIndex
 	timeIndex   *index.TimeIndex
 	txnIndex    *index.TxnIndex
-	active      bool
-	closed      bool
 	onMap       func(*Segment, int64) // told when a sealed mapping is made
 	// synced remembers what the last Flush made durable, so a transaction
 	// index that did not change is not synced again. -1 forces a sync.
 	synced struct{ txnBytes int64 }
-
-	// Owner-only state (the log's append lock).
-	prefaulter      *mmapfile.Prefaulter
-	reserveStep     int64                  // next growth step of the .log
-	reservedAt      time.Time              // when the .log last grew
-	hdr             [batch.HeaderSize]byte // stamped header for WriteAt
-	bytesSinceIndex int64
-	// indexesFull caches whether the offset or time index is full (the
-	// next append must roll). Entries grow only in Append and shrink only
-	// in TruncateTo, which recompute it (noteIndexes), so ShouldRoll reads
-	// one bool instead of four counters.
-	indexesFull          bool
-	maxTimestamp         int64 // largest timestamp appended, -1 if none
-	offsetOfMaxTimestamp int64
-	rollingTimestamp     int64 // max timestamp of the first batch, -1 if unknown
-	created              time.Time
 }
 
 // BaseOffset is the segment's base offset.
@@ -380,7 +390,15 @@ func (s *Segment) startPrefault() {
 		}
 		s.prefaulter = pool.NewPrefaulter(s.log, s.cfg.Prefault)
 	}
+	s.prefaultAt = 0
 }
+
+// prefaultStride is how far the write position moves between two reports
+// to the prefaulter: at most a quarter of its window, the step at which
+// the prefaulter itself requeues, so reporting less often never lets it
+// fall behind by more than that; but not every append, which with
+// thousands of partitions would touch one more cold cache line each.
+func (s *Segment) prefaultStride() int64 { return min(s.cfg.Prefault/4, 16<<10) }
 
 func (s *Segment) stopPrefault() error {
 	if s.prefaulter == nil {

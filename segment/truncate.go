@@ -47,6 +47,7 @@ func (s *Segment) TruncateTo(offset int64, now time.Time) (int64, error) {
 		return 0, err
 	}
 	s.noteIndexes()
+	s.prefaultAt = 0 // the position went back: the prefaulter must hear of it
 	if p < oldSize {
 		s.nextOffset = offset
 	}
