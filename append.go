@@ -200,8 +200,15 @@ func (l *Log) AppendAsCoordinator(records []byte, leaderEpoch int32) (AppendInfo
 // appendAssigned and appendKept fill *info (the API returns it by value;
 // inside, it is written once, in place).
 func (l *Log) appendAssigned(records []byte, leaderEpoch int32, origin Origin, info *AppendInfo) error {
+	// No defer: the locked part is a function of its own, so the unlock
+	// costs a call's return rather than a deferred call per append.
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
+	err := l.appendAssignedLocked(records, leaderEpoch, origin, info)
+	l.appendMu.Unlock()
+	return err
+}
+
+func (l *Log) appendAssignedLocked(records []byte, leaderEpoch int32, origin Origin, info *AppendInfo) error {
 	if err := l.checkWritable(); err != nil {
 		return err
 	}
@@ -253,7 +260,12 @@ func (l *Log) AppendAsMirror(records []byte) (AppendInfo, error) {
 
 func (l *Log) appendKept(records []byte, origin Origin, info *AppendInfo) error {
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
+	err := l.appendKeptLocked(records, origin, info)
+	l.appendMu.Unlock()
+	return err
+}
+
+func (l *Log) appendKeptLocked(records []byte, origin Origin, info *AppendInfo) error {
 	if err := l.checkWritable(); err != nil {
 		return err
 	}
