@@ -46,6 +46,7 @@ type stagedOp struct {
 	timestamp        int64 // opMarker: marker record timestamp
 	meta             BatchMetadata
 	stored           *entry // the stored entry seen by Validate, nil if none or wiped by a barrier
+	shard            *shard // pid's stripe (data, marker and touch ops)
 }
 
 // accumulator is the per-producer state of one append. Validation reads
@@ -55,6 +56,7 @@ type stagedOp struct {
 // copies an entry.
 type accumulator struct {
 	pid       int64
+	shard     *shard // pid's stripe
 	stored    *entry // stored entry, nil if none
 	pending   int32  // index in ops of the one op not yet applied to a copy, -1 if none
 	present   bool   // the producer has an entry (stored or created earlier in this append)
@@ -173,13 +175,14 @@ func (a *Append) accumulatorFor(pid int64) (idx int, created bool) {
 	}
 	acc := &a.accs[idx]
 	var stored *entry
+	sh := a.m.shardFor(pid)
 	if !a.afterBarrier {
 		// Appends are serialised with every mutation (package doc,
 		// invariant 1), so the map is read here without the shard lock:
 		// only readers can run concurrently, and they only read.
-		stored = a.m.shardFor(pid).producers[pid]
+		stored = sh.producers[pid]
 	}
-	acc.pid, acc.stored, acc.pending, acc.copied = pid, stored, -1, false
+	acc.pid, acc.shard, acc.stored, acc.pending, acc.copied = pid, sh, stored, -1, false
 	if stored != nil {
 		acc.present, acc.origEpoch = true, stored.epoch
 	} else {
@@ -314,7 +317,7 @@ func (a *Append) validateData(h *batch.BatchHeader, baseOffset int64) error {
 	op.epoch, op.coordinatorEpoch, op.pid, op.offset, op.timestamp = epoch, 0, pid, baseOffset, 0
 	op.meta.LastSequence, op.meta.OffsetDelta = lastSeq, h.LastOffsetDelta
 	op.meta.LastOffset, op.meta.Timestamp = baseOffset+int64(h.LastOffsetDelta), h.MaxTimestamp
-	op.stored = acc.stored
+	op.stored, op.shard = acc.stored, acc.shard
 	a.staged(acc)
 	return nil
 }
@@ -498,6 +501,17 @@ func (m *Manager) Commit(a *Append) {
 		m.mapEndOffset.Store(a.lastOffset + 1)
 		return
 	}
+	if op := &a.ops[0]; len(a.ops) == 1 && op.kind == opData && op.stored != nil && !op.startsTxn {
+		// One data batch of a known producer outside a transaction (a
+		// produce request's usual shape): only that entry changes, under
+		// its shard lock, which every reader of entries takes; no count,
+		// transaction or barrier changes, so the state lock is not needed.
+		op.shard.mu.Lock()
+		applyOp(op.stored, op)
+		op.shard.mu.Unlock()
+		m.mapEndOffset.Store(a.lastOffset + 1)
+		return
+	}
 	m.mu.Lock()
 	for i := range a.ops {
 		op := &a.ops[i]
@@ -508,7 +522,10 @@ func (m *Manager) Commit(a *Append) {
 		case opMarker:
 			m.completeLocked(a, op)
 		}
-		s := m.shardFor(op.pid)
+		s := op.shard
+		if s == nil {
+			s = m.shardFor(op.pid)
+		}
 		s.mu.Lock()
 		e := op.stored
 		if e == nil {

@@ -143,6 +143,14 @@ func (e *entry) applyMarker(epoch int16, coordinatorEpoch int32, timestamp int64
 
 // findDuplicate returns the cached batch with exactly these sequences.
 func (e *entry) findDuplicate(firstSeq, lastSeq int32) (BatchMetadata, bool) {
+	// A duplicate has lastSeq as its last sequence: one compare per slot,
+	// valid or not, rules out the common case (a new sequence) without
+	// walking the ring; a stale slot can only send it to the walk.
+	bs := &e.batches
+	if bs[0].LastSequence != lastSeq && bs[1].LastSequence != lastSeq && bs[2].LastSequence != lastSeq &&
+		bs[3].LastSequence != lastSeq && bs[4].LastSequence != lastSeq {
+		return BatchMetadata{}, false
+	}
 	// Oldest first, as Kafka looks; the ring walked without at().
 	j := int(e.head)
 	for range int(e.n) {

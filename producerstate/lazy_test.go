@@ -48,6 +48,12 @@ func TestCachedBatchesRing(t *testing.T) {
 	if e := mustEntry(t, m, 7); e.NumBatches != 1 || e.Batches[0].LastSequence != 0 || e.ProducerEpoch != 1 {
 		t.Fatalf("after the epoch bump: %+v", e)
 	}
+	// The old epoch's batches are still in the ring's slots but not
+	// cached: a batch of the new epoch with one of their sequence ranges
+	// is out of order, not a duplicate.
+	if _, _, err := appendAt(t, m, Client, l.next, data(7, 1, 24, 2)); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("new-epoch batch with a stale slot's sequences: %v", err)
+	}
 }
 
 // TestSameProducerTwiceInOneAppend: the second batch of a producer in one
@@ -106,5 +112,58 @@ func TestCommitWithoutProducersTakesNoLock(t *testing.T) {
 	m.mu.Unlock()
 	if got := m.MapEndOffset(); got != 13 {
 		t.Fatalf("MEO %d, want 13", got)
+	}
+}
+
+// TestCommitOneBatchTakesOnlyTheShardLock: one data batch of a known
+// producer outside a transaction commits under its shard lock alone (it
+// completes while the state lock is held), and readers see the entry.
+func TestCommitOneBatchTakesOnlyTheShardLock(t *testing.T) {
+	m := New(Config{})
+	l := newLog(t, m)
+	l.must(Client, data(5, 0, 0, 2))
+	var a Append
+	m.Begin(&a, Client, 0)
+	if err := m.Validate(&a, build(t, data(5, 0, 2, 3)), l.next); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	done := make(chan struct{})
+	go func() { m.Commit(&a); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Commit of one batch of a known producer waited for the state lock")
+	}
+	m.mu.Unlock()
+	if e := mustEntry(t, m, 5); e.LastSequence != 4 || e.NumBatches != 2 || e.LastOffset != l.next+2 {
+		t.Fatalf("entry after the commit: %+v", e)
+	}
+	if ps := m.Producers(); len(ps) != 1 || ps[0].LastSequence != 4 {
+		t.Fatalf("Producers: %+v", ps)
+	}
+	if got := m.MapEndOffset(); got != l.next+3 {
+		t.Fatalf("MEO %d, want %d", got, l.next+3)
+	}
+	// A new producer, or a transaction's first batch, takes the state lock.
+	for _, s := range []bspec{data(6, 0, 0, 1), txnData(5, 0, 5, 1)} {
+		var b Append
+		m.Begin(&b, Client, 0)
+		if err := m.Validate(&b, build(t, s), l.next+3); err != nil {
+			t.Fatal(err)
+		}
+		m.mu.Lock()
+		done := make(chan struct{})
+		go func() { m.Commit(&b); close(done) }()
+		select {
+		case <-done:
+			t.Fatalf("Commit of %+v did not wait for the state lock", s)
+		case <-time.After(50 * time.Millisecond):
+		}
+		m.mu.Unlock()
+		<-done
+	}
+	if m.Len() != 2 || len(m.OngoingTransactions()) != 1 {
+		t.Fatalf("%d producers, %d open transactions", m.Len(), len(m.OngoingTransactions()))
 	}
 }

@@ -181,9 +181,12 @@ func (m *Manager) Producers() []Entry {
 	m.mu.Lock()
 	out := make([]Entry, 0, m.count)
 	for i := range m.shards {
-		for _, e := range m.shards[i].producers {
+		s := &m.shards[i]
+		s.mu.Lock() // an append of one batch changes an entry under it alone
+		for _, e := range s.producers {
 			out = append(out, e.export())
 		}
+		s.mu.Unlock()
 	}
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b Entry) int { return cmp64(a.ProducerID, b.ProducerID) })

@@ -31,10 +31,13 @@ func (m *Manager) snapshotEntriesLocked() []snapshot.Entry {
 	fill := func(from, to int) {
 		for s := from; s < to; s++ {
 			i := starts[s]
-			for _, e := range m.shards[s].producers {
+			sh := &m.shards[s]
+			sh.mu.Lock() // an append of one batch changes an entry under it alone
+			for _, e := range sh.producers {
 				exportSnapshotEntry(&out[i], e)
 				i++
 			}
+			sh.mu.Unlock()
 		}
 	}
 	if len(out) < parallelSnapshotEntries || len(m.shards) < 2 {
@@ -143,7 +146,9 @@ func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, now
 // above the last snapshot offset (§5.2: "a snapshot is written only if
 // MEO > lastSnapOffset"); otherwise it writes nothing. On success the
 // last snapshot offset becomes MEO. It must not run concurrently with
-// another TakeSnapshot or a load of the same Manager.
+// another TakeSnapshot, a load or an append of the same Manager (the
+// entries and the MEO it names the file by must describe the same
+// batches; see the package doc, Locking).
 func (m *Manager) TakeSnapshot(dir string) error {
 	m.mu.Lock()
 	offset := m.mapEndOffset.Load()
