@@ -1,6 +1,7 @@
 package partlog
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"github.com/partlog/partlog/batch"
@@ -56,5 +57,53 @@ func TestReadDoesNotAllocate(t *testing.T) {
 		v.Release()
 	}); n != 0 {
 		t.Errorf("Read allocates %v times per call", n)
+	}
+}
+
+// TestIdempotentAppendDoesNotAllocate guards 0 allocs/op for leader
+// appends of idempotent producers: one batch of a known producer (the
+// commit under its shard lock alone), and two batches of one producer in
+// one append (the working copy).
+func TestIdempotentAppendDoesNotAllocate(t *testing.T) {
+	opts := smallOpts(t)
+	opts.SegmentBytes = 64 << 20
+	opts.MaxIndexBytes = 1 << 20
+	l, _ := openTestLog(t, opts)
+	const producers = 10
+	seqs := make([]int32, producers)
+	one := psData(t, 0, 0, 0, 2, false)
+	set := func(b []byte, pid int64, seq int32) {
+		binary.BigEndian.PutUint64(b[batch.OffProducerID:], uint64(pid))
+		binary.BigEndian.PutUint32(b[batch.OffBaseSequence:], uint32(seq))
+		binary.BigEndian.PutUint32(b[batch.OffCRC:], batch.Checksum(b[batch.OffAttributes:]))
+	}
+	next := 0
+	step := func() {
+		pid := next % producers
+		next++
+		set(one, int64(pid), seqs[pid])
+		if _, err := l.AppendAsLeader(one, 1); err != nil {
+			t.Fatal(err)
+		}
+		seqs[pid] += 2
+	}
+	for range 2 * producers {
+		step()
+	}
+	if n := testing.AllocsPerRun(1000, step); n != 0 {
+		t.Errorf("idempotent AppendAsLeader allocates %v times per call", n)
+	}
+	two := append(append([]byte(nil), one...), one...)
+	pair := func() {
+		set(two[:len(one)], 3, seqs[3])
+		set(two[len(one):], 3, seqs[3]+2)
+		if _, err := l.AppendAsLeader(two, 1); err != nil {
+			t.Fatal(err)
+		}
+		seqs[3] += 4
+	}
+	pair()
+	if n := testing.AllocsPerRun(1000, pair); n != 0 {
+		t.Errorf("AppendAsLeader of two batches of one producer allocates %v times per call", n)
 	}
 }

@@ -21,10 +21,42 @@ import "encoding/binary"
 //
 // Records are not parsed; see RecordIterator and CheckRecords for that.
 // Errors are *TornTailError or *CorruptionError with Position 0.
-func Check(b []byte) (View, error) { return checkAt(b, 0) }
+func Check(b []byte) (View, error) {
+	var h BatchHeader
+	return checkAt(b, 0, &h)
+}
 
-// checkAt is Check with positions reported relative to pos.
-func checkAt(b []byte, pos int64) (View, error) {
+// checkAt is Check with positions reported relative to pos; it leaves the
+// decoded header in h (valid when the error is nil). A well-formed batch
+// takes one pass: the header decoded, every framing and field rule in one
+// expression, the CRC. Anything else goes through checkSlow, which applies
+// the rules one by one in the documented order to name the first that
+// fails.
+func checkAt(b []byte, pos int64, h *BatchHeader) (View, error) {
+	if len(b) >= HeaderSize {
+		View(b).DecodeHeader(h)
+		size := int64(h.BatchLength) + LogOverhead
+		if size >= HeaderSize && size <= int64(len(b)) && h.Magic == MagicV2 && fieldsValid(h, size) {
+			v := View(b[:size:size])
+			if Checksum(v[OffAttributes:]) == h.CRC {
+				return v, nil
+			}
+		}
+	}
+	return checkSlow(b, pos, h)
+}
+
+// fieldsValid reports whether checkFields accepts h (same rules, no error).
+func fieldsValid(h *BatchHeader, size int64) bool {
+	c := h.Compression()
+	count, lod := int64(h.RecordsCount), int64(h.LastOffsetDelta)
+	return c.Valid() && count >= 0 && lod >= 0 && count <= lod+1 &&
+		(c != CompressionNone || count*minRecordSize <= size-HeaderSize) &&
+		h.ProducerEpoch >= NoProducerEpoch && h.BaseSequence >= NoSequence
+}
+
+// checkSlow is checkAt rule by rule, for a batch the fast path refused.
+func checkSlow(b []byte, pos int64, h *BatchHeader) (View, error) {
 	n, err := frameAt(b, pos)
 	if err != nil {
 		return nil, err
@@ -39,22 +71,24 @@ func checkAt(b []byte, pos int64) (View, error) {
 	if n < HeaderSize {
 		return nil, corruptf(pos, "batch size %d is smaller than the %d-byte header", n, HeaderSize)
 	}
-	if stored, computed := v.CRC(), v.ComputeCRC(); stored != computed {
-		return nil, corruptf(pos, "crc mismatch (stored %d, computed %d)", stored, computed)
+	v.DecodeHeader(h)
+	if computed := v.ComputeCRC(); h.CRC != computed {
+		return nil, corruptf(pos, "crc mismatch (stored %d, computed %d)", h.CRC, computed)
 	}
-	if err := checkFields(v, pos); err != nil {
+	if err := checkFields(h, len(v), pos); err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
 // checkFields applies the header sanity rules (step 5 of Check) to a batch
-// whose framing, magic and CRC are known to be good.
-func checkFields(v View, pos int64) error {
-	if c := v.Compression(); !c.Valid() {
+// of size bytes whose framing, magic and CRC are known to be good.
+func checkFields(h *BatchHeader, size int, pos int64) error {
+	c := h.Compression()
+	if !c.Valid() {
 		return corruptf(pos, "invalid compression codec id %d", int8(c))
 	}
-	count, lod := v.RecordsCount(), v.LastOffsetDelta()
+	count, lod := h.RecordsCount, h.LastOffsetDelta
 	if count < 0 {
 		return corruptf(pos, "invalid record count %d", count)
 	}
@@ -64,13 +98,13 @@ func checkFields(v View, pos int64) error {
 	if int64(count) > int64(lod)+1 {
 		return corruptf(pos, "record count %d exceeds last offset delta %d + 1", count, lod)
 	}
-	if v.Compression() == CompressionNone && int64(count)*minRecordSize > int64(len(v)-HeaderSize) {
-		return corruptf(pos, "%d records cannot fit in a %d-byte records section", count, len(v)-HeaderSize)
+	if c == CompressionNone && int64(count)*minRecordSize > int64(size-HeaderSize) {
+		return corruptf(pos, "%d records cannot fit in a %d-byte records section", count, size-HeaderSize)
 	}
-	if e := v.ProducerEpoch(); e < NoProducerEpoch {
+	if e := h.ProducerEpoch; e < NoProducerEpoch {
 		return corruptf(pos, "invalid producer epoch %d", e)
 	}
-	if s := v.BaseSequence(); s < NoSequence {
+	if s := h.BaseSequence; s < NoSequence {
 		return corruptf(pos, "invalid base sequence %d", s)
 	}
 	return nil

@@ -78,6 +78,7 @@ func FuzzIterator(f *testing.F) {
 			if len(v) < HeaderSize || len(v) != v.Size() || v.Magic() != MagicV2 || v.CRC() != v.ComputeCRC() {
 				t.Fatalf("invalid batch at %d: len %d size %d magic %d", off, len(v), v.Size(), v.Magic())
 			}
+			headerMatchesView(t, it.Header(), v)
 			if &v[0] != &data[off] {
 				t.Fatalf("batch at %d does not alias the region", off)
 			}
@@ -263,6 +264,13 @@ func FuzzCheck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n, ferr := Frame(data)
 		v, err := Check(data)
+		// The one-pass fast path and the rule-by-rule path agree on
+		// every input: same View, same error.
+		var hs BatchHeader
+		vs, serr := checkSlow(data, 0, &hs)
+		if len(vs) != len(v) || (err == nil) != (serr == nil) || err != nil && err.Error() != serr.Error() {
+			t.Fatalf("checkAt: %d bytes, %v; checkSlow: %d bytes, %v", len(v), err, len(vs), serr)
+		}
 		if err != nil {
 			checkErrKind(t, err)
 			if v != nil {

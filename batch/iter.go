@@ -15,6 +15,7 @@ type Iterator struct {
 	pos    int   // start of the next batch in region
 	base   int64 // position of region[0] in the file or request
 	err    error
+	hdr    BatchHeader // the last batch's decoded header
 }
 
 // NewIterator returns an iterator over region, whose first byte sits at
@@ -29,7 +30,7 @@ func (it *Iterator) Next() (View, bool) {
 	if it.err != nil || it.pos >= len(it.region) {
 		return nil, false
 	}
-	v, err := checkAt(it.region[it.pos:], it.base+int64(it.pos))
+	v, err := checkAt(it.region[it.pos:], it.base+int64(it.pos), &it.hdr)
 	if err != nil {
 		it.err = err
 		return nil, false
@@ -37,6 +38,10 @@ func (it *Iterator) Next() (View, bool) {
 	it.pos += len(v)
 	return v, true
 }
+
+// Header returns the decoded header of the batch the last Next returned
+// (overwritten by the next call).
+func (it *Iterator) Header() *BatchHeader { return &it.hdr }
 
 // Err returns nil if the iteration ended exactly at the end of the region,
 // a *TornTailError if the region ends inside a batch or in zero padding,

@@ -141,6 +141,49 @@ func BenchmarkProducerAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkProducerAppendPaired is BenchmarkProducerAppend's goal as one
+// figure: the ~200-byte batches of 1 000 idempotent producers and the same
+// batches without a producer id, appended to two logs interleaved in
+// rounds of 1 000 appends per variant (so both see the same machine), and
+// the ratio of their times per append. Goal: idempotent/plain ≤ 1.15.
+func BenchmarkProducerAppendPaired(b *testing.B) {
+	const n = 1_000
+	var logs [2]*psmLog
+	for i, count := range []int{0, n} {
+		dir, err := os.MkdirTemp("", "partlog-bench-psm-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		logs[i] = newPSMLog(b, dir, count)
+		p := logs[i]
+		b.Cleanup(func() { _ = p.l.Close(); _ = os.RemoveAll(dir) })
+	}
+	warm(b, 2*int64(b.N)*int64(len(logs[0].ib)))
+	b.SetBytes(int64(len(logs[0].ib)))
+	b.ReportAllocs()
+	var spent [2]time.Duration
+	done := 0
+	b.ResetTimer()
+	for round := 0; done < b.N; round++ {
+		k := min(n, b.N-done)
+		for v := range 2 {
+			m := (round + v) % 2
+			p := logs[m]
+			start := time.Now()
+			for range k {
+				p.append(b)
+			}
+			spent[m] += time.Since(start)
+		}
+		done += k
+	}
+	b.StopTimer()
+	per := func(m int) float64 { return float64(spent[m].Nanoseconds()) / float64(done) }
+	b.ReportMetric(per(0), "plain-ns/op")
+	b.ReportMetric(per(1), "idempotent-ns/op")
+	b.ReportMetric(per(1)/per(0), "idempotent/plain")
+}
+
 // populatedManager returns a producer-state manager holding n producers
 // (one cached batch each), as after n idempotent appends.
 func populatedManager(b *testing.B, n int) *producerstate.Manager {

@@ -53,4 +53,38 @@ func TestZeroAllocSteadyState(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, step2); n != 0 {
 		t.Fatalf("%v allocations per multi-batch append, want 0", n)
 	}
+	// So is an append of batches without a producer id (nothing staged)
+	// and one with two batches of one producer (the working copy).
+	np := build(t, data(-1, -1, -1, 2))
+	step3 := func() {
+		m.Begin(&a, Client, 0)
+		if err := m.Validate(&a, np, off); err != nil {
+			t.Fatal(err)
+		}
+		m.Commit(&a)
+		off += 2
+	}
+	w := build(t, data(3, 0, 0, 1))
+	step4 := func() {
+		m.Begin(&a, Client, 0)
+		setPIDSeq(w, 3, seqs[3])
+		if err := m.Validate(&a, w, off); err != nil {
+			t.Fatal(err)
+		}
+		setPIDSeq(w, 3, seqs[3]+1)
+		if err := m.Validate(&a, w, off+1); err != nil {
+			t.Fatal(err)
+		}
+		m.Commit(&a)
+		seqs[3] += 2
+		off += 2
+	}
+	step3()
+	step4()
+	if n := testing.AllocsPerRun(1000, step3); n != 0 {
+		t.Fatalf("%v allocations per append without producers, want 0", n)
+	}
+	if n := testing.AllocsPerRun(1000, step4); n != 0 {
+		t.Fatalf("%v allocations per append of two batches of one producer, want 0", n)
+	}
 }

@@ -46,14 +46,56 @@ type stagedOp struct {
 	timestamp        int64 // opMarker: marker record timestamp
 	meta             BatchMetadata
 	stored           *entry // the stored entry seen by Validate, nil if none or wiped by a barrier
+	shard            *shard // pid's stripe (data, marker and touch ops)
 }
 
-// accumulator is the per-producer working copy of one append.
+// accumulator is the per-producer state of one append. Validation reads
+// the stored entry in place; a working copy (e) is made only when a
+// second batch of the producer in the same append needs the effect of the
+// first (copied), so the common append of one batch per producer never
+// copies an entry.
 type accumulator struct {
-	e         entry
-	present   bool   // the producer has an entry (stored or created earlier in this append)
-	origEpoch int16  // epoch of the state the append started from ("S" of §2.5)
+	pid       int64
+	shard     *shard // pid's stripe
 	stored    *entry // stored entry, nil if none
+	pending   int32  // index in ops of the one op not yet applied to a copy, -1 if none
+	present   bool   // the producer has an entry (stored or created earlier in this append)
+	copied    bool   // e is the working state
+	origEpoch int16  // epoch of the state the append started from ("S" of §2.5)
+	e         entry
+}
+
+// noEntry is the state of a producer without an entry, for reading only.
+var noEntry = blankEntry(-1)
+
+// state returns the producer's state as the append has changed it so
+// far, for reading. The first batch of a producer reads the stored entry
+// (or the blank state); a later one gets a working copy with the staged
+// op applied.
+func (a *Append) state(acc *accumulator) *entry {
+	if acc.copied {
+		return &acc.e
+	}
+	if acc.pending < 0 {
+		if acc.stored != nil {
+			return acc.stored
+		}
+		return &noEntry
+	}
+	if acc.stored != nil {
+		acc.e = *acc.stored
+	} else {
+		acc.e = blankEntry(acc.pid)
+	}
+	applyOp(&acc.e, &a.ops[acc.pending])
+	acc.copied, acc.pending = true, -1
+	return &acc.e
+}
+
+// stage appends op, the effect of a validated batch of acc's producer.
+func (a *Append) stage(acc *accumulator, op *stagedOp) {
+	*a.newOp() = *op
+	a.staged(acc)
 }
 
 // linearAccumulators is how many producers one append tracks with a
@@ -117,27 +159,34 @@ func (a *Append) Barriers() []int64 { return a.barriers }
 func (a *Append) accumulatorFor(pid int64) (idx int, created bool) {
 	if len(a.accs) <= linearAccumulators {
 		for i := range a.accs {
-			if a.accs[i].e.producerID == pid {
+			if a.accs[i].pid == pid {
 				return i, false
 			}
 		}
 	} else if i, ok := a.accIndex[pid]; ok {
 		return int(i), false
 	}
-	a.accs = append(a.accs, accumulator{})
-	idx = len(a.accs) - 1
+	// Reuse a slot without zeroing its entry: e is only read once copied,
+	// and copying overwrites all of it.
+	if idx = len(a.accs); idx < cap(a.accs) {
+		a.accs = a.accs[:idx+1]
+	} else {
+		a.accs = append(a.accs, accumulator{})
+	}
 	acc := &a.accs[idx]
 	var stored *entry
+	sh := a.m.shardFor(pid)
 	if !a.afterBarrier {
 		// Appends are serialised with every mutation (package doc,
 		// invariant 1), so the map is read here without the shard lock:
 		// only readers can run concurrently, and they only read.
-		stored = a.m.shardFor(pid).producers[pid]
+		stored = sh.producers[pid]
 	}
+	acc.pid, acc.shard, acc.stored, acc.pending, acc.copied = pid, sh, stored, -1, false
 	if stored != nil {
-		acc.e, acc.present, acc.origEpoch, acc.stored = *stored, true, stored.epoch, stored
+		acc.present, acc.origEpoch = true, stored.epoch
 	} else {
-		acc.e, acc.origEpoch = blankEntry(pid), -1
+		acc.present, acc.origEpoch = false, -1
 	}
 	if len(a.accs) > linearAccumulators {
 		if a.accIndex == nil {
@@ -145,7 +194,7 @@ func (a *Append) accumulatorFor(pid int64) (idx int, created bool) {
 		}
 		if len(a.accIndex) == 0 {
 			for i := range a.accs {
-				a.accIndex[a.accs[i].e.producerID] = int32(i)
+				a.accIndex[a.accs[i].pid] = int32(i)
 			}
 		} else {
 			a.accIndex[pid] = int32(idx)
@@ -155,7 +204,7 @@ func (a *Append) accumulatorFor(pid int64) (idx int, created bool) {
 }
 
 func (a *Append) dropAccumulator(idx int) {
-	pid := a.accs[idx].e.producerID
+	pid := a.accs[idx].pid
 	a.accs = a.accs[:idx]
 	if len(a.accIndex) > 0 {
 		delete(a.accIndex, pid)
@@ -171,18 +220,29 @@ func (a *Append) dropAccumulator(idx int) {
 // error nothing is staged for the batch and the whole append is marked
 // failed: Commit then does nothing, and the caller writes nothing.
 func (m *Manager) Validate(a *Append, v batch.View, baseOffset int64) error {
+	var h batch.BatchHeader
+	v.DecodeHeader(&h)
+	return m.ValidateHeader(a, v, &h, baseOffset)
+}
+
+// ValidateHeader is Validate for a caller that has already decoded v's
+// header into h (a batch.Iterator's Header): the producer state reads the
+// fields from h, not again from the bytes.
+func (m *Manager) ValidateHeader(a *Append, v batch.View, h *batch.BatchHeader, baseOffset int64) error {
 	if a.m != m {
 		panic("partlog/producerstate: Validate on an Append begun by another Manager")
 	}
 	if a.failed || a.committed {
 		return fmt.Errorf("partlog/producerstate: Validate on a failed or committed append")
 	}
-	err := a.validate(v, baseOffset)
-	if err != nil {
+	if h.ProducerID < 0 && !h.IsControl() {
+		// §2.1: only PID > -1 touches producer state (R11); nothing is
+		// staged for the batch.
+	} else if err := a.validate(v, h, baseOffset); err != nil {
 		a.failed = true
 		return err
 	}
-	last := baseOffset + int64(v.LastOffsetDelta())
+	last := baseOffset + int64(h.LastOffsetDelta)
 	if !a.hasOffsets || last > a.lastOffset {
 		a.lastOffset = last
 	}
@@ -190,36 +250,30 @@ func (m *Manager) Validate(a *Append, v batch.View, baseOffset int64) error {
 	return nil
 }
 
-func (a *Append) validate(v batch.View, baseOffset int64) error {
-	if v.IsControl() {
+func (a *Append) validate(v batch.View, h *batch.BatchHeader, baseOffset int64) error {
+	if h.IsControl() {
 		if a.origin == Client {
-			return a.reject(ErrControlFromClient, v, baseOffset, nil, "clients may not append control batches")
+			return a.reject(ErrControlFromClient, h, baseOffset, nil, "clients may not append control batches")
 		}
-		return a.validateControl(v, baseOffset)
+		return a.validateControl(v, h, baseOffset)
 	}
-	pid := v.ProducerID()
-	if pid < 0 { // §2.1: only PID > -1 touches producer state (R11)
+	if h.ProducerID < 0 { // §2.1: only PID > -1 touches producer state (R11)
 		return nil
 	}
-	return a.validateData(v, baseOffset, pid)
+	return a.validateData(h, baseOffset)
 }
 
-func (a *Append) validateData(v batch.View, baseOffset, pid int64) error {
-	epoch := v.ProducerEpoch()
-	firstSeq := v.BaseSequence()
-	lastSeq := v.LastSequence()
+func (a *Append) validateData(h *batch.BatchHeader, baseOffset int64) error {
+	pid := h.ProducerID
+	epoch := h.ProducerEpoch
+	firstSeq := h.BaseSequence
+	lastSeq := h.LastSequence()
 	if a.origin == Client && firstSeq < 0 {
-		return a.reject(ErrInvalidSequence, v, baseOffset, nil, "idempotent batch without a base sequence")
+		return a.reject(ErrInvalidSequence, h, baseOffset, nil, "idempotent batch without a base sequence")
 	}
 	idx, created := a.accumulatorFor(pid)
 	acc := &a.accs[idx]
-	fail := func(sentinel error, detail string) error {
-		err := a.reject(sentinel, v, baseOffset, &acc.e, detail)
-		if created {
-			a.dropAccumulator(idx)
-		}
-		return err
-	}
+	cur := a.state(acc)
 
 	// §2.4 step 1: duplicate lookup (Client only) in the *stored* entry:
 	// same epoch, exact (firstSeq, lastSeq) of a cached batch.
@@ -234,51 +288,73 @@ func (a *Append) validateData(v batch.View, baseOffset, pid int64) error {
 		}
 	}
 	// §2.5 rule 1: epoch.
-	if epoch < acc.e.epoch && !a.origin.trusted() {
-		return fail(ErrInvalidProducerEpoch, "producer epoch is below the stored epoch")
+	if epoch < cur.epoch && !a.origin.trusted() {
+		return a.failData(ErrInvalidProducerEpoch, h, baseOffset, cur, idx, created, "producer epoch is below the stored epoch")
 	}
 	// §2.5 rule 2: sequence (Client only).
 	if a.origin == Client {
-		if epoch != acc.e.epoch {
-			if firstSeq != 0 && acc.e.epoch != -1 {
-				return fail(ErrOutOfOrderSequence, "first sequence of a new epoch must be 0")
+		if epoch != cur.epoch {
+			if firstSeq != 0 && cur.epoch != -1 {
+				return a.failData(ErrOutOfOrderSequence, h, baseOffset, cur, idx, created, "first sequence of a new epoch must be 0")
 			}
 		} else if acc.origEpoch != -1 {
-			prev := int64(acc.e.lastSeq())
+			prev := int64(cur.lastSeq())
 			if !(int64(firstSeq) == prev+1 || (firstSeq == 0 && prev == batch.MaxSequence)) {
-				return fail(ErrOutOfOrderSequence, "sequence does not follow the last one")
+				return a.failData(ErrOutOfOrderSequence, h, baseOffset, cur, idx, created, "sequence does not follow the last one")
 			}
 		}
 	}
 	// §2.5 rule 4: transaction state (every origin).
-	transactional := v.IsTransactional()
-	open := acc.e.txnFirstOffset >= 0
+	transactional := h.IsTransactional()
+	open := cur.txnFirstOffset >= 0
 	if open && !transactional {
-		return fail(ErrInvalidTxnState, "non-transactional batch while the producer has an open transaction")
+		return a.failData(ErrInvalidTxnState, h, baseOffset, cur, idx, created, "non-transactional batch while the producer has an open transaction")
 	}
-	op := stagedOp{
-		kind:      opData,
-		epoch:     epoch,
-		pid:       pid,
-		offset:    baseOffset,
-		startsTxn: transactional && !open,
-		meta: BatchMetadata{
-			LastSequence: lastSeq,
-			OffsetDelta:  v.LastOffsetDelta(),
-			LastOffset:   baseOffset + int64(v.LastOffsetDelta()),
-			Timestamp:    v.MaxTimestamp(),
-		},
-		stored: acc.stored,
-	}
-	applyOp(&acc.e, &op) // §2.5 rule 3 (record) and the txn start
-	acc.present = true
-	a.ops = append(a.ops, op)
+	// §2.5 rule 3 (record) and the txn start, staged in place (the op
+	// is written field by field into its slot, not built and copied).
+	op := a.newOp()
+	op.kind, op.aborted, op.startsTxn = opData, false, transactional && !open
+	op.epoch, op.coordinatorEpoch, op.pid, op.offset, op.timestamp = epoch, 0, pid, baseOffset, 0
+	op.meta.LastSequence, op.meta.OffsetDelta = lastSeq, h.LastOffsetDelta
+	op.meta.LastOffset, op.meta.Timestamp = baseOffset+int64(h.LastOffsetDelta), h.MaxTimestamp
+	op.stored, op.shard = acc.stored, acc.shard
+	a.staged(acc)
 	return nil
 }
 
-func (a *Append) validateControl(v batch.View, baseOffset int64) error {
-	pid := v.ProducerID()
-	if v.RecordsCount() <= 0 {
+// failData is validateData's rejection: the error, and the accumulator
+// dropped if this batch created it.
+func (a *Append) failData(sentinel error, h *batch.BatchHeader, baseOffset int64, cur *entry, idx int, created bool, detail string) error {
+	err := a.reject(sentinel, h, baseOffset, cur, detail)
+	if created {
+		a.dropAccumulator(idx)
+	}
+	return err
+}
+
+// newOp returns a new last slot of ops, to be filled in whole.
+func (a *Append) newOp() *stagedOp {
+	if n := len(a.ops); n < cap(a.ops) {
+		a.ops = a.ops[:n+1]
+	} else {
+		a.ops = append(a.ops, stagedOp{})
+	}
+	return &a.ops[len(a.ops)-1]
+}
+
+// staged records that the last op (just filled by newOp) is acc's.
+func (a *Append) staged(acc *accumulator) {
+	if acc.copied {
+		applyOp(&acc.e, &a.ops[len(a.ops)-1])
+	} else {
+		acc.pending = int32(len(a.ops) - 1)
+	}
+	acc.present = true
+}
+
+func (a *Append) validateControl(v batch.View, h *batch.BatchHeader, baseOffset int64) error {
+	pid := h.ProducerID
+	if h.RecordsCount <= 0 {
 		// §2.6 rule 0 / §6.8 R1: an empty control batch (all records
 		// compacted away) is neither a marker nor a barrier; with a PID it
 		// still yields a blank entry for an unknown producer (quirk).
@@ -288,6 +364,9 @@ func (a *Append) validateControl(v batch.View, baseOffset int64) error {
 		idx, _ := a.accumulatorFor(pid)
 		acc := &a.accs[idx]
 		if !acc.present {
+			// No effect on the entry's fields: nothing to apply to a
+			// working copy, and no pending op is replaced (an absent
+			// producer has none).
 			acc.present = true
 			a.ops = append(a.ops, stagedOp{kind: opTouch, pid: pid, offset: baseOffset, epoch: -1})
 		}
@@ -295,12 +374,12 @@ func (a *Append) validateControl(v batch.View, baseOffset int64) error {
 	}
 	data, err := v.RecordData(a.scratch, 1<<20)
 	if err != nil {
-		return a.corruptControl(v, baseOffset, err)
+		return a.corruptControl(h, baseOffset, err)
 	}
 	// Keep a grown decompression buffer for the next batch, but never
 	// the records of an uncompressed batch: those are the caller's bytes,
 	// which a later decompression into the scratch would overwrite.
-	if v.Compression() != batch.CompressionNone && cap(data) > cap(a.scratch) {
+	if h.Compression() != batch.CompressionNone && cap(data) > cap(a.scratch) {
 		a.scratch = data[:0]
 	}
 	it := batch.NewRecordIterator(v, data)
@@ -309,11 +388,11 @@ func (a *Append) validateControl(v batch.View, baseOffset int64) error {
 		if err == nil {
 			err = fmt.Errorf("no record")
 		}
-		return a.corruptControl(v, baseOffset, err)
+		return a.corruptControl(h, baseOffset, err)
 	}
 	_, typ, err := batch.ParseControlKey(a.record.Key)
 	if err != nil {
-		return a.corruptControl(v, baseOffset, err)
+		return a.corruptControl(h, baseOffset, err)
 	}
 	if typ == batch.ControlMirrorPidReset && !a.m.barriersDisabled {
 		// §6.8 R1: a barrier whatever its PID, epoch, sequence or flags.
@@ -330,29 +409,30 @@ func (a *Append) validateControl(v batch.View, baseOffset int64) error {
 		return nil
 	}
 	if typ != batch.ControlCommit && typ != batch.ControlAbort {
-		return a.reject(ErrUnknownControlType, v, baseOffset, nil, "control type "+typ.String()+" with a producer id")
+		return a.reject(ErrUnknownControlType, h, baseOffset, nil, "control type "+typ.String()+" with a producer id")
 	}
 	marker, err := batch.ParseEndTxnMarker(a.record.Value)
 	if err != nil {
-		return a.corruptControl(v, baseOffset, err)
+		return a.corruptControl(h, baseOffset, err)
 	}
-	epoch := v.ProducerEpoch()
+	epoch := h.ProducerEpoch
 	idx, created := a.accumulatorFor(pid)
 	acc := &a.accs[idx]
+	cur := a.state(acc)
 	fail := func(sentinel error, detail string) error {
-		err := a.reject(sentinel, v, baseOffset, &acc.e, detail)
+		err := a.reject(sentinel, h, baseOffset, cur, detail)
 		e := err.(*ProducerError)
-		e.CoordinatorEpoch, e.StoredCoordinatorEpoch = marker.CoordinatorEpoch, acc.e.coordinatorEpoch
+		e.CoordinatorEpoch, e.StoredCoordinatorEpoch = marker.CoordinatorEpoch, cur.coordinatorEpoch
 		if created {
 			a.dropAccumulator(idx)
 		}
 		return err
 	}
 	// §2.6 rule 2: producer epoch; rule 3: coordinator epoch.
-	if epoch < acc.e.epoch && !a.origin.trusted() {
+	if epoch < cur.epoch && !a.origin.trusted() {
 		return fail(ErrInvalidProducerEpoch, "marker producer epoch is below the stored epoch")
 	}
-	if marker.CoordinatorEpoch < acc.e.coordinatorEpoch && !a.origin.trusted() {
+	if marker.CoordinatorEpoch < cur.coordinatorEpoch && !a.origin.trusted() {
 		return fail(ErrTransactionCoordinatorFenced, "marker coordinator epoch is below the stored one")
 	}
 	op := stagedOp{
@@ -365,26 +445,24 @@ func (a *Append) validateControl(v batch.View, baseOffset int64) error {
 		timestamp:        a.record.Timestamp,
 		stored:           acc.stored,
 	}
-	applyOp(&acc.e, &op)
-	acc.present = true
-	a.ops = append(a.ops, op)
+	a.stage(acc, &op)
 	return nil
 }
 
-func (a *Append) corruptControl(v batch.View, baseOffset int64, cause error) error {
-	if v.ProducerID() < 0 {
+func (a *Append) corruptControl(h *batch.BatchHeader, baseOffset int64, cause error) error {
+	if h.ProducerID < 0 {
 		// Kafka ignores control batches without a producer id; one whose
 		// first record cannot be read is not a barrier (R1) either.
 		return nil
 	}
 	return &ProducerError{Err: fmt.Errorf("%w: %w", ErrUnknownControlType, cause), Origin: a.origin, Offset: baseOffset,
-		ProducerID: v.ProducerID(), ProducerEpoch: v.ProducerEpoch(), FirstSequence: -1, LastSequence: -1,
+		ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, FirstSequence: -1, LastSequence: -1,
 		StoredEpoch: -1, StoredLastSequence: -1, Detail: "unreadable control record"}
 }
 
-func (a *Append) reject(sentinel error, v batch.View, baseOffset int64, stored *entry, detail string) error {
-	e := &ProducerError{Err: sentinel, Origin: a.origin, Offset: baseOffset, ProducerID: v.ProducerID(),
-		ProducerEpoch: v.ProducerEpoch(), FirstSequence: v.BaseSequence(), LastSequence: v.LastSequence(),
+func (a *Append) reject(sentinel error, h *batch.BatchHeader, baseOffset int64, stored *entry, detail string) error {
+	e := &ProducerError{Err: sentinel, Origin: a.origin, Offset: baseOffset, ProducerID: h.ProducerID,
+		ProducerEpoch: h.ProducerEpoch, FirstSequence: h.BaseSequence, LastSequence: h.LastSequence(),
 		StoredEpoch: -1, StoredLastSequence: -1, CoordinatorEpoch: -1, StoredCoordinatorEpoch: -1, Detail: detail}
 	if stored != nil {
 		e.StoredEpoch, e.StoredLastSequence = stored.epoch, stored.lastSeq()
@@ -410,12 +488,30 @@ func applyOp(e *entry, op *stagedOp) {
 // in the log: producer entries, transaction starts, completed
 // transactions (with their LSO), barriers at their exact positions; then
 // MEO := last offset of the append + 1. It does nothing if a batch was
-// rejected or if no batch was validated.
+// rejected or if no batch was validated. An append that staged nothing
+// (no batch with a producer id) only moves the MEO, without the state
+// lock: no entry changes, so a reader holding the lock sees a consistent
+// state with either value.
 func (m *Manager) Commit(a *Append) {
 	if a.m != m || a.failed || a.committed || !a.hasOffsets {
 		return
 	}
 	a.committed = true
+	if len(a.ops) == 0 {
+		m.mapEndOffset.Store(a.lastOffset + 1)
+		return
+	}
+	if op := &a.ops[0]; len(a.ops) == 1 && op.kind == opData && op.stored != nil && !op.startsTxn {
+		// One data batch of a known producer outside a transaction (a
+		// produce request's usual shape): only that entry changes, under
+		// its shard lock, which every reader of entries takes; no count,
+		// transaction or barrier changes, so the state lock is not needed.
+		op.shard.mu.Lock()
+		applyOp(op.stored, op)
+		op.shard.mu.Unlock()
+		m.mapEndOffset.Store(a.lastOffset + 1)
+		return
+	}
 	m.mu.Lock()
 	for i := range a.ops {
 		op := &a.ops[i]
@@ -426,7 +522,10 @@ func (m *Manager) Commit(a *Append) {
 		case opMarker:
 			m.completeLocked(a, op)
 		}
-		s := m.shardFor(op.pid)
+		s := op.shard
+		if s == nil {
+			s = m.shardFor(op.pid)
+		}
 		s.mu.Lock()
 		e := op.stored
 		if e == nil {
@@ -446,7 +545,7 @@ func (m *Manager) Commit(a *Append) {
 			}
 		}
 	}
-	m.mapEndOffset = a.lastOffset + 1
+	m.mapEndOffset.Store(a.lastOffset + 1)
 	m.mu.Unlock()
 }
 

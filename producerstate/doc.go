@@ -77,10 +77,17 @@
 // entry. Each shard's mutex additionally guards its map and entries
 // against Producer(pid), the only reader that does not take Manager.mu.
 // Mutations hold Manager.mu and take one shard lock at a time
-// around each entry update; whole-state readers (Producers,
-// SnapshotEntries, LastStableOffset, …) hold Manager.mu and take no shard
-// lock. Lock order: the caller's append lock, then Manager.mu, then
-// at most one shard lock; never two shard locks at once.
+// around each entry update, with two exceptions that change no count,
+// transaction or barrier: the Commit of an append that staged nothing
+// (it only stores the MEO, an atomic) and of an append of one data batch
+// of a known producer outside a transaction (it updates that entry under
+// its shard lock alone). So readers of entries (Producers,
+// SnapshotEntries) hold Manager.mu and take each shard's lock while they
+// read that shard; readers of transactions and offsets (LastStableOffset,
+// …) hold Manager.mu only. A snapshot pairs the entries with the MEO, so
+// TakeSnapshot is serialised with appends by the caller (the log takes it
+// under its append lock). Lock order: the caller's append lock, then
+// Manager.mu, then at most one shard lock; never two shard locks at once.
 //
 // The shard count (DefaultShards = 16) is justified beside the constant:
 // one writer per partition cannot create contention that more stripes

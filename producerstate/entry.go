@@ -78,8 +78,11 @@ type entry struct {
 	txnFirstOffset   int64 // -1: no open transaction
 	coordinatorEpoch int32
 	epoch            int16
-	n                uint8 // cached batches in batches[:n], oldest first
-	batches          [MaxCachedBatches]BatchMetadata
+	// The cached batches are a ring: n of them, the oldest at
+	// batches[head], so adding one to a full cache overwrites the oldest
+	// instead of shifting the other four.
+	n, head uint8
+	batches [MaxCachedBatches]BatchMetadata
 }
 
 // blankEntry is the state of a brand-new producer (§1.1 last column).
@@ -87,18 +90,30 @@ func blankEntry(pid int64) entry {
 	return entry{producerID: pid, lastTimestamp: -1, txnFirstOffset: -1, coordinatorEpoch: -1, epoch: -1}
 }
 
+// at returns the i-th cached batch, oldest first (i < n).
+func (e *entry) at(i int) *BatchMetadata {
+	j := int(e.head) + i
+	if j >= MaxCachedBatches {
+		j -= MaxCachedBatches
+	}
+	return &e.batches[j]
+}
+
+// newest returns the newest cached batch; e.n must be > 0.
+func (e *entry) newest() *BatchMetadata { return e.at(int(e.n) - 1) }
+
 func (e *entry) lastSeq() int32 {
 	if e.n == 0 {
 		return -1
 	}
-	return e.batches[e.n-1].LastSequence
+	return e.newest().LastSequence
 }
 
 // setEpoch implements the epoch part of mutation rules 1.1-1 and 1.1-2:
 // a different epoch, higher or lower, empties the deque.
 func (e *entry) setEpoch(epoch int16) {
 	if e.epoch != epoch {
-		e.n = 0
+		e.n, e.head = 0, 0
 		e.epoch = epoch
 	}
 }
@@ -107,11 +122,14 @@ func (e *entry) setEpoch(epoch int16) {
 func (e *entry) addBatch(epoch int16, b BatchMetadata) {
 	e.setEpoch(epoch)
 	if e.n == MaxCachedBatches {
-		copy(e.batches[:], e.batches[1:])
-		e.n--
+		e.batches[e.head] = b // the oldest goes
+		if e.head++; e.head == MaxCachedBatches {
+			e.head = 0
+		}
+	} else {
+		*e.at(int(e.n)) = b
+		e.n++
 	}
-	e.batches[e.n] = b
-	e.n++
 	e.lastTimestamp = b.Timestamp
 }
 
@@ -125,11 +143,24 @@ func (e *entry) applyMarker(epoch int16, coordinatorEpoch int32, timestamp int64
 
 // findDuplicate returns the cached batch with exactly these sequences.
 func (e *entry) findDuplicate(firstSeq, lastSeq int32) (BatchMetadata, bool) {
-	for i := 0; i < int(e.n); i++ {
-		b := e.batches[i]
-		if b.LastSequence == lastSeq && b.FirstSequence() == firstSeq {
-			return b, true
+	// A duplicate has lastSeq as its last sequence: one compare per slot,
+	// valid or not, rules out the common case (a new sequence) without
+	// walking the ring; a stale slot can only send it to the walk.
+	bs := &e.batches
+	if bs[0].LastSequence != lastSeq && bs[1].LastSequence != lastSeq && bs[2].LastSequence != lastSeq &&
+		bs[3].LastSequence != lastSeq && bs[4].LastSequence != lastSeq {
+		return BatchMetadata{}, false
+	}
+	// Oldest first, as Kafka looks; the ring walked without at().
+	j := int(e.head)
+	for range int(e.n) {
+		if j >= MaxCachedBatches {
+			j = 0
 		}
+		if b := &e.batches[j]; b.LastSequence == lastSeq && b.FirstSequence() == firstSeq {
+			return *b, true
+		}
+		j++
 	}
 	return BatchMetadata{}, false
 }
@@ -143,14 +174,13 @@ func (e *entry) export() Entry {
 		LastTimestamp:         e.lastTimestamp,
 		CoordinatorEpoch:      e.coordinatorEpoch,
 		CurrentTxnFirstOffset: e.txnFirstOffset,
-		Batches:               e.batches,
 		NumBatches:            int(e.n),
 	}
-	for i := int(e.n); i < MaxCachedBatches; i++ {
-		x.Batches[i] = BatchMetadata{}
+	for i := range int(e.n) {
+		x.Batches[i] = *e.at(i)
 	}
 	if e.n > 0 {
-		last := e.batches[e.n-1]
+		last := e.newest()
 		x.LastSequence, x.LastOffset, x.OffsetDelta = last.LastSequence, last.LastOffset, last.OffsetDelta
 	}
 	return x

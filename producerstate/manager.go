@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // Origin says who produced an append; it selects the validation rules
@@ -97,16 +98,20 @@ type Manager struct {
 	// and need no shard lock. A plain Mutex rather than an RWMutex: the
 	// readers' critical sections are short or rare, and an RWMutex costs
 	// the appender two more atomic operations per append.
-	mu             sync.Mutex
-	count          int         // number of producer entries
-	ongoing        []txnRecord // open transactions, ascending firstOffset
-	unreplicated   []txnRecord // decided, marker not yet below the high watermark
-	mapEndOffset   int64       // MEO
-	lastSnapOffset int64       // offset of the last snapshot written or loaded
-	logStartOffset int64       // clamps the first unstable offset (§1.4)
-	barriers       []int64     // barrier offsets applied since creation/reset/load
-	orphanedTxns   int64       // open transactions dropped by barriers (R4 metric)
-	slab           []entry     // backing store of entries created by LoadSnapshot
+	mu           sync.Mutex
+	count        int         // number of producer entries
+	ongoing      []txnRecord // open transactions, ascending firstOffset
+	unreplicated []txnRecord // decided, marker not yet below the high watermark
+	// mapEndOffset is the MEO. It is written by mutations (serialised by
+	// the caller) under mu, except by the Commit of an append that staged
+	// nothing, which changes no entry and stores it without mu; readers
+	// load it.
+	mapEndOffset   atomic.Int64
+	lastSnapOffset int64   // offset of the last snapshot written or loaded
+	logStartOffset int64   // clamps the first unstable offset (§1.4)
+	barriers       []int64 // barrier offsets applied since creation/reset/load
+	orphanedTxns   int64   // open transactions dropped by barriers (R4 metric)
+	slab           []entry // backing store of entries created by LoadSnapshot
 
 	// barriersDisabled makes type-7 batches inert, as in Kafka without the
 	// mirroring fork. Test hook only (silent-corruption reproductions).
@@ -176,9 +181,12 @@ func (m *Manager) Producers() []Entry {
 	m.mu.Lock()
 	out := make([]Entry, 0, m.count)
 	for i := range m.shards {
-		for _, e := range m.shards[i].producers {
+		s := &m.shards[i]
+		s.mu.Lock() // an append of one batch changes an entry under it alone
+		for _, e := range s.producers {
 			out = append(out, e.export())
 		}
+		s.mu.Unlock()
 	}
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b Entry) int { return cmp64(a.ProducerID, b.ProducerID) })
@@ -195,16 +203,14 @@ func (m *Manager) Len() int {
 // MapEndOffset returns the MEO: the state reflects exactly the batches
 // with offset below it.
 func (m *Manager) MapEndOffset() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.mapEndOffset
+	return m.mapEndOffset.Load()
 }
 
 // SetMapEndOffset sets the MEO (a roll forces it to the new segment base;
 // a rebuild sets it to its target).
 func (m *Manager) SetMapEndOffset(o int64) {
 	m.mu.Lock()
-	m.mapEndOffset = o
+	m.mapEndOffset.Store(o)
 	m.mu.Unlock()
 }
 
@@ -287,7 +293,7 @@ func (m *Manager) OnLogStartOffsetIncremented(logStart int64) {
 	defer m.mu.Unlock()
 	m.logStartOffset = logStart
 	m.unreplicated = slices.DeleteFunc(m.unreplicated, func(t txnRecord) bool { return t.lastOffset < logStart })
-	m.mapEndOffset = max(m.mapEndOffset, logStart)
+	m.mapEndOffset.Store(max(m.mapEndOffset.Load(), logStart))
 }
 
 // OnHighWatermarkUpdated drops the decided transactions whose marker is
@@ -369,7 +375,7 @@ func (m *Manager) reset(offset int64) {
 	m.clearLocked()
 	m.unreplicated = m.unreplicated[:0]
 	m.barriers = nil
-	m.mapEndOffset = offset
+	m.mapEndOffset.Store(offset)
 	m.lastSnapOffset = offset
 }
 

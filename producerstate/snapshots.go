@@ -31,10 +31,13 @@ func (m *Manager) snapshotEntriesLocked() []snapshot.Entry {
 	fill := func(from, to int) {
 		for s := from; s < to; s++ {
 			i := starts[s]
-			for _, e := range m.shards[s].producers {
+			sh := &m.shards[s]
+			sh.mu.Lock() // an append of one batch changes an entry under it alone
+			for _, e := range sh.producers {
 				exportSnapshotEntry(&out[i], e)
 				i++
 			}
+			sh.mu.Unlock()
 		}
 	}
 	if len(out) < parallelSnapshotEntries || len(m.shards) < 2 {
@@ -63,7 +66,7 @@ func exportSnapshotEntry(x *snapshot.Entry, e *entry) {
 	x.CoordinatorEpoch = e.coordinatorEpoch
 	x.CurrentTxnFirstOffset = e.txnFirstOffset
 	if e.n > 0 {
-		b := &e.batches[e.n-1]
+		b := e.newest()
 		x.LastSequence, x.LastOffset, x.OffsetDelta = b.LastSequence, b.LastOffset, b.OffsetDelta
 	} else {
 		x.LastSequence, x.LastOffset, x.OffsetDelta = -1, -1, 0
@@ -86,7 +89,7 @@ func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, now
 	m.clearLocked()
 	m.unreplicated = m.unreplicated[:0]
 	m.barriers = nil
-	m.mapEndOffset = mapEndOffset
+	m.mapEndOffset.Store(mapEndOffset)
 	m.lastSnapOffset = mapEndOffset
 
 	// One backing array for all entries keeps a million-producer load to
@@ -143,10 +146,12 @@ func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, now
 // above the last snapshot offset (§5.2: "a snapshot is written only if
 // MEO > lastSnapOffset"); otherwise it writes nothing. On success the
 // last snapshot offset becomes MEO. It must not run concurrently with
-// another TakeSnapshot or a load of the same Manager.
+// another TakeSnapshot, a load or an append of the same Manager (the
+// entries and the MEO it names the file by must describe the same
+// batches; see the package doc, Locking).
 func (m *Manager) TakeSnapshot(dir string) error {
 	m.mu.Lock()
-	offset := m.mapEndOffset
+	offset := m.mapEndOffset.Load()
 	if offset <= m.lastSnapOffset {
 		m.mu.Unlock()
 		return nil

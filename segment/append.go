@@ -63,40 +63,34 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 	}
 	pos := s.size.Load()
 	end := pos + int64(len(src))
-	if c := s.log.Cap(); end > c {
-		return fmt.Errorf("%w: %d bytes at position %d of %d", ErrFull, len(src), pos, c)
-	}
+	f := s.log
 	// Room first, for the data and the index entries this append adds, so
 	// a full disk fails the append before anything is written. Stores
 	// reserve a step more (at most the prefault window), so that the
 	// prefaulter, which stops at the reserved end, stays ahead.
-	need := end
-	if s.prefaulter != nil && !st.Write {
-		need = min(end+min(s.cfg.Prefault, s.reserveStep), s.log.Cap())
-	}
-	if need > s.log.Size() {
-		if err := s.reserve(need); err != nil && end > s.log.Size() {
+	if end > f.Size()-s.reserveAhead(st) {
+		if err := s.makeRoom(end, st); err != nil {
 			return err
-		}
-		if s.prefaulter != nil {
-			s.prefaulter.Grew()
 		}
 	}
 	indexed := s.bytesSinceIndex > s.cfg.IndexIntervalBytes
 	if indexed {
-		if err := errors.Join(s.offsetIndex.EnsureRoom(), s.timeIndex.EnsureRoom()); err != nil {
+		if err := s.indexRoom(); err != nil {
 			return err
 		}
 	}
-	data := s.log.Bytes()
-	dst := data[pos:end]
-	*out = Appended{Position: pos, FirstOffset: -1, MaxTimestamp: batch.NoTimestamp}
+	dst := f.Bytes()[pos:end]
 	next := st.NextOffset
-	maxTs, offMaxTs := batch.NoTimestamp, int64(-1)
+	first, maxTs, offMaxTs := int64(-1), batch.NoTimestamp, int64(-1)
+	batches := 0
 	for p := 0; p < len(src); {
-		n := int(binary.BigEndian.Uint32(src[p+batch.OffBatchLength:])) + batch.LogOverhead
-		if n < batch.HeaderSize || n > len(src)-p {
-			return fmt.Errorf("partlog/segment: append of unvalidated bytes at %d", p)
+		b := src[p:]
+		if len(b) < batch.HeaderSize {
+			return errUnvalidated(p)
+		}
+		n := int(binary.BigEndian.Uint32(b[batch.OffBatchLength:])) + batch.LogOverhead
+		if n < batch.HeaderSize || n > len(b) {
+			return errUnvalidated(p)
 		}
 		var h batch.View
 		if st.Write {
@@ -104,34 +98,38 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 		} else {
 			h = batch.View(dst[p : p+batch.HeaderSize])
 		}
-		copy(h, src[p:p+batch.HeaderSize])
+		// A fixed-size copy: inline moves, no memmove call.
+		*(*[batch.HeaderSize]byte)(h) = [batch.HeaderSize]byte(b[:batch.HeaderSize])
 		if st.Assign {
 			h.SetBaseOffset(next)
 			h.SetPartitionLeaderEpoch(st.LeaderEpoch)
 		}
 		if st.Write {
-			if err := s.log.WriteAt(h, src[p+batch.HeaderSize:p+n], pos+int64(p)); err != nil {
+			if err := f.WriteAt(h, b[batch.HeaderSize:n], pos+int64(p)); err != nil {
 				return err
 			}
 		} else {
-			copy(dst[p+batch.HeaderSize:p+n], src[p+batch.HeaderSize:p+n])
+			copy(dst[p+batch.HeaderSize:p+n], b[batch.HeaderSize:n])
 		}
-		last := h.LastOffset()
-		if out.FirstOffset < 0 {
-			out.FirstOffset = h.BaseOffset()
+		base := h.BaseOffset()
+		last := base + int64(h.LastOffsetDelta())
+		if batches == 0 {
+			first = base
 		}
 		if ts := h.MaxTimestamp(); ts > maxTs {
 			maxTs, offMaxTs = ts, last
 		}
 		next = last + 1
-		out.Batches++
+		batches++
 		p += n
 	}
-	out.LastOffset = next - 1
-	out.MaxTimestamp, out.OffsetOfMaxTimestamp = maxTs, offMaxTs
-	if !index.CanConvertToRelative(s.base, out.LastOffset) || out.FirstOffset < s.base {
-		return fmt.Errorf("%w: offsets %d..%d in segment %d", ErrOffsetOverflow, out.FirstOffset, out.LastOffset, s.base)
+	last := next - 1
+	if !index.CanConvertToRelative(s.base, last) || first < s.base {
+		return fmt.Errorf("%w: offsets %d..%d in segment %d", ErrOffsetOverflow, first, last, s.base)
 	}
+	// Field by field, not a composite literal (see partlog's appendLocked).
+	out.Position, out.FirstOffset, out.LastOffset = pos, first, last
+	out.MaxTimestamp, out.OffsetOfMaxTimestamp, out.Batches = maxTs, offMaxTs, batches
 	if pos == 0 {
 		s.rollingTimestamp = maxTs
 	}
@@ -139,23 +137,72 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 		s.maxTimestamp, s.offsetOfMaxTimestamp = maxTs, offMaxTs
 	}
 	if indexed {
-		if err := s.offsetIndex.Append(out.LastOffset, int32(pos)); err != nil {
+		if err := s.appendIndexes(last, pos); err != nil {
 			return err
 		}
-		if _, err := s.timeIndex.MaybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp, false); err != nil {
-			return err
-		}
-		s.bytesSinceIndex = 0
 	}
 	s.bytesSinceIndex += int64(len(src))
-	s.nextOffset.Store(next)
+	s.nextOffset = next
 	s.size.Store(end)
-	if s.prefaulter != nil && !st.Write {
+	if s.prefaulter != nil && !st.Write && end >= s.prefaultAt {
 		// Only stores into the mapping gain from populated pages; for
 		// written appends they would be dirty zeros for the next flush.
 		s.prefaulter.Advance(end)
+		s.prefaultAt = end + s.prefaultStride()
 	}
 	return nil
+}
+
+// reserveAhead is how far past an append's end its stores want the
+// reservation to reach (see Append).
+func (s *Segment) reserveAhead(st Stamp) int64 {
+	if s.prefaulter != nil && !st.Write {
+		return min(s.cfg.Prefault, s.reserveStep)
+	}
+	return 0
+}
+
+// makeRoom reserves room for an append ending at end (cold path of
+// Append): ErrFull past the capacity, else the reservation grown.
+func (s *Segment) makeRoom(end int64, st Stamp) error {
+	f := s.log
+	if c := f.Cap(); end > c {
+		return fmt.Errorf("%w: %d bytes at position %d of %d", ErrFull, end-s.size.Load(), s.size.Load(), c)
+	}
+	need := min(end+s.reserveAhead(st), f.Cap())
+	if need > f.Size() {
+		if err := s.reserve(need); err != nil && end > f.Size() {
+			return err
+		}
+		if s.prefaulter != nil {
+			s.prefaulter.Grew()
+			s.prefaultAt = 0 // report at once: the window may have been cut short
+		}
+	}
+	return nil
+}
+
+// indexRoom reserves room for an offset and a time index entry.
+func (s *Segment) indexRoom() error {
+	return errors.Join(s.offsetIndex.EnsureRoom(), s.timeIndex.EnsureRoom())
+}
+
+// appendIndexes adds the index entries of an append at pos whose last
+// offset is last (Kafka's cadence, see Append).
+func (s *Segment) appendIndexes(last, pos int64) error {
+	if err := s.offsetIndex.Append(last, int32(pos)); err != nil {
+		return err
+	}
+	if _, err := s.timeIndex.MaybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp, false); err != nil {
+		return err
+	}
+	s.bytesSinceIndex = 0
+	s.noteIndexes()
+	return nil
+}
+
+func errUnvalidated(p int) error {
+	return fmt.Errorf("partlog/segment: append of unvalidated bytes at %d", p)
 }
 
 // AppendAbortedTxn records an aborted transaction in the segment's

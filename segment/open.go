@@ -89,6 +89,7 @@ func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, chec
 	}
 	s.size.Store(dataLen)
 	s.active = true
+	s.noteIndexes()
 	s.startPrefault()
 	return s, nil
 }
@@ -125,7 +126,7 @@ func (s *Segment) loadTail(dataLen int64) error {
 	}
 	it := batch.NewIterator(data[start:], start)
 	for v, ok := it.Next(); ok; v, ok = it.Next() {
-		s.nextOffset.Store(v.NextOffset())
+		s.nextOffset = v.NextOffset()
 		if ts := v.MaxTimestamp(); ts > s.maxTimestamp {
 			s.maxTimestamp, s.offsetOfMaxTimestamp = ts, v.LastOffset()
 		}
@@ -133,7 +134,7 @@ func (s *Segment) loadTail(dataLen int64) error {
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrNeedsRecovery, s.Path(LogSuffix), err)
 	}
-	if s.offsetIndex.Entries() > 0 && s.nextOffset.Load() <= last.Offset {
+	if s.offsetIndex.Entries() > 0 && s.nextOffset <= last.Offset {
 		return fmt.Errorf("%w: %s: last index entry %d beyond the data", ErrNeedsRecovery, s.Path(IndexSuffix), last.Offset)
 	}
 	return nil

@@ -109,43 +109,60 @@ var (
 // rewrites bytes a reader may hold: when readers are active it writes a
 // new file and leaves the old inode to them (truncate.go).
 type Segment struct {
-	dir  string
+	// The fields every append reads or writes come first, together: with
+	// thousands of partitions appended to in turn, an append's cost is
+	// mostly the cache lines it touches.
+
+	// size is the published logical size of the .log, written by the
+	// owner after the bytes are in place and read by anyone.
+	size atomic.Int64
 	base int64
-	cfg  Config
-
-	// size is the published logical size of the .log; nextOffset the
-	// offset after the last batch (base while empty). Both are written by
-	// the owner after the bytes are in place and read by anyone.
-	size       atomic.Int64
-	nextOffset atomic.Int64
-	// readers counts reader references taken through AcquireRange that
-	// are not yet released, on any mapping of this segment.
-	readers atomic.Int64
-
-	// mu guards the fields below: the current mapping and the lazily
-	// opened indexes of a sealed segment.
-	mu          sync.Mutex
-	log         *mmapfile.File // nil while a sealed segment is unmapped
-	offsetIndex *index.OffsetIndex
-	timeIndex   *index.TimeIndex
-	txnIndex    *index.TxnIndex
-	active      bool
-	closed      bool
-	onMap       func(*Segment, int64) // told when a sealed mapping is made
-	// synced remembers what the last Flush made durable, so a transaction
-	// index that did not change is not synced again. -1 forces a sync.
-	synced struct{ txnBytes int64 }
+	log  *mmapfile.File // guarded by mu; nil while a sealed segment is unmapped
+	// active and closed are guarded by mu (read without it by the owner).
+	active bool
+	closed bool
+	// indexesFull caches whether the offset or time index is full (the
+	// next append must roll). Entries grow only in Append and shrink only
+	// in TruncateTo, which recompute it (noteIndexes), so ShouldRoll reads
+	// one bool instead of four counters. Owner only.
+	indexesFull bool
+	// nextOffset is the offset after the last batch (base while empty).
+	// Owner only (readers are bounded by the log's published end, never
+	// by this), so an append stores it without an atomic exchange.
+	nextOffset int64
 
 	// Owner-only state (the log's append lock).
-	prefaulter           *mmapfile.Prefaulter
-	reserveStep          int64                  // next growth step of the .log
-	reservedAt           time.Time              // when the .log last grew
-	hdr                  [batch.HeaderSize]byte // stamped header for WriteAt
 	bytesSinceIndex      int64
 	maxTimestamp         int64 // largest timestamp appended, -1 if none
 	offsetOfMaxTimestamp int64
 	rollingTimestamp     int64 // max timestamp of the first batch, -1 if unknown
-	created              time.Time
+	prefaulter           *mmapfile.Prefaulter
+	// prefaultAt is the write position from which the next append tells
+	// the prefaulter where it is (see prefaultStride).
+	prefaultAt  int64
+	reserveStep int64 // next growth step of the .log
+	cfg         Config
+
+	reservedAt time.Time              // when the .log last grew
+	hdr        [batch.HeaderSize]byte // stamped header for WriteAt
+	created    time.Time
+	dir        string
+
+	// readers counts reader references taken through AcquireRange that
+	// are not yet released, on any mapping of this segment (written by
+	// readers: kept off the append's lines).
+	readers atomic.Int64
+
+	// mu guards log, active and closed above, and the lazily opened
+	// indexes of a sealed segment.
+	mu          sync.Mutex
+	offsetIndex *index.OffsetIndex
+	timeIndex   *index.TimeIndex
+	txnIndex    *index.TxnIndex
+	onMap       func(*Segment, int64) // told when a sealed mapping is made
+	// synced remembers what the last Flush made durable, so a transaction
+	// index that did not change is not synced again. -1 forces a sync.
+	synced struct{ txnBytes int64 }
 }
 
 // BaseOffset is the segment's base offset.
@@ -156,12 +173,12 @@ func (s *Segment) Size() int64 { return s.size.Load() }
 
 // NextOffset is the offset after the last batch of the segment (its base
 // offset while it is empty). For a sealed segment loaded lazily it is
-// known only once SetNextOffset or a scan has set it.
-func (s *Segment) NextOffset() int64 { return s.nextOffset.Load() }
+// known only once SetNextOffset or a scan has set it. Owner only.
+func (s *Segment) NextOffset() int64 { return s.nextOffset }
 
 // SetNextOffset records the next offset of a sealed segment known from
-// the following segment's base offset.
-func (s *Segment) SetNextOffset(o int64) { s.nextOffset.Store(o) }
+// the following segment's base offset. Owner only.
+func (s *Segment) SetNextOffset(o int64) { s.nextOffset = o }
 
 // IsEmpty reports whether the segment holds no bytes.
 func (s *Segment) IsEmpty() bool { return s.size.Load() == 0 }
@@ -233,8 +250,14 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 		return nil, err
 	}
 	s.active = true
+	s.noteIndexes()
 	s.startPrefault()
 	return s, nil
+}
+
+// noteIndexes recomputes indexesFull. Owner only, on an active segment.
+func (s *Segment) noteIndexes() {
+	s.indexesFull = s.offsetIndex != nil && s.offsetIndex.IsFull() || s.timeIndex != nil && s.timeIndex.IsFull()
 }
 
 // removeFiles removes the segment's four files where they exist.
@@ -271,7 +294,7 @@ func newSegment(dir string, base int64, cfg Config, now time.Time) *Segment {
 	s := &Segment{dir: dir, base: base, cfg: cfg, maxTimestamp: batch.NoTimestamp,
 		offsetOfMaxTimestamp: base, rollingTimestamp: batch.NoTimestamp, created: now}
 	s.synced.txnBytes = -1
-	s.nextOffset.Store(base)
+	s.nextOffset = base
 	return s
 }
 
@@ -367,7 +390,15 @@ func (s *Segment) startPrefault() {
 		}
 		s.prefaulter = pool.NewPrefaulter(s.log, s.cfg.Prefault)
 	}
+	s.prefaultAt = 0
 }
+
+// prefaultStride is how far the write position moves between two reports
+// to the prefaulter: at most a quarter of its window, the step at which
+// the prefaulter itself requeues, so reporting less often never lets it
+// fall behind by more than that; but not every append, which with
+// thousands of partitions would touch one more cold cache line each.
+func (s *Segment) prefaultStride() int64 { return min(s.cfg.Prefault/4, 16<<10) }
 
 func (s *Segment) stopPrefault() error {
 	if s.prefaulter == nil {
@@ -637,16 +668,9 @@ func (s *Segment) Delete() error {
 // now is called only when the rule needs the wall clock.
 func (s *Segment) ShouldRoll(size int64, lastOffset, maxTimestamp int64, segmentMs, jitterMs int64, now func() time.Time) bool {
 	cur := s.size.Load()
-	if cur > s.cfg.SegmentBytes-size {
-		return true
-	}
-	if lastOffset-s.base > math.MaxInt32 || lastOffset < s.base {
-		return true
-	}
-	// Owner only: the index pointers change only in owner methods, so
-	// reading them needs no lock (and must not wait for a Flush holding
-	// it through an fsync).
-	if s.offsetIndex != nil && s.offsetIndex.IsFull() || s.timeIndex != nil && s.timeIndex.IsFull() {
+	// One unsigned compare covers lastOffset < base and a relative offset
+	// beyond int32.
+	if cur > s.cfg.SegmentBytes-size || uint64(lastOffset-s.base) > math.MaxInt32 || s.indexesFull {
 		return true
 	}
 	if segmentMs > 0 && cur > 0 {

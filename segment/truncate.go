@@ -46,11 +46,13 @@ func (s *Segment) TruncateTo(offset int64, now time.Time) (int64, error) {
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
+	s.noteIndexes()
+	s.prefaultAt = 0 // the position went back: the prefaulter must hear of it
 	if p < oldSize {
-		s.nextOffset.Store(offset)
+		s.nextOffset = offset
 	}
 	if p == 0 {
-		s.nextOffset.Store(s.base)
+		s.nextOffset = s.base
 		s.rollingTimestamp = batch.NoTimestamp
 		s.created = now
 	}
