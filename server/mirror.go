@@ -1019,11 +1019,15 @@ func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart
 		setErr(err.Error())
 		return false
 	}
-	if len(recs) > 0 {
-		_, err := p.mirror.AppendMirror(mp.session, recs)
+	// One append takes at most a segment (the Log refuses more): a fetch
+	// brings up to 4 MiB, a topic's segment.bytes can be 1 MiB.
+	for rest := recs; len(rest) > 0; {
+		var chunk []byte
+		chunk, rest = batchesUpTo(rest, p.segmentBytes)
+		_, err := p.mirror.AppendMirror(mp.session, chunk)
 		if errors.Is(err, mirror.ErrEpochFenced) {
 			// The local epoch was raised above the batch's: same bytes again.
-			_, err = p.mirror.AppendMirror(mp.session, recs)
+			_, err = p.mirror.AppendMirror(mp.session, chunk)
 		}
 		s.followMirrorEpoch(p)
 		if err != nil {
@@ -1038,9 +1042,9 @@ func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart
 			}
 			return false
 		}
-		if s.cfg.Fsync {
-			s.flushLater(p)
-		}
+	}
+	if len(recs) > 0 && s.cfg.Fsync {
+		s.flushLater(p)
 	}
 	if rp.LogStartOffset > p.log.LogStartOffset() && rp.LogStartOffset <= p.log.LogEndOffset() {
 		if err := p.mirror.AdvanceLogStart(mp.session, rp.LogStartOffset); err != nil {
@@ -1149,6 +1153,27 @@ func (s *Server) mirrorOutOfRange(ctx context.Context, l *mirrorLink, mp *mirror
 		}
 	}
 	return nil
+}
+
+// batchesUpTo splits whole batches b into a prefix of at most limit
+// bytes (at least one batch, whatever its size) and the rest. Bytes that
+// do not frame go whole into the prefix (the append refuses them).
+func batchesUpTo(b []byte, limit int64) (head, rest []byte) {
+	end := 0
+	for end < len(b) {
+		n, err := batch.Frame(b[end:])
+		if err != nil {
+			if end == 0 {
+				return b, nil
+			}
+			break
+		}
+		if end > 0 && int64(end+n) > limit {
+			break
+		}
+		end += n
+	}
+	return b[:end], b[end:]
 }
 
 // wholeBatchesFrom returns the prefix of fetched bytes made of whole
