@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/mirror"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -95,5 +98,84 @@ func TestBatchesUpTo(t *testing.T) {
 		if len(head) != c.head || len(head)+len(rest) != len(c.in) {
 			t.Errorf("%s: head %d rest %d, want head %d of %d", c.name, len(head), len(rest), c.head, len(c.in))
 		}
+	}
+}
+
+// controlBatches counts the control batches of a partition's log.
+func controlBatches(t *testing.T, ts *testServer, topic string) int {
+	t.Helper()
+	l := logOf(t, ts, topic, 0)
+	v, err := l.Read(l.LogStartOffset(), 64<<20, l.LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	n := 0
+	for b := v.Records; len(b) > 0; {
+		size, err := batch.Frame(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if batch.View(b[:size]).IsControl() {
+			n++
+		}
+		b = b[size:]
+	}
+	return n
+}
+
+// TestMirrorPreparedTransactionMarkersOnce: a local transaction is
+// prepared over a writable partition and one that mirrors (how it stays
+// so: the window between a start's end of local transactions and the
+// partition becoming read-only, or a restart, see
+// TestMirrorOpenWithTransactionPreparedOnMirroredPartition). The
+// housekeeping retry wrote the marker of the writable partition again at
+// every tick (one control batch a second for as long as the other one
+// mirrors), since a failed completion kept every partition pending. Each
+// partition must get one marker.
+func TestMirrorPreparedTransactionMarkersOnce(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{Tick: time.Hour})
+	ra, rb := dial(t, a.addr), dial(t, b.addr)
+	createTopic(t, ra, "pm2", 1)
+	produceOK(t, ra, "pm2", 0, records(t, 2, -1, 0, 0, false, 10))
+	createTopic(t, rb, "lx", 1)
+	id := "local2"
+	p := initPID(t, rb, &id, 60000)
+	if c := addPartition(t, rb, id, p.ProducerID, p.ProducerEpoch, "lx", 0); c != 0 {
+		t.Fatalf("AddPartitionsToTxn: %d", c)
+	}
+	roundTrip[*kmsg.ProduceResponse](rb, produceReq("lx", 0, -1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"pm2"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, b, a, "pm2", 0)
+	if err := b.meta.update(func(st *metaState) {
+		tx := st.Transactions[id]
+		tx.State = txnPrepareCommit
+		tx.Partitions = []partlog.TopicPartition{{Topic: "lx", Partition: 0}, {Topic: "pm2", Partition: 0}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		b.txns.retryPrepared()
+	}
+	if n := controlBatches(t, b, "lx"); n != 1 {
+		t.Fatalf("lx-0 has %d markers after 3 retries while pm2-0 mirrors, want 1", n)
+	}
+	if _, err := b.StopMirror(context.Background(), MirrorStopRequest{Topics: []string{"pm2"}}); err != nil {
+		t.Fatal(err)
+	}
+	b.txns.retryPrepared()
+	var state string
+	b.meta.view(func(st *metaState) { state = st.Transactions[id].State })
+	if state != txnCompleteCommit {
+		t.Fatalf("after the stop the transaction is %s", state)
+	}
+	if n := controlBatches(t, b, "lx"); n != 1 {
+		t.Fatalf("lx-0 has %d markers, want 1", n)
+	}
+	if n := controlBatches(t, b, "pm2"); n != 2 { // the barrier and the COMMIT
+		t.Fatalf("pm2-0 has %d control batches, want 2 (barrier, marker)", n)
 	}
 }
