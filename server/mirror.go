@@ -354,6 +354,14 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 				errs = append(errs, fmt.Errorf("%s: %w", tp, kerr.ErrorForCode(code)))
 				continue
 			}
+			// Already mirroring in this link (a start run again, to pick
+			// up the partitions a first one could not start): nothing to
+			// do, and not an error.
+			if c := p.mirror.Checkpoint(); c.MirrorName == name && c.SourceClusterID == srcCluster &&
+				(c.State == mirror.StateMirroring || c.State == mirror.StateEpochFencing) {
+				started = append(started, tp)
+				continue
+			}
 			sreq := mirror.StartRequest{MirrorName: name, SourceClusterID: srcCluster, TopicID: mirror.TopicID(src.id),
 				Partition: sp.Partition, SourceLeaderEpoch: sp.LeaderEpoch}
 			if req.SourceAdmin != "" {

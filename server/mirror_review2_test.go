@@ -179,3 +179,30 @@ func TestMirrorPreparedTransactionMarkersOnce(t *testing.T) {
 		t.Fatalf("pm2-0 has %d control batches, want 2 (barrier, marker)", n)
 	}
 }
+
+// TestMirrorStartAgainIsNoError: a start run again over partitions that
+// already mirror in the link (the way to pick up the partitions a first
+// start could not start, or a FAILED one) answered each of them "state
+// transition not allowed", so the CLI exited 4 although every partition
+// mirrors. They are left alone and reported as mirroring.
+func TestMirrorStartAgainIsNoError(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{})
+	ra := dial(t, a.addr)
+	createTopic(t, ra, "again", 2)
+	produceOK(t, ra, "again", 0, records(t, 2, -1, 0, 0, false, 10))
+	req := MirrorStartRequest{Source: a.addr, Topics: []string{"again"}}
+	if _, err := b.StartMirror(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, b, a, "again", 0)
+	st, err := b.StartMirror(context.Background(), req)
+	if err != nil {
+		t.Fatalf("second start: %v", err)
+	}
+	if len(st) != 2 || st[0].State != "MIRRORING" || st[1].State != "MIRRORING" || st[0].Session != 1 {
+		t.Fatalf("second start: status %+v", st)
+	}
+	produceOK(t, ra, "again", 0, records(t, 1, -1, 0, 0, false, 10))
+	waitMirrored(t, b, a, "again", 0)
+}
