@@ -306,16 +306,18 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	// The link is in the state file before any partition leaves NONE, so
 	// a restart knows where a half-started partition fetches from.
 	st := mirrorLinkState{Source: req.Source, SourceAdmin: req.SourceAdmin, SourceClusterID: srcCluster}
+	prevAdmin, hadLink := "", link != nil
 	if link != nil {
+		s.meta.view(func(m *metaState) {
+			if ms := m.Mirrors[name]; ms != nil {
+				prevAdmin = ms.SourceAdmin
+			}
+		})
 		st.Topics = slices.Clone(link.topics)
 		if st.SourceAdmin == "" {
 			// More topics without --source-admin keep the link's: the
 			// older topics' restart lookups still need it.
-			s.meta.view(func(m *metaState) {
-				if ms := m.Mirrors[name]; ms != nil {
-					st.SourceAdmin = ms.SourceAdmin
-				}
-			})
+			st.SourceAdmin = prevAdmin
 		}
 	}
 	for _, t := range req.Topics {
@@ -397,6 +399,18 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	// admin unreachable) leaves the link again, and a link left without
 	// topics ends: nothing would fetch it, yet it would come back at every
 	// Open and keep its source address for the name.
+	if hadLink && len(started) == 0 && prevAdmin != st.SourceAdmin {
+		// Nothing started: the running topics keep their admin address
+		// (a wrong --source-admin must not replace the one their
+		// restart lookups use).
+		if err := s.meta.update(func(m *metaState) {
+			if ms := m.Mirrors[name]; ms != nil {
+				ms.SourceAdmin = prevAdmin
+			}
+		}); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := s.pruneLinksLocked(req.Topics); err != nil {
 		errs = append(errs, err)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -205,4 +206,40 @@ func TestMirrorStartAgainIsNoError(t *testing.T) {
 	}
 	produceOK(t, ra, "again", 0, records(t, 1, -1, 0, 0, false, 10))
 	waitMirrored(t, b, a, "again", 0)
+}
+
+// TestMirrorFailedStartKeepsLinkAdmin: a start of more topics on a
+// running link with a wrong --source-admin fails (its lookups fail), but
+// it had already written that address into the link's state, so the
+// running topics' restart lookups (a crash at INTENT) asked the wrong
+// address from then on.
+func TestMirrorFailedStartKeepsLinkAdmin(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{})
+	ra := dial(t, a.addr)
+	createTopic(t, ra, "ka", 1)
+	createTopic(t, ra, "kb", 1)
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"ka"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing listens there: the lookup fails at once.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := ln.Addr().String()
+	ln.Close()
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, SourceAdmin: bad, Topics: []string{"kb"}}); err == nil {
+		t.Fatal("a start with an unreachable source admin succeeded")
+	}
+	var admin string
+	var topics []string
+	b.meta.view(func(m *metaState) {
+		for _, l := range m.Mirrors {
+			admin, topics = l.SourceAdmin, l.Topics
+		}
+	})
+	if admin != "" || len(topics) != 1 || topics[0] != "ka" {
+		t.Fatalf("link state after the failed start: admin %q topics %v, want \"\" [ka]", admin, topics)
+	}
 }
