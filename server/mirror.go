@@ -306,16 +306,18 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	// The link is in the state file before any partition leaves NONE, so
 	// a restart knows where a half-started partition fetches from.
 	st := mirrorLinkState{Source: req.Source, SourceAdmin: req.SourceAdmin, SourceClusterID: srcCluster}
+	prevAdmin, hadLink := "", link != nil
 	if link != nil {
+		s.meta.view(func(m *metaState) {
+			if ms := m.Mirrors[name]; ms != nil {
+				prevAdmin = ms.SourceAdmin
+			}
+		})
 		st.Topics = slices.Clone(link.topics)
 		if st.SourceAdmin == "" {
 			// More topics without --source-admin keep the link's: the
 			// older topics' restart lookups still need it.
-			s.meta.view(func(m *metaState) {
-				if ms := m.Mirrors[name]; ms != nil {
-					st.SourceAdmin = ms.SourceAdmin
-				}
-			})
+			st.SourceAdmin = prevAdmin
 		}
 	}
 	for _, t := range req.Topics {
@@ -354,6 +356,14 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 				errs = append(errs, fmt.Errorf("%s: %w", tp, kerr.ErrorForCode(code)))
 				continue
 			}
+			// Already mirroring in this link (a start run again, to pick
+			// up the partitions a first one could not start): nothing to
+			// do, and not an error.
+			if c := p.mirror.Checkpoint(); c.MirrorName == name && c.SourceClusterID == srcCluster &&
+				(c.State == mirror.StateMirroring || c.State == mirror.StateEpochFencing) {
+				started = append(started, tp)
+				continue
+			}
 			sreq := mirror.StartRequest{MirrorName: name, SourceClusterID: srcCluster, TopicID: mirror.TopicID(src.id),
 				Partition: sp.Partition, SourceLeaderEpoch: sp.LeaderEpoch}
 			if req.SourceAdmin != "" {
@@ -389,6 +399,18 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	// admin unreachable) leaves the link again, and a link left without
 	// topics ends: nothing would fetch it, yet it would come back at every
 	// Open and keep its source address for the name.
+	if hadLink && len(started) == 0 && prevAdmin != st.SourceAdmin {
+		// Nothing started: the running topics keep their admin address
+		// (a wrong --source-admin must not replace the one their
+		// restart lookups use).
+		if err := s.meta.update(func(m *metaState) {
+			if ms := m.Mirrors[name]; ms != nil {
+				ms.SourceAdmin = prevAdmin
+			}
+		}); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := s.pruneLinksLocked(req.Topics); err != nil {
 		errs = append(errs, err)
 	}
@@ -1019,11 +1041,15 @@ func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart
 		setErr(err.Error())
 		return false
 	}
-	if len(recs) > 0 {
-		_, err := p.mirror.AppendMirror(mp.session, recs)
+	// One append takes at most a segment (the Log refuses more): a fetch
+	// brings up to 4 MiB, a topic's segment.bytes can be 1 MiB.
+	for rest := recs; len(rest) > 0; {
+		var chunk []byte
+		chunk, rest = batchesUpTo(rest, p.segmentBytes)
+		_, err := p.mirror.AppendMirror(mp.session, chunk)
 		if errors.Is(err, mirror.ErrEpochFenced) {
 			// The local epoch was raised above the batch's: same bytes again.
-			_, err = p.mirror.AppendMirror(mp.session, recs)
+			_, err = p.mirror.AppendMirror(mp.session, chunk)
 		}
 		s.followMirrorEpoch(p)
 		if err != nil {
@@ -1038,9 +1064,9 @@ func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart
 			}
 			return false
 		}
-		if s.cfg.Fsync {
-			s.flushLater(p)
-		}
+	}
+	if len(recs) > 0 && s.cfg.Fsync {
+		s.flushLater(p)
 	}
 	if rp.LogStartOffset > p.log.LogStartOffset() && rp.LogStartOffset <= p.log.LogEndOffset() {
 		if err := p.mirror.AdvanceLogStart(mp.session, rp.LogStartOffset); err != nil {
@@ -1149,6 +1175,27 @@ func (s *Server) mirrorOutOfRange(ctx context.Context, l *mirrorLink, mp *mirror
 		}
 	}
 	return nil
+}
+
+// batchesUpTo splits whole batches b into a prefix of at most limit
+// bytes (at least one batch, whatever its size) and the rest. Bytes that
+// do not frame go whole into the prefix (the append refuses them).
+func batchesUpTo(b []byte, limit int64) (head, rest []byte) {
+	end := 0
+	for end < len(b) {
+		n, err := batch.Frame(b[end:])
+		if err != nil {
+			if end == 0 {
+				return b, nil
+			}
+			break
+		}
+		if end > 0 && int64(end+n) > limit {
+			break
+		}
+		end += n
+	}
+	return b[:end], b[end:]
 }
 
 // wholeBatchesFrom returns the prefix of fetched bytes made of whole

@@ -35,7 +35,10 @@ type partition struct {
 	epoch atomic.Int32
 	// appendTime: the topic stamps LogAppendTime (produce answers it).
 	appendTime bool
-	hwMu       sync.Mutex
+	// segmentBytes is the log's segment.bytes: the most one append may
+	// bring (the mirror fetcher appends a fetch's batches in such steps).
+	segmentBytes int64
+	hwMu         sync.Mutex
 }
 
 // raiseHighWatermark moves the high watermark up to hw, never down
@@ -77,8 +80,15 @@ func (s *Server) followMirrorEpoch(p *partition) {
 // mirror.checkpoint left by a crash is reconciled here (an interrupted
 // stop is finished, barrier included, before any client can write).
 func (s *Server) newPartition(tp partlog.TopicPartition, l *partlog.Log) (*partition, error) {
-	o, _ := topicOptions(partlog.Options{}, s.meta.topicConfigs(tp.Topic))
-	p := &partition{tp: tp, log: l, appendTime: o.MessageTimestampType == partlog.LogAppendTime}
+	tmpl := partlog.Options{}
+	if s.cfg.Log != nil {
+		tmpl = *s.cfg.Log
+	}
+	o, _ := topicOptions(tmpl, s.meta.topicConfigs(tp.Topic))
+	p := &partition{tp: tp, log: l, appendTime: o.MessageTimestampType == partlog.LogAppendTime, segmentBytes: o.SegmentBytes}
+	if p.segmentBytes <= 0 {
+		p.segmentBytes = partlog.DefaultSegmentBytes
+	}
 	var epoch int32
 	if es := l.LeaderEpochs(); len(es) > 0 {
 		epoch = es[len(es)-1].Epoch

@@ -407,6 +407,7 @@ func (c *txnCoordinator) completeLocked(id string) error {
 	ctx, cancel := context.WithTimeout(c.s.ctx, 30*time.Second)
 	defer cancel()
 	var buf []byte
+	var pending []partlog.TopicPartition // markers not (durably) written
 	for _, tp := range t.Partitions {
 		p, code := c.s.partitionFor(tp.Topic, tp.Partition)
 		if code != errNone {
@@ -422,14 +423,26 @@ func (c *txnCoordinator) completeLocked(id string) error {
 		info, err := p.mirror.AppendCoordinator(buf, epoch)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", tp, err))
+			pending = append(pending, tp)
 			continue
 		}
 		if err := c.s.syncTo(ctx, p, info.LastOffset+1); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", tp, err))
+			pending = append(pending, tp)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return err // stays prepared: completed again at the next open or retry
+		// Stays prepared: completed again at the next open or retry, on
+		// the partitions still without their marker only (one that
+		// mirrors refuses it until the stop; the others must not get it
+		// again at every retry).
+		if len(pending) < len(t.Partitions) {
+			t.Partitions = pending
+			if perr := c.put(id, t); perr != nil {
+				return errors.Join(err, perr)
+			}
+		}
+		return err
 	}
 	if g := c.s.cfg.Groups; g != nil && len(t.Groups) > 0 {
 		if err := g.CompleteTxn(t.ProducerID, t.ProducerEpoch, commit); err != nil {
