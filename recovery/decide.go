@@ -368,8 +368,15 @@ func (x *run) cutAt(segs []*seg, i int, pos, lastOffset int64, batches int, clas
 	if lastOffset >= 0 {
 		off = lastOffset + 1
 	}
-	// The cause of every cut is a problem at the cut's exact position.
+	// The cause of every cut is a problem at the cut's exact position,
+	// but zeros to the end of the last segment are not damage: they are
+	// what a preallocated or reserved active segment holds after a crash
+	// (partlog's own, or Kafka's with file.preallocate), no offset is
+	// lost, and the cut is a change with a note.
 	switch class {
+	case ClassZeroTail:
+		x.r.Notes = append(x.r.Notes, Problem{File: s.logName, Position: pos, Kind: kindCut,
+			Detail: sprintf("%s: %s (%d bytes: the unwritten tail of the active segment; no offset lost)", class, reason, s.size-pos)})
 	case ClassCorruptFlushed:
 		x.r.problem(s.logName, pos, kindCut, "%s: data below the recovery point is invalid: %s; offsets from %d would be cut",
 			class, reason, off)

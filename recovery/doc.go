@@ -78,7 +78,9 @@
 //	                   recovery point's page, and no structurally valid batch
 //	                   follows it (short remainder, length past the end, bad
 //	                   CRC of the final batch)
-//	zero-tail          is a torn tail of zero bytes only (preallocation)
+//	zero-tail          is a torn tail of zero bytes only (preallocation): a
+//	                   note, not a problem (no offset is lost), its
+//	                   quarantine copy sparse
 //	corrupt-unflushed  is followed by a structurally valid batch (found by a
 //	                   bounded resynchronisation scan for length, magic 2 and
 //	                   CRC-32C; reported as a "salvage" problem, never

@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -169,6 +170,9 @@ func (x *run) copyFile(src, dst string, from, n int64) error {
 		if x.o.hooks != nil && x.o.hooks.copy != nil {
 			w = &hookedWriter{w: w, hook: x.o.hooks.copy, path: dst}
 		}
+		if f, ok := w.(*os.File); ok {
+			return sparseCopy(f, r)
+		}
 		_, err := io.Copy(w, r)
 		return err
 	})
@@ -176,6 +180,52 @@ func (x *run) copyFile(src, dst string, from, n int64) error {
 		return fmt.Errorf("partlog/recovery: quarantine %s: %w", dst, err)
 	}
 	return nil
+}
+
+// sparseCopy copies r into f leaving holes where r has runs of zeros of
+// a whole chunk: the zero tail of a preallocated active segment (up to a
+// segment's size) is kept byte for byte in the quarantine without
+// allocating disk for it.
+func sparseCopy(f *os.File, r io.Reader) error {
+	buf := make([]byte, 1<<20)
+	var size int64
+	for {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			chunk := buf[:n]
+			if allZero(chunk) {
+				if _, serr := f.Seek(int64(n), io.SeekCurrent); serr != nil {
+					return serr
+				}
+			} else if _, werr := f.Write(chunk); werr != nil {
+				return werr
+			}
+			size += int64(n)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// A hole at the end needs the length set.
+	return f.Truncate(size)
+}
+
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // hookedWriter calls the copy hook after each write that succeeded.
