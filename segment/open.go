@@ -88,6 +88,10 @@ func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, chec
 		return nil, err
 	}
 	s.size.Store(dataLen)
+	if err := f.ParkDescriptor(); err != nil {
+		_ = s.closeFiles()
+		return nil, err
+	}
 	s.active = true
 	s.startPrefault()
 	return s, nil

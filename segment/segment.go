@@ -227,6 +227,11 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 		s.log = f
 		err = s.openWritableIndexes(true)
 	}
+	if err == nil {
+		// An idle partition holds no descriptor for its .log (see
+		// mmapfile.File.ParkDescriptor); the first write or sync opens it.
+		err = s.log.ParkDescriptor()
+	}
 	if err != nil {
 		_ = s.closeFiles()
 		_ = s.removeFiles()
