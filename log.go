@@ -3,6 +3,7 @@ package partlog
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -155,14 +156,19 @@ func Open(dir string, opts *Options) (*Log, error) {
 // the recovery point on is validated and repaired. A new directory (no
 // file of the segment family) gets a first empty segment.
 func (l *Log) open() error {
-	fresh, err := recovery.IsNew(l.dir)
+	// Listed once, through the lock's descriptor of the directory, for
+	// both the new-partition check and the load.
+	entries, err := l.lock.ReadDir(-1)
 	if err != nil {
-		return err
+		return fmt.Errorf("partlog: list %s: %w", l.dir, err)
 	}
-	if fresh {
+	// In name order, as os.ReadDir gives them (reports list in that order).
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	if recovery.NewEntries(entries) {
 		return l.create()
 	}
 	ld, err := recovery.Load(l.dir, recovery.Options{
+		Entries:                entries,
 		Clean:                  l.opts.CleanShutdown,
 		RecoveryPoint:          l.opts.RecoveryPoint,
 		LogStartOffset:         l.opts.LogStartOffset,

@@ -92,7 +92,7 @@ func (m *mapped) materialize() error {
 			return serr
 		}
 		if !st.Mode().IsRegular() {
-			return fmt.Errorf("partlog/index: %s exists and is not a regular file", m.path)
+			return fmt.Errorf("partlog/index: %s exists: %w", m.path, mmapfile.ErrNotRegular)
 		}
 		if err := os.Remove(m.path); err != nil {
 			return err
@@ -176,6 +176,39 @@ func (m *mapped) open(path string, baseOffset, entrySize int64, readOnly bool) e
 	}
 	m.init(path, baseOffset, entrySize, !readOnly, f)
 	m.entries.Store(m.maxEntries.Load())
+	return nil
+}
+
+// openActive opens an existing file for appending, mapped at the
+// capacity maxIndexBytes at once (what open and resize do in two
+// mappings). A missing file gives a lazy index (its file is made by its
+// first entry, see mapped); a file longer than the capacity is cut to it
+// as resize does.
+func (m *mapped) openActive(path string, baseOffset, maxIndexBytes, entrySize int64) error {
+	length := maxIndexBytes / entrySize * entrySize
+	f, err := mmapfile.OpenReserved(path, length, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m.create(path, baseOffset, maxIndexBytes, entrySize)
+	}
+	if err != nil {
+		return err
+	}
+	if f.Size() > length {
+		if err := f.Close(); err != nil {
+			return err
+		}
+		if err := m.open(path, baseOffset, entrySize, false); err != nil {
+			return err
+		}
+		return m.resize(maxIndexBytes)
+	}
+	if err := f.ReleaseDescriptor(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	m.init(path, baseOffset, entrySize, true, f)
+	m.entries.Store(f.Size() / entrySize)
+	m.maxEntries.Store(length / entrySize)
 	return nil
 }
 

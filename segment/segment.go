@@ -298,16 +298,12 @@ func (s *Segment) openWritableIndexes(create bool) error {
 			return err
 		}
 	} else {
-		if s.offsetIndex, err = index.OpenOffsetIndex(s.Path(IndexSuffix), s.base, false); err != nil {
+		// A missing index (Kafka makes them lazily too) is made by its
+		// first entry or at roll and close.
+		if s.offsetIndex, err = index.OpenActiveOffsetIndex(s.Path(IndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
 			return err
 		}
-		if err = s.offsetIndex.Resize(s.cfg.MaxIndexBytes); err != nil {
-			return err
-		}
-		if s.timeIndex, err = index.OpenTimeIndex(s.Path(TimeIndexSuffix), s.base, false); err != nil {
-			return err
-		}
-		if err = s.timeIndex.Resize(s.cfg.MaxIndexBytes); err != nil {
+		if s.timeIndex, err = index.OpenActiveTimeIndex(s.Path(TimeIndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
 			return err
 		}
 	}
