@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/recovery"
 	"github.com/partlog/partlog/segment"
@@ -74,6 +75,9 @@ type Log struct {
 	// (timestamp.go), under appendMu.
 	appendTimeBuf []byte
 	dirDirty      bool // a segment was created since the last Flush
+	// listing is the directory's entries in name order, read by open and
+	// dropped at the end of Open: the files it lacks are not opened.
+	listing []fs.DirEntry
 
 	mu        sync.RWMutex // guards segments, keys
 	segments  []*segment.Segment
@@ -140,7 +144,9 @@ func Open(dir string, opts *Options) (*Log, error) {
 		return nil, err
 	}
 	l.restoreHighWatermark()
-	if err := l.loadTopicID(); err != nil {
+	err = l.loadTopicID()
+	l.listing = nil
+	if err != nil {
 		_ = l.Close()
 		return nil, err
 	}
@@ -164,6 +170,7 @@ func (l *Log) open() error {
 	}
 	// In name order, as os.ReadDir gives them (reports list in that order).
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	l.listing = entries
 	if recovery.NewEntries(entries) {
 		return l.create()
 	}
@@ -194,6 +201,16 @@ func (l *Log) open() error {
 	return l.adopt(ld)
 }
 
+// listed reports whether the directory listing open read holds name
+// (during Open only; with no listing, true: look at the file).
+func (l *Log) listed(name string) bool {
+	if l.listing == nil {
+		return true
+	}
+	_, found := slices.BinarySearchFunc(l.listing, name, func(e fs.DirEntry, n string) int { return strings.Compare(e.Name(), n) })
+	return found
+}
+
 // onlySnapshotRemovals reports whether every change is the removal of a
 // producer snapshot file.
 func onlySnapshotRemovals(changes []recovery.Change) bool {
@@ -215,7 +232,11 @@ func (l *Log) create() error {
 	}
 	l.segments = []*segment.Segment{s}
 	l.dirDirty = true
-	if l.epochs, err = loadEpochCache(l.dir, nil); err != nil {
+	var none []EpochEntry
+	if !l.listed(checkpoint.LeaderEpochFile) {
+		none = []EpochEntry{} // nothing to read (a new partition)
+	}
+	if l.epochs, err = loadEpochCache(l.dir, none); err != nil {
 		return err
 	}
 	for _, o := range []*atomic.Int64{&l.logStartOffset, &l.logEndOffset, &l.recoveryPoint, &l.highWatermark} {
