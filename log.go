@@ -53,16 +53,11 @@ type Log struct {
 	flushMu sync.Mutex // serializes flushes; taken before appendMu
 	syncMu  sync.Mutex // guards syncing
 	syncing *syncGroup // the flush Sync callers currently share, if any
-	// syncNext is the group gathering for the next flush and lastGroup
-	// the size of the last group that flushed (sync.go).
-	syncNext  *syncGroup
-	lastGroup int
-	// syncers counts the callers inside Sync; lastFlushNs is how long the
-	// last group flush took (both steer how long a flush leader waits for
-	// its group).
-	syncers     atomic.Int64
-	lastFlushNs atomic.Int64
-	writes      writePolicy // how appends reach the page cache (sync.go)
+	// syncNext is the group gathering for the next flush (sync.go).
+	syncNext *syncGroup
+	// syncers counts the callers inside Sync (tests wait on it).
+	syncers atomic.Int64
+	writes  writePolicy // how appends reach the page cache (sync.go)
 	// flushFault, set by tests, makes a flush fail as an fsync would.
 	flushFault func() error
 	// flushed, set by tests, is called by a flush before it fsyncs each
