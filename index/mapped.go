@@ -3,10 +3,12 @@ package index
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/partlog/partlog/internal/mmapfile"
 )
@@ -54,6 +56,9 @@ type mapped struct {
 	// writer.
 	lazy   bool
 	capLen int64
+	// read is set for a small read-only index read into buf instead of
+	// mapped (no file).
+	read bool
 
 	entries    atomic.Int64 // published entry count
 	maxEntries atomic.Int64 // capacity: entries the index may grow to
@@ -166,6 +171,18 @@ func (m *mapped) ensureRoom() error {
 // entry in the file counts: entries = length / entrySize. Zero padding left by
 // a lost trim is therefore counted, and Sanity reports it.
 func (m *mapped) open(path string, baseOffset, entrySize int64, readOnly bool) error {
+	if readOnly {
+		if data, ok, err := readSmall(path); err != nil {
+			return err
+		} else if ok {
+			// Small and read-only (a recovery check, a sealed segment's
+			// lookup): read, not mapped; mmap and munmap cost more.
+			m.path, m.baseOffset, m.entrySize, m.buf, m.read = path, baseOffset, entrySize, data, true
+			m.maxEntries.Store(int64(len(data)) / entrySize)
+			m.entries.Store(m.maxEntries.Load())
+			return nil
+		}
+	}
 	f, err := mmapfile.Open(path, 0, !readOnly)
 	if err != nil {
 		return err
@@ -212,6 +229,36 @@ func (m *mapped) openActive(path string, baseOffset, maxIndexBytes, entrySize in
 	return nil
 }
 
+// readSmallBytes is the largest read-only index read instead of mapped:
+// one page, so a sealed segment's index kept open costs at most that much
+// heap (a mapping's pages are page cache the kernel can reclaim).
+const readSmallBytes = 4 << 10
+
+// readSmall reads the regular file at path (never through a link) if it
+// holds at most readSmallBytes; ok is false for a larger one.
+func readSmall(path string) (data []byte, ok bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, false, fmt.Errorf("partlog/index: open %s: %w", path, mmapfile.ErrNotRegular)
+	}
+	if st.Size() > readSmallBytes {
+		return nil, false, nil
+	}
+	data = make([]byte, st.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, false, fmt.Errorf("partlog/index: read %s: %w", path, err)
+	}
+	return data, true, nil
+}
+
 func (m *mapped) init(path string, baseOffset, entrySize int64, writable bool, f *mmapfile.File) {
 	m.path = path
 	m.baseOffset = baseOffset
@@ -248,6 +295,9 @@ func (m *mapped) publish(n int64, entry []byte) error {
 func (m *mapped) fileLength() int64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	if m.read {
+		return int64(len(m.buf))
+	}
 	if m.file == nil {
 		return 0
 	}
@@ -345,8 +395,9 @@ func (m *mapped) sync() error {
 func (m *mapped) close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.lazy {
-		m.lazy = false
+	if m.lazy || m.read {
+		m.lazy, m.read = false, false
+		m.buf = nil
 		m.closed = true
 		return nil
 	}
