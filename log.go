@@ -3,6 +3,7 @@ package partlog
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/recovery"
 	"github.com/partlog/partlog/segment"
@@ -51,16 +53,11 @@ type Log struct {
 	flushMu sync.Mutex // serializes flushes; taken before appendMu
 	syncMu  sync.Mutex // guards syncing
 	syncing *syncGroup // the flush Sync callers currently share, if any
-	// syncNext is the group gathering for the next flush and lastGroup
-	// the size of the last group that flushed (sync.go).
-	syncNext  *syncGroup
-	lastGroup int
-	// syncers counts the callers inside Sync; lastFlushNs is how long the
-	// last group flush took (both steer how long a flush leader waits for
-	// its group).
-	syncers     atomic.Int64
-	lastFlushNs atomic.Int64
-	writes      writePolicy // how appends reach the page cache (sync.go)
+	// syncNext is the group gathering for the next flush (sync.go).
+	syncNext *syncGroup
+	// syncers counts the callers inside Sync (tests wait on it).
+	syncers atomic.Int64
+	writes  writePolicy // how appends reach the page cache (sync.go)
 	// flushFault, set by tests, makes a flush fail as an fsync would.
 	flushFault func() error
 	// flushed, set by tests, is called by a flush before it fsyncs each
@@ -73,6 +70,9 @@ type Log struct {
 	// (timestamp.go), under appendMu.
 	appendTimeBuf []byte
 	dirDirty      bool // a segment was created since the last Flush
+	// listing is the directory's entries in name order, read by open and
+	// dropped at the end of Open: the files it lacks are not opened.
+	listing []fs.DirEntry
 
 	mu        sync.RWMutex // guards segments, keys
 	segments  []*segment.Segment
@@ -139,7 +139,9 @@ func Open(dir string, opts *Options) (*Log, error) {
 		return nil, err
 	}
 	l.restoreHighWatermark()
-	if err := l.loadTopicID(); err != nil {
+	err = l.loadTopicID()
+	l.listing = nil
+	if err != nil {
 		_ = l.Close()
 		return nil, err
 	}
@@ -155,14 +157,20 @@ func Open(dir string, opts *Options) (*Log, error) {
 // the recovery point on is validated and repaired. A new directory (no
 // file of the segment family) gets a first empty segment.
 func (l *Log) open() error {
-	fresh, err := recovery.IsNew(l.dir)
+	// Listed once, through the lock's descriptor of the directory, for
+	// both the new-partition check and the load.
+	entries, err := l.lock.ReadDir(-1)
 	if err != nil {
-		return err
+		return fmt.Errorf("partlog: list %s: %w", l.dir, err)
 	}
-	if fresh {
+	// In name order, as os.ReadDir gives them (reports list in that order).
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	l.listing = entries
+	if recovery.NewEntries(entries) {
 		return l.create()
 	}
 	ld, err := recovery.Load(l.dir, recovery.Options{
+		Entries:                entries,
 		Clean:                  l.opts.CleanShutdown,
 		RecoveryPoint:          l.opts.RecoveryPoint,
 		LogStartOffset:         l.opts.LogStartOffset,
@@ -188,6 +196,16 @@ func (l *Log) open() error {
 	return l.adopt(ld)
 }
 
+// listed reports whether the directory listing open read holds name
+// (during Open only; with no listing, true: look at the file).
+func (l *Log) listed(name string) bool {
+	if l.listing == nil {
+		return true
+	}
+	_, found := slices.BinarySearchFunc(l.listing, name, func(e fs.DirEntry, n string) int { return strings.Compare(e.Name(), n) })
+	return found
+}
+
 // onlySnapshotRemovals reports whether every change is the removal of a
 // producer snapshot file.
 func onlySnapshotRemovals(changes []recovery.Change) bool {
@@ -209,7 +227,11 @@ func (l *Log) create() error {
 	}
 	l.segments = []*segment.Segment{s}
 	l.dirDirty = true
-	if l.epochs, err = loadEpochCache(l.dir, nil); err != nil {
+	var none []EpochEntry
+	if !l.listed(checkpoint.LeaderEpochFile) {
+		none = []EpochEntry{} // nothing to read (a new partition)
+	}
+	if l.epochs, err = loadEpochCache(l.dir, none); err != nil {
 		return err
 	}
 	for _, o := range []*atomic.Int64{&l.logStartOffset, &l.logEndOffset, &l.recoveryPoint, &l.highWatermark} {

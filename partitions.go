@@ -26,7 +26,10 @@ func ParseTopicID(s string) (TopicID, error) { return checkpoint.ParseTopicID(s)
 // takes Options.TopicID (written as Kafka does) when one is given.
 func (l *Log) loadTopicID() error {
 	path := filepath.Join(l.dir, checkpoint.PartitionMetadataFile)
-	m, err := checkpoint.ReadPartitionMetadata(path)
+	m, err := checkpoint.PartitionMetadata{}, error(fs.ErrNotExist)
+	if l.listed(checkpoint.PartitionMetadataFile) {
+		m, err = checkpoint.ReadPartitionMetadata(path)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if l.opts.TopicID.IsZero() {

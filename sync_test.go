@@ -417,9 +417,9 @@ func TestFlushFsyncsListedSegments(t *testing.T) {
 	}
 }
 
-// TestSyncCountsWaiters checks the bookkeeping that steers how long a
-// flush leader waits for its group: while two callers are inside Sync the
-// flush sees two syncers, and none are counted once they returned.
+// TestSyncCountsWaiters checks the count of callers inside Sync that the
+// group-commit tests wait on: while two callers are inside Sync the flush
+// sees two syncers, and none are counted once they returned.
 func TestSyncCountsWaiters(t *testing.T) {
 	l, _ := openTestLog(t, smallOpts(t))
 	info, err := l.AppendAsLeader(makeBatch(t, 1, 10, 1), 0)

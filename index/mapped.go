@@ -3,8 +3,12 @@ package index
 import (
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/partlog/partlog/internal/mmapfile"
 )
@@ -14,8 +18,15 @@ import (
 // descriptor while open (mmapfile.File.ReleaseDescriptor): the file is
 // opened again for the rare calls that change it (growth steps, trim).
 //
+// A new active index has no file until its first entry: the file is created
+// (replacing a leftover regular file of the same name) by the append that
+// needs it, or empty by the trim at roll and close. A partition that is
+// created and never written to costs no index file, and a crash before the
+// first entry leaves the segment without indexes, which recovery rebuilds
+// as Kafka's load does.
+//
 // An active (writable) index is mapped at its full capacity (MaxIndexBytes)
-// from the start, but its file holds only the entries plus a reservation
+// from its creation, but its file holds only the entries plus a reservation
 // made with fallocate in steps ahead of them: the first step is one page
 // (indexReserveMin), each later one doubles the file, up to indexReserveMax
 // at a time. The store of an entry never reaches past the file's end (which
@@ -37,9 +48,17 @@ type mapped struct {
 	writable   bool
 
 	mu     sync.RWMutex
-	file   *mmapfile.File // guarded by mu; nil after Close
+	file   *mmapfile.File // guarded by mu; nil after Close and while lazy
 	buf    []byte         // file.Bytes(): the reserved part; guarded by mu
 	closed bool           // guarded by mu
+	// lazy is set while a new index's file is not created yet; capLen is
+	// the mapping length it will be created with. Written under mu by the
+	// writer.
+	lazy   bool
+	capLen int64
+	// read is set for a small read-only index read into buf instead of
+	// mapped (no file).
+	read bool
 
 	entries    atomic.Int64 // published entry count
 	maxEntries atomic.Int64 // capacity: entries the index may grow to
@@ -56,16 +75,45 @@ func (m *mapped) create(path string, baseOffset, maxIndexBytes, entrySize int64)
 	if length < entrySize {
 		return fmt.Errorf("%w: %s: %d bytes cannot hold a %d-byte entry", ErrSize, path, maxIndexBytes, entrySize)
 	}
-	f, err := mmapfile.CreateReserved(path, length, 0)
+	m.path = path
+	m.baseOffset = baseOffset
+	m.entrySize = entrySize
+	m.writable = true
+	m.lazy = true
+	m.capLen = length
+	m.maxEntries.Store(length / entrySize)
+	return nil
+}
+
+// materialize creates the file of a lazy index, empty and mapped at its
+// capacity, replacing a leftover regular file of the same name (the
+// segment's .log was created exclusively, so such a file is stale).
+// Caller holds mu exclusively.
+func (m *mapped) materialize() error {
+	f, err := mmapfile.CreateReserved(m.path, m.capLen, 0)
+	if errors.Is(err, fs.ErrExist) {
+		st, serr := os.Lstat(m.path)
+		if serr != nil {
+			return serr
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("partlog/index: %s exists: %w", m.path, mmapfile.ErrNotRegular)
+		}
+		if err := os.Remove(m.path); err != nil {
+			return err
+		}
+		f, err = mmapfile.CreateReserved(m.path, m.capLen, 0)
+	}
 	if err != nil {
 		return err
 	}
-	m.init(path, baseOffset, entrySize, true, f)
-	m.maxEntries.Store(length / entrySize)
-	if err := errors.Join(m.grow(1, false), f.ReleaseDescriptor()); err != nil {
+	if err := f.ReleaseDescriptor(); err != nil {
 		_ = f.Close()
 		return err
 	}
+	m.file = f
+	m.buf = f.Bytes()
+	m.lazy = false
 	return nil
 }
 
@@ -73,9 +121,8 @@ func (m *mapped) create(path string, baseOffset, maxIndexBytes, entrySize int64)
 // next step (see mapped) when it does not. Writer only.
 func (m *mapped) reserve(n int64) error { return m.grow(n, true) }
 
-// grow is reserve; populate says whether the new pages are populated (not
-// for the first step of a new index: an idle partition holds no
-// populated pages).
+// grow is reserve; populate says whether the new pages are populated.
+// A lazy index's file is created by its first step.
 func (m *mapped) grow(n int64, populate bool) error {
 	need := n * m.entrySize
 	cur := int64(len(m.buf))
@@ -90,6 +137,11 @@ func (m *mapped) grow(n int64, populate bool) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.lazy {
+		if err := m.materialize(); err != nil {
+			return err
+		}
+	}
 	if err := m.file.Grow(size); err != nil {
 		return err
 	}
@@ -119,6 +171,18 @@ func (m *mapped) ensureRoom() error {
 // entry in the file counts: entries = length / entrySize. Zero padding left by
 // a lost trim is therefore counted, and Sanity reports it.
 func (m *mapped) open(path string, baseOffset, entrySize int64, readOnly bool) error {
+	if readOnly {
+		if data, ok, err := readSmall(path); err != nil {
+			return err
+		} else if ok {
+			// Small and read-only (a recovery check, a sealed segment's
+			// lookup): read, not mapped; mmap and munmap cost more.
+			m.path, m.baseOffset, m.entrySize, m.buf, m.read = path, baseOffset, entrySize, data, true
+			m.maxEntries.Store(int64(len(data)) / entrySize)
+			m.entries.Store(m.maxEntries.Load())
+			return nil
+		}
+	}
 	f, err := mmapfile.Open(path, 0, !readOnly)
 	if err != nil {
 		return err
@@ -130,6 +194,69 @@ func (m *mapped) open(path string, baseOffset, entrySize int64, readOnly bool) e
 	m.init(path, baseOffset, entrySize, !readOnly, f)
 	m.entries.Store(m.maxEntries.Load())
 	return nil
+}
+
+// openActive opens an existing file for appending, mapped at the
+// capacity maxIndexBytes at once (what open and resize do in two
+// mappings). A missing file gives a lazy index (its file is made by its
+// first entry, see mapped); a file longer than the capacity is cut to it
+// as resize does.
+func (m *mapped) openActive(path string, baseOffset, maxIndexBytes, entrySize int64) error {
+	length := maxIndexBytes / entrySize * entrySize
+	f, err := mmapfile.OpenReserved(path, length, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m.create(path, baseOffset, maxIndexBytes, entrySize)
+	}
+	if err != nil {
+		return err
+	}
+	if f.Size() > length {
+		if err := f.Close(); err != nil {
+			return err
+		}
+		if err := m.open(path, baseOffset, entrySize, false); err != nil {
+			return err
+		}
+		return m.resize(maxIndexBytes)
+	}
+	if err := f.ReleaseDescriptor(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	m.init(path, baseOffset, entrySize, true, f)
+	m.entries.Store(f.Size() / entrySize)
+	m.maxEntries.Store(length / entrySize)
+	return nil
+}
+
+// readSmallBytes is the largest read-only index read instead of mapped:
+// one page, so a sealed segment's index kept open costs at most that much
+// heap (a mapping's pages are page cache the kernel can reclaim).
+const readSmallBytes = 4 << 10
+
+// readSmall reads the regular file at path (never through a link) if it
+// holds at most readSmallBytes; ok is false for a larger one.
+func readSmall(path string) (data []byte, ok bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, false, fmt.Errorf("partlog/index: open %s: %w", path, mmapfile.ErrNotRegular)
+	}
+	if st.Size() > readSmallBytes {
+		return nil, false, nil
+	}
+	data = make([]byte, st.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, false, fmt.Errorf("partlog/index: read %s: %w", path, err)
+	}
+	return data, true, nil
 }
 
 func (m *mapped) init(path string, baseOffset, entrySize int64, writable bool, f *mmapfile.File) {
@@ -146,7 +273,7 @@ func (m *mapped) checkWritable() error {
 	if !m.writable {
 		return fmt.Errorf("%w: %s", ErrReadOnly, m.path)
 	}
-	if m.file == nil {
+	if m.file == nil && !m.lazy {
 		return fmt.Errorf("%w: %s", ErrClosed, m.path)
 	}
 	return nil
@@ -168,6 +295,9 @@ func (m *mapped) publish(n int64, entry []byte) error {
 func (m *mapped) fileLength() int64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	if m.read {
+		return int64(len(m.buf))
+	}
 	if m.file == nil {
 		return 0
 	}
@@ -207,6 +337,13 @@ func (m *mapped) resize(size int64) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.lazy {
+		// Resizing is for roll and close (trim) and reopened indexes: the
+		// file is made now, empty.
+		if err := m.materialize(); err != nil {
+			return err
+		}
+	}
 	cur := m.file.Size()
 	switch {
 	case length < cur:
@@ -249,12 +386,21 @@ func (m *mapped) sync() error {
 	if err := m.checkWritable(); err != nil {
 		return err
 	}
+	if m.lazy {
+		return nil // no file, no entry
+	}
 	return m.file.Sync(0, m.entries.Load()*m.entrySize)
 }
 
 func (m *mapped) close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.lazy || m.read {
+		m.lazy, m.read = false, false
+		m.buf = nil
+		m.closed = true
+		return nil
+	}
 	if m.file == nil {
 		return fmt.Errorf("%w: %s", ErrClosed, m.path)
 	}

@@ -41,6 +41,21 @@ func OpenOffsetIndex(path string, baseOffset int64, readOnly bool) (*OffsetIndex
 	return x, nil
 }
 
+// OpenActiveOffsetIndex opens an existing offset index for appending with
+// room for maxIndexBytes (OpenOffsetIndex and Resize in one mapping). A
+// missing file gives an empty index whose file is made by its first entry,
+// as CreateOffsetIndex's. Call Sanity before trusting it.
+func OpenActiveOffsetIndex(path string, baseOffset, maxIndexBytes int64) (*OffsetIndex, error) {
+	x := &OffsetIndex{lastOffset: -1}
+	if err := x.m.openActive(path, baseOffset, maxIndexBytes, OffsetEntrySize); err != nil {
+		return nil, err
+	}
+	if n := x.m.entries.Load(); n > 0 {
+		x.lastOffset = offsetEntryAt(x.m.buf, int(n-1), baseOffset).Offset
+	}
+	return x, nil
+}
+
 // Path returns the file's path.
 func (x *OffsetIndex) Path() string { return x.m.path }
 

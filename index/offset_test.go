@@ -23,7 +23,7 @@ func newOffsetIndex(t testing.TB, base, maxBytes int64) *OffsetIndex {
 }
 
 // TestIndexReserveSteps checks the reservation policy of an active index:
-// one page first, then the file doubles (at most indexReserveMax at a time)
+// no file until the first entry, then one page, then the file doubles (at most indexReserveMax at a time)
 // as entries are appended, never past the capacity, and every entry stays
 // readable across the growth.
 func TestIndexReserveSteps(t *testing.T) {
@@ -37,7 +37,8 @@ func TestIndexReserveSteps(t *testing.T) {
 			sizes = append(sizes, s)
 		}
 	}
-	want := []int64{4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 3 << 20, 4 << 20}
+	// No file until the first entry (size 0), then one page.
+	want := []int64{0, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 3 << 20, 4 << 20}
 	if !slices.Equal(sizes, want) {
 		t.Fatalf("file sizes %v, want %v", sizes, want)
 	}
@@ -54,19 +55,88 @@ func TestIndexReserveSteps(t *testing.T) {
 
 func TestOffsetIndexCreate(t *testing.T) {
 	x := newOffsetIndex(t, 0, DefaultMaxIndexBytes)
-	// The file starts with one page reserved, not its capacity.
-	if x.FileSize() != indexReserveMin || x.MaxEntries() != 1310720 || x.Entries() != 0 || x.IsFull() {
-		t.Fatalf("size %d max %d entries %d", x.FileSize(), x.MaxEntries(), x.Entries())
+	// No file until the first entry, then one page reserved, not the
+	// capacity.
+	if _, err := os.Lstat(x.Path()); !errors.Is(err, fs.ErrNotExist) || x.FileSize() != 0 || x.MaxEntries() != 1310720 || x.Entries() != 0 || x.IsFull() {
+		t.Fatalf("new index: file %v, size %d max %d entries %d", err, x.FileSize(), x.MaxEntries(), x.Entries())
+	}
+	if err := x.Append(5, 0); err != nil {
+		t.Fatal(err)
+	}
+	if x.FileSize() != indexReserveMin || x.Entries() != 1 {
+		t.Fatalf("after the first entry: size %d entries %d", x.FileSize(), x.Entries())
 	}
 	y := newOffsetIndex(t, 0, 8*3+5)
+	if err := y.Append(1, 0); err != nil {
+		t.Fatal(err)
+	}
 	if y.FileSize() != 24 || y.MaxEntries() != 3 {
 		t.Fatalf("rounding: size %d max %d", y.FileSize(), y.MaxEntries())
 	}
 	if _, err := CreateOffsetIndex(filepath.Join(t.TempDir(), "i"), 0, 7); !errors.Is(err, ErrSize) {
 		t.Fatalf("tiny index: %v", err)
 	}
-	if _, err := CreateOffsetIndex(x.Path(), 0, 80); !errors.Is(err, fs.ErrExist) {
-		t.Fatalf("existing file: %v", err)
+}
+
+// TestIndexCreateReplacesLeftover: a new index created over a leftover
+// regular file replaces it with its first entry (or its trim), and one
+// created over a symbolic link fails then and leaves the link and its
+// target alone.
+func TestIndexCreateReplacesLeftover(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "00000000000000000000.index")
+	if err := os.WriteFile(stale, []byte("stale entries..."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	x, err := CreateOffsetIndex(stale, 0, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Append(3, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Trim(); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(stale); err != nil || len(data) != OffsetEntrySize {
+		t.Fatalf("replaced file: %d bytes, %v", len(data), err)
+	}
+	trimmed := filepath.Join(dir, "00000000000000000001.index")
+	if err := os.WriteFile(trimmed, []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	z, err := CreateOffsetIndex(trimmed, 1, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := z.Trim(); err != nil {
+		t.Fatal(err)
+	}
+	_ = z.Close()
+	if st, err := os.Stat(trimmed); err != nil || st.Size() != 0 {
+		t.Fatalf("trimmed empty index over a leftover: %v", err)
+	}
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, []byte("not ours"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "00000000000000000002.index")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	w, err := CreateOffsetIndex(link, 2, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(2, 0); err == nil {
+		t.Fatal("append over a symbolic link succeeded")
+	}
+	_ = w.Close()
+	if data, err := os.ReadFile(target); err != nil || string(data) != "not ours" {
+		t.Fatalf("link target changed: %q %v", data, err)
 	}
 }
 

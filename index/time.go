@@ -41,6 +41,21 @@ func OpenTimeIndex(path string, baseOffset int64, readOnly bool) (*TimeIndex, er
 	return x, nil
 }
 
+// OpenActiveTimeIndex opens an existing time index for appending with
+// room for maxIndexBytes (OpenTimeIndex and Resize in one mapping). A
+// missing file gives an empty index whose file is made by its first entry,
+// as CreateTimeIndex's. Call Sanity before trusting it.
+func OpenActiveTimeIndex(path string, baseOffset, maxIndexBytes int64) (*TimeIndex, error) {
+	x := &TimeIndex{last: TimeEntry{Timestamp: NoTimestamp, Offset: baseOffset}}
+	if err := x.m.openActive(path, baseOffset, maxIndexBytes, TimeEntrySize); err != nil {
+		return nil, err
+	}
+	if n := x.m.entries.Load(); n > 0 {
+		x.last = timeEntryAt(x.m.buf, int(n-1), baseOffset)
+	}
+	return x, nil
+}
+
 // Path returns the file's path.
 func (x *TimeIndex) Path() string { return x.m.path }
 

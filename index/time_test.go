@@ -21,7 +21,13 @@ func newTimeIndex(t testing.TB, base, maxBytes int64) *TimeIndex {
 
 func TestTimeIndexCreate(t *testing.T) {
 	x := newTimeIndex(t, 0, DefaultMaxIndexBytes)
-	if x.FileSize() != indexReserveMin/TimeEntrySize*TimeEntrySize || x.MaxEntries() != 873813 {
+	if x.FileSize() != 0 || x.MaxEntries() != 873813 {
+		t.Fatalf("size %d max %d", x.FileSize(), x.MaxEntries())
+	}
+	if _, err := x.MaybeAppend(10, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	if x.FileSize() != indexReserveMin/TimeEntrySize*TimeEntrySize {
 		t.Fatalf("size %d max %d", x.FileSize(), x.MaxEntries())
 	}
 	if _, err := CreateTimeIndex(filepath.Join(t.TempDir(), "t"), 0, 11); !errors.Is(err, ErrSize) {

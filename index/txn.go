@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/partlog/partlog/internal/mmapfile"
 )
 
 // txnReadChunk is how many entries are read per pread.
@@ -66,7 +68,7 @@ func OpenTxnIndex(path string, baseOffset int64, readOnly bool) (*TxnIndex, erro
 	}
 	if !st.Mode().IsRegular() {
 		_ = f.Close()
-		return nil, fmt.Errorf("partlog/index: open transaction index %s: not a regular file", path)
+		return nil, fmt.Errorf("partlog/index: open transaction index %s: %w", path, mmapfile.ErrNotRegular)
 	}
 	t.f = f
 	t.size.Store(st.Size())

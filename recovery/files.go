@@ -413,11 +413,17 @@ func IsNew(dir string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("partlog/recovery: list %s: %w", dir, err)
 	}
+	return NewEntries(des), nil
+}
+
+// NewEntries is IsNew for a listing already read (pass it on to Load in
+// Options.Entries).
+func NewEntries(des []fs.DirEntry) bool {
 	for _, de := range des {
 		name := strings.TrimSuffix(de.Name(), tempSuffix)
 		if _, err := segment.ParseFileName(name); err == nil || looksLikeSegmentFile(name) {
-			return false, nil
+			return false
 		}
 	}
-	return true, nil
+	return true
 }

@@ -42,9 +42,12 @@ func looksLikeSegmentFile(name string) bool {
 // item 16), and remove orphan index files. Foreign names are reported and
 // left alone. On return x.files holds the live names.
 func (x *run) leftovers() error {
-	des, err := os.ReadDir(x.dir)
-	if err != nil {
-		return fmt.Errorf("partlog/recovery: list %s: %w", x.dir, err)
+	des := x.o.Entries
+	if des == nil {
+		var err error
+		if des, err = os.ReadDir(x.dir); err != nil {
+			return fmt.Errorf("partlog/recovery: list %s: %w", x.dir, err)
+		}
 	}
 	x.files = map[string]string{}
 	var cleaned, swaps []segment.FileName

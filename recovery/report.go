@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"fmt"
+	"io/fs"
 	"runtime"
 	"strings"
 	"time"
@@ -27,6 +28,10 @@ type Options struct {
 	// negative value means Kafka's 4096). Zero SegmentBytes and
 	// MaxIndexBytes take Kafka's defaults.
 	Segment segment.Config
+	// Entries, if set, is the directory's listing, just read by the caller
+	// (a log's open lists it to tell a new partition, NewEntries): Load
+	// starts from it instead of listing the directory again.
+	Entries []fs.DirEntry
 	// DryRun computes the Report and changes nothing on disk: every file
 	// stays byte-identical and no file or directory is created.
 	DryRun bool

@@ -128,11 +128,15 @@ func (r *scanResult) dropCollected() {
 var errFault = errors.New("partlog/recovery: memory fault while reading a mapped file")
 
 // mapped is a read-only view of a file. It holds no file descriptor: the
-// file is closed as soon as it is mapped, so that many segments may stay
-// mapped between the steps of a Run.
+// file is closed as soon as it is mapped (or, when small, read), so that
+// many segments may stay mapped between the steps of a Run.
 type mapped struct {
 	data []byte
+	read bool // data was read into memory, not mapped (small files)
 }
+
+// readSmallBytes is the largest file openMapped reads instead of mapping.
+const readSmallBytes = 64 << 10
 
 func (o *Options) openMapped(path string) (*mapped, error) {
 	if o.hooks != nil && o.hooks.open != nil {
@@ -156,6 +160,16 @@ func (o *Options) openMapped(path string) (*mapped, error) {
 	if size != int64(int(size)) {
 		return nil, fmt.Errorf("partlog/recovery: open %s: length %d does not fit in memory", path, size)
 	}
+	if size <= readSmallBytes {
+		// A small file (the tail of a cleanly closed partition holding a
+		// few batches) is read: mmap, madvise and munmap cost more than
+		// the copy, thousands of times at a broker's start.
+		data := make([]byte, size)
+		if _, err := f.ReadAt(data, 0); err != nil {
+			return nil, fmt.Errorf("partlog/recovery: read %s: %w", path, err)
+		}
+		return &mapped{data: data, read: true}, nil
+	}
 	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("partlog/recovery: mmap %s: %w", path, err)
@@ -173,7 +187,9 @@ func (o *Options) openMapped(path string) (*mapped, error) {
 
 func (m *mapped) close() {
 	if m != nil && m.data != nil {
-		_ = unix.Munmap(m.data)
+		if !m.read {
+			_ = unix.Munmap(m.data)
+		}
 		m.data = nil
 	}
 }

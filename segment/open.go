@@ -3,7 +3,6 @@ package segment
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -48,25 +47,24 @@ func OpenRecovered(dir string, base, size int64, cfg Config, now time.Time) (*Se
 
 func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, check bool) (*Segment, error) {
 	s := newSegment(dir, base, cfg, now)
-	for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
-		st, err := os.Lstat(s.Path(kind))
-		switch {
-		case err == nil && !st.Mode().IsRegular():
-			return nil, fmt.Errorf("%w: %s is not a regular file", ErrNeedsRecovery, s.Path(kind))
-		case err == nil && kind == LogSuffix && st.Size() != dataLen:
-			return nil, fmt.Errorf("%w: %s holds %d bytes, expected %d", ErrNeedsRecovery, s.Path(kind), st.Size(), dataLen)
-		case errors.Is(err, fs.ErrNotExist) && (kind == IndexSuffix || kind == TimeIndexSuffix):
-			// Kafka creates index files lazily: an absent index of a
-			// segment too small to be indexed is legal. Make it empty.
-			if err := createEmpty(s.Path(kind)); err != nil {
-				return nil, err
-			}
-		case err != nil && !(errors.Is(err, fs.ErrNotExist) && kind == TxnIndexSuffix):
-			return nil, err
-		}
+	st, err := os.Lstat(s.Path(LogSuffix))
+	switch {
+	case err != nil:
+		return nil, err
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrNeedsRecovery, s.Path(LogSuffix))
+	case st.Size() != dataLen:
+		return nil, fmt.Errorf("%w: %s holds %d bytes, expected %d", ErrNeedsRecovery, s.Path(LogSuffix), st.Size(), dataLen)
 	}
+	// The indexes are opened without following a link (ELOOP) and refuse
+	// any other non-regular file; an absent offset or time index (Kafka
+	// makes them lazily: a segment too small to be indexed) is made by its
+	// first entry or at roll and close.
 	if err := s.openWritableIndexes(false); err != nil {
 		_ = s.closeFiles()
+		if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EISDIR) || errors.Is(err, mmapfile.ErrNotRegular) {
+			return nil, fmt.Errorf("%w: %w", ErrNeedsRecovery, err)
+		}
 		return nil, err
 	}
 	if check {
@@ -88,20 +86,14 @@ func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, chec
 		return nil, err
 	}
 	s.size.Store(dataLen)
+	if err := f.ParkDescriptor(); err != nil {
+		_ = s.closeFiles()
+		return nil, err
+	}
 	s.active = true
 	s.noteIndexes()
 	s.startPrefault()
 	return s, nil
-}
-
-// createEmpty creates an empty file at path, failing if the name exists
-// (a symbolic link included, even a dangling one).
-func createEmpty(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return err
-	}
-	return f.Close()
 }
 
 // loadTail validates the batches after the last offset-index entry and

@@ -205,11 +205,14 @@ func (s *Segment) SetOnMap(fn func(*Segment, int64)) {
 // Path returns the path of the segment's kind file.
 func (s *Segment) Path(kind string) string { return Path(s.dir, s.base, kind) }
 
-// Create makes a new, empty active segment at base in dir: the .log
-// preallocated to cfg.SegmentBytes (fallocate: a full disk fails here, not
-// with SIGBUS later), both indexes preallocated to cfg.MaxIndexBytes. Files
-// left under the same names are replaced, unless one is not a regular
-// file (a directory, a symbolic link): that is left alone and Create fails.
+// Create makes a new, empty active segment at base in dir: the .log with
+// its first reservation (see "Disk reservation" above: fallocate, so a
+// full disk fails here, not with SIGBUS later); the indexes, of capacity
+// cfg.MaxIndexBytes, make their files with their first entry or at roll
+// and close (package index). Files left under the same names are
+// replaced (the indexes' when they are made), unless one is not a regular
+// file (a directory, a symbolic link): that is left alone and Create fails
+// (for an index: the append or roll that would make it).
 func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error) {
 	s := newSegment(dir, base, cfg, now)
 	// The .log and both indexes are created exclusively: only when one is
@@ -230,19 +233,13 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 		return nil, err
 	}
 	s.log = f
+	// The indexes make their files with their first entry (or at roll and
+	// close), replacing leftovers of the same names then (package index).
 	err = s.openWritableIndexes(true)
-	if errors.Is(err, fs.ErrExist) {
-		// Index files left without their .log: replace them.
-		_ = s.closeFiles()
-		s.log = nil
-		if err = s.removeFiles(); err != nil {
-			return nil, err
-		}
-		if f, err = mmapfile.CreateAhead(s.Path(LogSuffix), cfg.SegmentBytes, s.firstReserve()); err != nil {
-			return nil, err
-		}
-		s.log = f
-		err = s.openWritableIndexes(true)
+	if err == nil {
+		// An idle partition holds no descriptor for its .log (see
+		// mmapfile.File.ParkDescriptor); the first write or sync opens it.
+		err = s.log.ParkDescriptor()
 	}
 	if err != nil {
 		_ = s.closeFiles()
@@ -324,16 +321,12 @@ func (s *Segment) openWritableIndexes(create bool) error {
 			return err
 		}
 	} else {
-		if s.offsetIndex, err = index.OpenOffsetIndex(s.Path(IndexSuffix), s.base, false); err != nil {
+		// A missing index (Kafka makes them lazily too) is made by its
+		// first entry or at roll and close.
+		if s.offsetIndex, err = index.OpenActiveOffsetIndex(s.Path(IndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
 			return err
 		}
-		if err = s.offsetIndex.Resize(s.cfg.MaxIndexBytes); err != nil {
-			return err
-		}
-		if s.timeIndex, err = index.OpenTimeIndex(s.Path(TimeIndexSuffix), s.base, false); err != nil {
-			return err
-		}
-		if err = s.timeIndex.Resize(s.cfg.MaxIndexBytes); err != nil {
+		if s.timeIndex, err = index.OpenActiveTimeIndex(s.Path(TimeIndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
 			return err
 		}
 	}

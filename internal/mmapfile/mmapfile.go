@@ -90,8 +90,13 @@ type File struct {
 	path     string
 	writable bool
 
-	// fd is the open file; owned by the owner goroutine, nil after Close.
-	fd *os.File
+	// fd is the open file, nil after Close or ReleaseDescriptor. It is
+	// atomic because a parked File (ParkDescriptor) opens it again on first
+	// use, which may be a Sync running beside the owner.
+	fd atomic.Pointer[os.File]
+	// reopen, set by ParkDescriptor before the File is shared, makes the
+	// first call that needs a descriptor open one and keep it.
+	reopen bool
 	// data is the whole mapping as returned by mmap (nil for a zero-length
 	// mapping). It never changes until it is unmapped; munmap needs the
 	// original slice.
@@ -145,7 +150,7 @@ func createNew(path string, capacity, reserve int64, mapFD func(fd *os.File) (*F
 	if reserve < 0 || capacity < reserve {
 		return nil, pathError(path, "create", fmt.Errorf("reserve %d outside [0, capacity %d]", reserve, capacity))
 	}
-	fd, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
+	fd, err := openFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, pathError(path, "create", err)
 	}
@@ -157,11 +162,29 @@ func createNew(path string, capacity, reserve int64, mapFD func(fd *os.File) (*F
 	return f, nil
 }
 
+// openFile is open(2) with O_CLOEXEC, wrapped in an *os.File that is not
+// registered with the runtime's poller: os.OpenFile's attempt costs four
+// fcntl and an epoll_ctl per open, all useless for a regular file (several
+// per partition at a broker's start). Errors are *os.PathError, so
+// errors.Is(err, fs.ErrNotExist) and the like hold.
+func openFile(path string, flag int, perm uint32) (*os.File, error) {
+	for {
+		fd, err := unix.Open(path, flag|unix.O_CLOEXEC, perm)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		return os.NewFile(uintptr(fd), path), nil
+	}
+}
+
 // openRegular opens an existing file with flag, never through a symbolic
 // link, and refuses a path that is not a regular file; it returns the
 // file's length.
 func openRegular(path string, flag int) (*os.File, int64, error) {
-	fd, err := os.OpenFile(path, flag|unix.O_NOFOLLOW, 0)
+	fd, err := openFile(path, flag|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, 0, pathError(path, "open", err)
 	}
@@ -285,7 +308,8 @@ func mapFileReserved(path string, fd *os.File, current, length, mapLen int64, wr
 			return nil, pathError(path, "fallocate", err)
 		}
 	}
-	f := &File{path: path, writable: writable, fd: fd}
+	f := &File{path: path, writable: writable}
+	f.fd.Store(fd)
 	if mapLen > 0 {
 		prot := unix.PROT_READ
 		if writable {
@@ -358,28 +382,75 @@ func (f *File) Grow(n int64) error {
 // roll, and a broker with thousands of partitions would otherwise hold two
 // descriptors more per partition. Owner only.
 func (f *File) ReleaseDescriptor() error {
-	if f.fd == nil || f.closed.Load() {
+	fd := f.fd.Load()
+	if fd == nil || f.closed.Load() {
 		return nil
 	}
-	err := f.fd.Close()
-	f.fd = nil
-	if err != nil {
+	f.fd.Store(nil)
+	if err := fd.Close(); err != nil {
 		return pathError(f.path, "close", err)
 	}
 	return nil
 }
 
+// ParkDescriptor is ReleaseDescriptor for a file that is written through
+// its descriptor once it is in use (an active .log: pwritev, fallocate
+// steps, fdatasync): the first call that needs a descriptor opens the file
+// again by its path and keeps it until Close. An idle partition then holds
+// no descriptor for its active segment (10 000 partitions open within a
+// 20 000-descriptor limit). The path must keep naming this file while it
+// is parked. Owner only, before the File is shared.
+func (f *File) ParkDescriptor() error {
+	if err := f.ReleaseDescriptor(); err != nil {
+		return err
+	}
+	f.reopen = true
+	return nil
+}
+
+// Descriptors reports whether the File holds an open descriptor.
+func (f *File) Descriptors() bool { return f.fd.Load() != nil }
+
+// descriptor returns the File's descriptor, opening it again when the
+// File is parked; nil (and no error) when it was released for good.
+func (f *File) descriptor() (*os.File, error) {
+	if fd := f.fd.Load(); fd != nil || !f.reopen {
+		return fd, nil
+	}
+	fd, err := openFile(f.path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	if !f.fd.CompareAndSwap(nil, fd) {
+		// Another caller opened it first (a Sync beside the owner).
+		_ = fd.Close()
+		return f.fd.Load(), nil
+	}
+	if f.closed.Load() {
+		// Close ran meanwhile and may have missed this descriptor.
+		if f.fd.CompareAndSwap(fd, nil) {
+			_ = fd.Close()
+		}
+		return nil, ErrClosed
+	}
+	return fd, nil
+}
+
 // withFD calls fn with the File's descriptor, or with one opened for the
 // call when the descriptor was released.
 func (f *File) withFD(fn func(fd int) error) error {
-	if f.fd != nil {
-		return fn(int(f.fd.Fd()))
-	}
-	fd, err := os.OpenFile(f.path, os.O_RDWR, 0)
+	fd, err := f.descriptor()
 	if err != nil {
 		return err
 	}
-	return errors.Join(fn(int(fd.Fd())), fd.Close())
+	if fd != nil {
+		return fn(int(fd.Fd()))
+	}
+	tmp, err := openFile(f.path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	return errors.Join(fn(int(tmp.Fd())), tmp.Close())
 }
 
 // WriteAt writes head and then body at off with one pwritev(2) (retried on
@@ -394,10 +465,14 @@ func (f *File) WriteAt(head, body []byte, off int64) error {
 	if off < 0 || off+n > f.size.Load() {
 		return pathError(f.path, "write", fmt.Errorf("%w: range [%d, %d) outside the %d reserved bytes", ErrCapacity, off, off+n, f.size.Load()))
 	}
-	if f.fd == nil {
+	file, err := f.descriptor()
+	if err != nil {
+		return pathError(f.path, "write", err)
+	}
+	if file == nil {
 		return pathError(f.path, "write", errors.New("descriptor released"))
 	}
-	fd := int(f.fd.Fd())
+	fd := int(file.Fd())
 	for len(head)+len(body) > 0 {
 		iov := [2][]byte{head, body}
 		w, err := unix.Pwritev(fd, iov[:], off)
@@ -583,11 +658,10 @@ func (f *File) Close() error {
 		return pathError(f.path, "close", ErrClosed)
 	}
 	var err error
-	if f.fd != nil {
-		if err = f.fd.Close(); err != nil {
+	if fd := f.fd.Swap(nil); fd != nil {
+		if err = fd.Close(); err != nil {
 			err = pathError(f.path, "close", err)
 		}
-		f.fd = nil
 	}
 	return errors.Join(err, f.release())
 }

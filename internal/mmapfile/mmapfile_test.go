@@ -668,3 +668,57 @@ func TestAhead(t *testing.T) {
 		t.Fatalf("reopened: length %d size %d", n, g.Size())
 	}
 }
+
+// TestParkDescriptor: a parked File holds no descriptor until a call needs
+// one, then keeps it until Close; a Sync beside the owner's first WriteAt
+// opens at most one that stays (run with -race).
+func TestParkDescriptor(t *testing.T) {
+	path := tempPath(t, "p")
+	f, err := CreateAhead(path, 1<<20, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.ParkDescriptor(); err != nil {
+		t.Fatal(err)
+	}
+	if f.Descriptors() {
+		t.Fatal("parked File holds a descriptor")
+	}
+	copy(f.Bytes(), "stored")
+	if f.Descriptors() {
+		t.Fatal("a store into the mapping opened a descriptor")
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.SyncFile() }()
+	if err := f.WriteAt([]byte("he"), []byte("ad"), 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !f.Descriptors() {
+		t.Fatal("no descriptor kept after WriteAt and Sync")
+	}
+	if err := f.Grow(128 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(12); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if f.Descriptors() {
+		t.Fatal("descriptor kept after Close")
+	}
+	if err := f.SyncFile(); err == nil {
+		t.Fatal("Sync after Close succeeded")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != "stored\x00\x00head" {
+		t.Fatalf("file holds %q", data)
+	}
+}
