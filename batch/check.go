@@ -126,10 +126,10 @@ func frameAt(b []byte, pos int64) (int, error) {
 	}
 	length := int32(binary.BigEndian.Uint32(b[OffBatchLength:]))
 	if length < minEntrySize {
-		if isZero(b) {
+		if IsZero(b) {
 			return 0, tornTail(b, pos, "zero padding")
 		}
-		if isZero(b[:min(len(b), HeaderSize)]) {
+		if IsZero(b[:min(len(b), HeaderSize)]) {
 			return 0, corruptf(pos, "zero-filled hole followed by non-zero bytes")
 		}
 		return 0, corruptf(pos, "entry length %d is smaller than %d", length, minEntrySize)
@@ -143,12 +143,12 @@ func frameAt(b []byte, pos int64) (int, error) {
 }
 
 func tornTail(b []byte, pos int64, reason string) *TornTailError {
-	return &TornTailError{Position: pos, Remaining: int64(len(b)), Zero: isZero(b), Reason: reason}
+	return &TornTailError{Position: pos, Remaining: int64(len(b)), Zero: IsZero(b), Reason: reason}
 }
 
 // isZero reports whether every byte of b is zero. It compares eight bytes
 // at a time, since it may run over the preallocated tail of a segment.
-func isZero(b []byte) bool {
+func IsZero(b []byte) bool {
 	for len(b) >= 8 {
 		if binary.LittleEndian.Uint64(b) != 0 {
 			return false

@@ -109,7 +109,7 @@ func FuzzIterator(f *testing.F) {
 				if te.Position != it.Position() || te.Remaining != int64(len(data)-off) {
 					t.Fatalf("torn tail at %d (%d left), iterator at %d (%d left)", te.Position, te.Remaining, it.Position(), len(data)-off)
 				}
-				if te.Zero != isZero(data[off:]) {
+				if te.Zero != IsZero(data[off:]) {
 					t.Fatalf("torn tail Zero = %v for %x", te.Zero, data[off:])
 				}
 			}

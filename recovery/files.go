@@ -1,7 +1,6 @@
 package recovery
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
@@ -193,7 +193,7 @@ func sparseCopy(f *os.File, r io.Reader) error {
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
 			chunk := buf[:n]
-			if allZero(chunk) {
+			if batch.IsZero(chunk) {
 				if _, serr := f.Seek(int64(n), io.SeekCurrent); serr != nil {
 					return serr
 				}
@@ -211,21 +211,6 @@ func sparseCopy(f *os.File, r io.Reader) error {
 	}
 	// A hole at the end needs the length set.
 	return f.Truncate(size)
-}
-
-func allZero(b []byte) bool {
-	for len(b) >= 8 {
-		if binary.LittleEndian.Uint64(b) != 0 {
-			return false
-		}
-		b = b[8:]
-	}
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // hookedWriter calls the copy hook after each write that succeeded.

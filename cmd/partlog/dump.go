@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -283,7 +282,7 @@ func (o *dumpOptions) dumpBatches(w *bufio.Writer, stderr io.Writer, path string
 	}
 	if pos < len(data) && o.maxBytes < 0 {
 		fmt.Fprintf(w, "Found %d invalid bytes at the end of %s\n", len(data)-pos, filepath.Base(path))
-		if zeroTail(data[pos:]) {
+		if batch.IsZero(data[pos:]) {
 			// Kafka's line, as kafka-dump-log prints it, but not a problem:
 			// the unwritten, preallocated tail of an active segment (a
 			// running broker's, or one that crashed before writing there).
@@ -491,20 +490,3 @@ Exit status: 0 every file dumped and valid, 4 a file holds invalid data
 (a bad CRC, invalid bytes, an index entry that does not match its log, a
 corrupt snapshot), 8 a file could not be read, 16 usage error; several
 files OR their codes.`
-
-// zeroTail reports whether every byte of b is zero (the preallocated
-// or reserved tail of an active segment).
-func zeroTail(b []byte) bool {
-	for len(b) >= 8 {
-		if binary.LittleEndian.Uint64(b) != 0 {
-			return false
-		}
-		b = b[8:]
-	}
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}

@@ -447,7 +447,7 @@ func (o *dumpOptions) batchesJSON(path string, data []byte, out *FileJSON) {
 	}
 	if pos < len(data) && o.maxBytes < 0 {
 		n := int64(len(data) - pos)
-		zero := zeroTail(data[pos:])
+		zero := batch.IsZero(data[pos:])
 		out.InvalidBytes = &InvalidBytesJSON{Position: int64(pos), Count: n, Zero: zero}
 		if !zero {
 			lw.problem(int64(pos), "invalidBytes", "found %d invalid bytes at the end of %s", n, filepath.Base(path))
