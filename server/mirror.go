@@ -1125,11 +1125,7 @@ func (s *Server) mirrorCheckDivergence(ctx context.Context, l *mirrorLink, mp *m
 	}
 	err = fmt.Errorf("the source's epoch %d ends at %d (epoch %d), below the mirrored log end %d: the source truncated what was mirrored (divergence is not resolved; start the mirror again)",
 		local, r.EndOffset, r.LeaderEpoch, leo)
-	_ = mp.p.mirror.Fail(err)
-	l.mu.Lock()
-	mp.stopped = true
-	l.mu.Unlock()
-	return err
+	return l.fail(mp, err)
 }
 
 // mirrorOutOfRange handles OFFSET_OUT_OF_RANGE: the source's log start
@@ -1167,11 +1163,7 @@ func (s *Server) mirrorOutOfRange(ctx context.Context, l *mirrorLink, mp *mirror
 			return mp.p.mirror.AdvanceLogStart(mp.session, r.Offset)
 		case ts == -1 && r.Offset < leo:
 			err := fmt.Errorf("the source's log ends at %d, below the mirrored log end %d (divergence is not resolved)", r.Offset, leo)
-			_ = mp.p.mirror.Fail(err)
-			l.mu.Lock()
-			mp.stopped = true
-			l.mu.Unlock()
-			return err
+			return l.fail(mp, err)
 		}
 	}
 	return nil
@@ -1222,4 +1214,14 @@ func wholeBatchesFrom(b []byte, from int64) []byte {
 		end += n
 	}
 	return b[:end]
+}
+
+// fail moves a fetched partition to FAILED (read-only, reason kept) and
+// stops fetching it; a new start recovers it. It returns err.
+func (l *mirrorLink) fail(mp *mirrorPart, err error) error {
+	_ = mp.p.mirror.Fail(err)
+	l.mu.Lock()
+	mp.stopped = true
+	l.mu.Unlock()
+	return err
 }
