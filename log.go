@@ -392,6 +392,10 @@ func (l *Log) SetHighWatermark(hw int64) {
 // LeaderEpochs returns a copy of the leader-epoch cache.
 func (l *Log) LeaderEpochs() []EpochEntry { return l.epochs.list() }
 
+// LatestEpoch returns the latest epoch of the leader-epoch cache, or -1
+// when it is empty; one atomic load, no copy.
+func (l *Log) LatestEpoch() int32 { return l.epochs.latest() }
+
 // Segments returns the base offsets of the segments, oldest first.
 func (l *Log) Segments() []int64 {
 	l.mu.RLock()

@@ -190,7 +190,7 @@ func (p *Partition) alignLocked(sourceEpoch int32) error {
 			return err
 		}
 	}
-	p.localEpoch = max(p.localEpoch, latestEpoch(p.log))
+	p.localEpoch = max(p.localEpoch, p.log.LatestEpoch())
 	if sourceEpoch >= 0 && sourceEpoch > p.localEpoch-epochMargin {
 		return p.fenceLocked(sourceEpoch)
 	}

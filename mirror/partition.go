@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -125,7 +124,7 @@ func Open(l *partlog.Log, opts Options) (*Partition, error) {
 	default:
 		p.cp = cp
 	}
-	p.localEpoch = max(p.opts.LeaderEpoch, latestEpoch(l), p.cp.StopLeaderEpoch)
+	p.localEpoch = max(p.opts.LeaderEpoch, l.LatestEpoch(), p.cp.StopLeaderEpoch)
 	p.publish()
 
 	p.mu.Lock()
@@ -166,15 +165,6 @@ func Open(l *partlog.Log, opts Options) (*Partition, error) {
 	// A failure above left the partition FAILED (see Failure); a test
 	// crash left it stopped at its crash point.
 	return p, nil
-}
-
-// latestEpoch is the log's latest leader epoch, or -1.
-func latestEpoch(l *partlog.Log) int32 {
-	es := l.LeaderEpochs()
-	if len(es) == 0 {
-		return -1
-	}
-	return es[len(es)-1].Epoch
 }
 
 // Log returns the partition's log.
@@ -401,9 +391,9 @@ func (p *Partition) restartEmptyAtBatchLocked(records []byte) error {
 	if leo != p.log.LogStartOffset() || len(records) < batch.HeaderSize {
 		return nil
 	}
-	base := int64(binary.BigEndian.Uint64(records[batch.OffBaseOffset:]))
-	last := base + int64(int32(binary.BigEndian.Uint32(records[batch.OffLastOffsetDelta:])))
-	if base >= leo || last < leo {
+	v := batch.View(records)
+	base := v.BaseOffset()
+	if base >= leo || v.LastOffset() < leo {
 		return nil
 	}
 	// Rare: validate before acting on header fields.

@@ -219,7 +219,7 @@ func (p *Partition) stopTruncateLocked(ctx context.Context, res *StopResult) err
 func (p *Partition) stopRecordPositionLocked(ctx context.Context) error {
 	l := p.log
 	lmo := l.LogEndOffset()
-	lme := latestEpoch(l)
+	lme := l.LatestEpoch()
 	if err := l.Sync(ctx, lmo); err != nil {
 		return p.failLocked("stop S3: fsync", err)
 	}
@@ -235,7 +235,7 @@ func (p *Partition) stopBumpEpochLocked() error {
 	}
 	stop := p.cp.StopLeaderEpoch
 	if stop < 0 {
-		stop = max(p.localEpoch, p.cp.LastMirrorEpoch, latestEpoch(p.log)) + 1
+		stop = max(p.localEpoch, p.cp.LastMirrorEpoch, p.log.LatestEpoch()) + 1
 	}
 	p.localEpoch = max(p.localEpoch, stop)
 	return p.stepLocked(StepEpochBumped, crashStopEpochBumped, func(c *Checkpoint) { c.StopLeaderEpoch = stop })

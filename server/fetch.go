@@ -275,7 +275,7 @@ func (s *Server) offsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) kms
 				continue
 			}
 			epoch, end := p.log.EndOffsetForEpoch(rp.LeaderEpoch)
-			if epoch == partlog.UndefinedEpoch && rp.LeaderEpoch == p.epoch.Load() && len(p.log.LeaderEpochs()) == 0 {
+			if epoch == partlog.UndefinedEpoch && rp.LeaderEpoch == p.epoch.Load() && p.log.LatestEpoch() < 0 {
 				// Nothing written yet at this node's epoch.
 				epoch, end = p.epoch.Load(), p.log.LogEndOffset()
 			}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -728,10 +727,7 @@ func (s *Server) mirrorStatus(only func(partlog.TopicPartition) bool) []MirrorPa
 		}
 		if c.State.ReadOnly() && c.State != mirror.StateStopping {
 			st.LastMirroredOffset = leo
-			st.LastMirroredEpoch = -1
-			if es := p.log.LeaderEpochs(); len(es) > 0 {
-				st.LastMirroredEpoch = es[len(es)-1].Epoch
-			}
+			st.LastMirroredEpoch = p.log.LatestEpoch()
 			if st.SourceHighWatermark >= 0 {
 				st.Lag = max(0, st.SourceHighWatermark-leo)
 			}
@@ -1090,12 +1086,8 @@ func (s *Server) mirrorCheckDivergence(ctx context.Context, l *mirrorLink, mp *m
 	if len(recs) < batch.HeaderSize {
 		return nil
 	}
-	es := mp.p.log.LeaderEpochs()
-	if len(es) == 0 {
-		return nil
-	}
-	local := es[len(es)-1].Epoch
-	if first := int32(binary.BigEndian.Uint32(recs[batch.OffPartitionLeaderEpoch:])); first <= local {
+	local := mp.p.log.LatestEpoch()
+	if local < 0 || batch.View(recs).PartitionLeaderEpoch() <= local {
 		return nil
 	}
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
@@ -1199,8 +1191,7 @@ func wholeBatchesFrom(b []byte, from int64) []byte {
 		if err != nil {
 			return nil
 		}
-		last := int64(binary.BigEndian.Uint64(b[batch.OffBaseOffset:])) + int64(int32(binary.BigEndian.Uint32(b[batch.OffLastOffsetDelta:])))
-		if last >= from {
+		if batch.View(b).LastOffset() >= from {
 			break
 		}
 		b = b[n:]

@@ -89,11 +89,7 @@ func (s *Server) newPartition(tp partlog.TopicPartition, l *partlog.Log) (*parti
 	if p.segmentBytes <= 0 {
 		p.segmentBytes = partlog.DefaultSegmentBytes
 	}
-	var epoch int32
-	if es := l.LeaderEpochs(); len(es) > 0 {
-		epoch = es[len(es)-1].Epoch
-	}
-	epoch = max(epoch, s.meta.mirrorEpoch(tp))
+	epoch := max(0, l.LatestEpoch(), s.meta.mirrorEpoch(tp))
 	mp, err := mirror.Open(l, s.mirrorOptions(tp, epoch))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", tp, err)
