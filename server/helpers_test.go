@@ -179,10 +179,21 @@ func fetchReq(topic string, part int32, offset int64, maxWait, minBytes, maxByte
 
 func createTopic(t *testing.T, rc *rawConn, name string, parts int32) {
 	t.Helper()
+	createTopicWith(t, rc, name, parts, nil)
+}
+
+// createTopicWith creates a topic with configs.
+func createTopicWith(t *testing.T, rc *rawConn, name string, parts int32, configs map[string]string) {
+	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.Version = 5
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, parts, 1
+	for k, v := range configs {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(v)
+		rt.Configs = append(rt.Configs, c)
+	}
 	req.Topics = append(req.Topics, rt)
 	resp := roundTrip[*kmsg.CreateTopicsResponse](rc, req)
 	if c := resp.Topics[0].ErrorCode; c != 0 {

@@ -13,25 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// createTopicWith creates a topic with configs.
-func createTopicWith(t *testing.T, rc *rawConn, name string, parts int32, configs map[string]string) {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.Version = 5
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, parts, 1
-	for k, v := range configs {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = k, kmsg.StringPtr(v)
-		rt.Configs = append(rt.Configs, c)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp := roundTrip[*kmsg.CreateTopicsResponse](rc, req)
-	if c := resp.Topics[0].ErrorCode; c != 0 {
-		t.Fatalf("create %s: error %d", name, c)
-	}
-}
-
 // TestMirrorFetchLargerThanSegment: the destination topic exists with a
 // small segment.bytes (1 MiB, Kafka's minimum; an operator who creates
 // the topic first to give it the source's configs). One fetch brings up
