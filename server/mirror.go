@@ -350,47 +350,10 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 		}
 		for _, sp := range src.parts {
 			tp := partlog.TopicPartition{Topic: t, Partition: sp.Partition}
-			p, code := s.partitionFor(t, sp.Partition)
-			if code != errNone {
-				errs = append(errs, fmt.Errorf("%s: %w", tp, kerr.ErrorForCode(code)))
-				continue
-			}
-			// Already mirroring in this link (a start run again, to pick
-			// up the partitions a first one could not start): nothing to
-			// do, and not an error.
-			if c := p.mirror.Checkpoint(); c.MirrorName == name && c.SourceClusterID == srcCluster &&
-				(c.State == mirror.StateMirroring || c.State == mirror.StateEpochFencing) {
-				started = append(started, tp)
-				continue
-			}
-			sreq := mirror.StartRequest{MirrorName: name, SourceClusterID: srcCluster, TopicID: mirror.TopicID(src.id),
-				Partition: sp.Partition, SourceLeaderEpoch: sp.LeaderEpoch}
-			if req.SourceAdmin != "" {
-				lctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-				pos, err := lookupPosition(lctx, req.SourceAdmin, s.meta.clusterID(), t, mirror.TopicID(src.id), sp.Partition)
-				if err == nil {
-					sreq.SourceMirrorsFromUs, err = mirrorsFrom(lctx, req.SourceAdmin, s.meta.clusterID(), t, sp.Partition)
-				}
-				cancel()
-				if err != nil {
-					errs = append(errs, fmt.Errorf("%s: source admin %s: %w", tp, req.SourceAdmin, err))
-					continue
-				}
-				sreq.SourcePosition = pos
-			}
-			if !p.mirror.State().ReadOnly() {
-				if err := s.txns.endOnPartition(tp); err != nil {
-					errs = append(errs, fmt.Errorf("%s: end this cluster's transactions first: %w", tp, err))
-					continue
-				}
-			}
-			sess, err := p.mirror.Start(sreq)
-			s.followMirrorEpoch(p)
-			if err != nil {
+			if err := s.startPartition(ctx, link, req.SourceAdmin, tp, src.id, sp); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", tp, err))
 				continue
 			}
-			link.add(p, sess, src.id, sp.Leader)
 			started = append(started, tp)
 		}
 	}
@@ -416,6 +379,48 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	link.wake()
 	status := s.mirrorStatus(func(tp partlog.TopicPartition) bool { return slices.Contains(started, tp) })
 	return status, errors.Join(errs...)
+}
+
+// startPartition runs LOG_ALIGNMENT on one partition of a start and adds
+// it to the link's fetches. A partition this link already mirrors (a
+// start run again, to pick up the partitions a first one could not
+// start) is left as it is, and is no error.
+func (s *Server) startPartition(ctx context.Context, link *mirrorLink, admin string, tp partlog.TopicPartition,
+	srcID [16]byte, sp kmsg.MetadataResponseTopicPartition) error {
+	p, code := s.partitionFor(tp.Topic, tp.Partition)
+	if code != errNone {
+		return kerr.ErrorForCode(code)
+	}
+	if c := p.mirror.Checkpoint(); c.MirrorName == link.name && c.SourceClusterID == link.sourceCluster &&
+		(c.State == mirror.StateMirroring || c.State == mirror.StateEpochFencing) {
+		return nil
+	}
+	sreq := mirror.StartRequest{MirrorName: link.name, SourceClusterID: link.sourceCluster, TopicID: mirror.TopicID(srcID),
+		Partition: tp.Partition, SourceLeaderEpoch: sp.LeaderEpoch}
+	if admin != "" {
+		lctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		pos, err := lookupPosition(lctx, admin, s.meta.clusterID(), tp.Topic, mirror.TopicID(srcID), tp.Partition)
+		if err == nil {
+			sreq.SourceMirrorsFromUs, err = mirrorsFrom(lctx, admin, s.meta.clusterID(), tp.Topic, tp.Partition)
+		}
+		cancel()
+		if err != nil {
+			return fmt.Errorf("source admin %s: %w", admin, err)
+		}
+		sreq.SourcePosition = pos
+	}
+	if !p.mirror.State().ReadOnly() {
+		if err := s.txns.endOnPartition(tp); err != nil {
+			return fmt.Errorf("end this cluster's transactions first: %w", err)
+		}
+	}
+	sess, err := p.mirror.Start(sreq)
+	s.followMirrorEpoch(p)
+	if err != nil {
+		return err
+	}
+	link.add(p, sess, srcID, sp.Leader)
+	return nil
 }
 
 func newMirrorClient(source string) (*kgo.Client, error) {
