@@ -375,8 +375,8 @@ func (x *run) cutAt(segs []*seg, i int, pos, lastOffset int64, batches int, clas
 	// lost, and the cut is a change with a note.
 	switch class {
 	case ClassZeroTail:
-		x.r.Notes = append(x.r.Notes, Problem{File: s.logName, Position: pos, Kind: kindCut,
-			Detail: sprintf("%s: %s (%d bytes: the unwritten tail of the active segment; no offset lost)", class, reason, s.size-pos)})
+		x.r.noteAt(s.logName, pos, kindCut, "%s: %s (%d bytes: the unwritten tail of the active segment; no offset lost)",
+			class, reason, s.size-pos)
 	case ClassCorruptFlushed:
 		x.r.problem(s.logName, pos, kindCut, "%s: data below the recovery point is invalid: %s; offsets from %d would be cut",
 			class, reason, off)

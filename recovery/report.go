@@ -329,7 +329,12 @@ func (r *Report) problem(file string, pos int64, kind, format string, args ...an
 
 // note records an informational finding.
 func (r *Report) note(file string, kind, format string, args ...any) {
-	r.Notes = append(r.Notes, Problem{File: file, Position: -1, Kind: kind, Detail: sprintf(format, args...)})
+	r.noteAt(file, -1, kind, format, args...)
+}
+
+// noteAt records an informational finding at a byte position of file.
+func (r *Report) noteAt(file string, pos int64, kind, format string, args ...any) {
+	r.Notes = append(r.Notes, Problem{File: file, Position: pos, Kind: kind, Detail: sprintf(format, args...)})
 }
 
 // change records a change to file.
