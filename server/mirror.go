@@ -861,10 +861,15 @@ func (l *mirrorLink) fetchable() (map[int32][]*mirrorPart, bool) {
 	return out, needMeta
 }
 
+// note records a failed fetch of parts. The source high watermark is
+// forgotten with it: status then shows the lag as unknown beside the
+// error, not the lag of the last fetch that worked (0 after catching
+// up, while the source may be down and taking writes elsewhere).
 func (l *mirrorLink) note(parts []*mirrorPart, err error) {
 	l.mu.Lock()
 	for _, mp := range parts {
 		mp.lastErr = err.Error()
+		mp.sourceHW = -1
 	}
 	l.mu.Unlock()
 }
@@ -873,6 +878,7 @@ func (l *mirrorLink) noteAll(err error) {
 	l.mu.Lock()
 	for _, mp := range l.parts {
 		mp.lastErr = err.Error()
+		mp.sourceHW = -1
 	}
 	l.mu.Unlock()
 }
@@ -1012,9 +1018,10 @@ func (l *mirrorLink) markLeadersUnknown(parts []*mirrorPart) {
 // applyFetched appends one partition's fetched batches.
 func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart, rp *kmsg.FetchResponseTopicPartition) bool {
 	p := mp.p
-	setErr := func(msg string) {
+	setErr := func(msg string) { // as note: the source high watermark is no longer known
 		l.mu.Lock()
 		mp.lastErr = msg
+		mp.sourceHW = -1
 		l.mu.Unlock()
 	}
 	switch rp.ErrorCode {

@@ -224,3 +224,44 @@ func TestMirrorFailedStartKeepsLinkAdmin(t *testing.T) {
 		t.Fatalf("link state after the failed start: admin %q topics %v, want \"\" [ka]", admin, topics)
 	}
 }
+
+// TestMirrorStatusSourceDown: once the source stops answering, status
+// showed the lag of the last fetch that worked (0 after catching up)
+// beside the error, so an operator read "caught up" while the source
+// might be taking writes elsewhere. The lag is unknown (-1) until a
+// fetch works again.
+func TestMirrorStatusSourceDown(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{})
+	ra := dial(t, a.addr)
+	createTopic(t, ra, "down", 1)
+	produceOK(t, ra, "down", 0, records(t, 2, -1, 0, 0, false, 10))
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"down"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, b, a, "down", 0)
+	deadline := time.Now().Add(20 * time.Second)
+	for st := b.MirrorStatus(); len(st) != 1 || st[0].Lag != 0; st = b.MirrorStatus() {
+		if time.Now().After(deadline) {
+			t.Fatalf("caught up, status %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.close(t)
+	for {
+		st := b.MirrorStatus()
+		if len(st) != 1 {
+			t.Fatalf("status %+v", st)
+		}
+		if st[0].Error != "" {
+			if st[0].Lag != -1 || st[0].SourceHighWatermark != -1 {
+				t.Fatalf("source down (%s) but lag %d, source high watermark %d", st[0].Error, st[0].Lag, st[0].SourceHighWatermark)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no error in status %+v after the source closed", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
