@@ -240,3 +240,7 @@ func (o *Options) validate() error {
 	}
 	return nil
 }
+
+// Effective returns the options a Log opened with o runs with: a copy of o
+// with every zero field replaced by its default (a nil o: every default).
+func (o *Options) Effective() Options { return o.withDefaults() }

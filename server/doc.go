@@ -36,6 +36,8 @@
 //	                            cleanup.policy=delete
 //	DeleteTopics          0–6   by name or topic id (Dir.Delete)
 //	CreatePartitions      0–3
+//	DescribeConfigs       0–4   topic resources: the configs above, each with
+//	                            the topic's value or the server's default
 //	InitProducerId        0–4
 //	AddPartitionsToTxn    0–3
 //	AddOffsetsToTxn       0–3

@@ -539,6 +539,8 @@ func (s *Server) handle(ctx context.Context, cc *connCtx, req kmsg.Request) hand
 		return now(s.deleteTopics(r))
 	case *kmsg.CreatePartitionsRequest:
 		return now(s.createPartitions(r))
+	case *kmsg.DescribeConfigsRequest:
+		return now(s.describeConfigs(r))
 	case *kmsg.ProduceRequest:
 		return s.produce(r)
 	case *kmsg.FetchRequest:

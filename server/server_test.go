@@ -39,7 +39,7 @@ func TestApiVersionsAdvertisesTheTable(t *testing.T) {
 
 // TestUnsupportedVersionsKeepTheConnection: an ApiVersions above the
 // supported range is answered at v0 with UNSUPPORTED_VERSION and the
-// list; a Produce v2 and an unimplemented API (DescribeConfigs) are
+// list; a Produce v2 and an unimplemented API (AlterConfigs) are
 // answered UNSUPPORTED_VERSION-typed responses; the connection serves
 // the next request.
 func TestUnsupportedVersionsKeepTheConnection(t *testing.T) {
@@ -64,9 +64,9 @@ func TestUnsupportedVersionsKeepTheConnection(t *testing.T) {
 	if r := roundTrip[*kmsg.JoinGroupResponse](rc, jg); r.ErrorCode != errUnsupportedVersion {
 		t.Fatalf("JoinGroup without a coordinator: error %d", r.ErrorCode)
 	}
-	dc := kmsg.NewPtrDescribeConfigsRequest() // no top-level error code: empty answer
-	dc.Version = 1
-	roundTrip[*kmsg.DescribeConfigsResponse](rc, dc)
+	ac := kmsg.NewPtrAlterConfigsRequest() // no top-level error code: empty answer
+	ac.Version = 1
+	roundTrip[*kmsg.AlterConfigsResponse](rc, ac)
 	p := produceReq("t", 3, 1, records(t, 1, -1, 0, 0, false, 10))
 	p.Version = 2
 	pr := roundTrip[*kmsg.ProduceResponse](rc, p)
@@ -716,5 +716,64 @@ func TestInitProducerIDWaitsForPreparedTransaction(t *testing.T) {
 	}
 	if r := roundTrip[*kmsg.InitProducerIDResponse](rc, req); r.ErrorCode != 0 || r.ProducerEpoch != p.ProducerEpoch+1 {
 		t.Fatalf("InitProducerId after completion: %+v", r)
+	}
+}
+
+// TestDescribeConfigs: a topic's own configs are DYNAMIC_TOPIC_CONFIG,
+// the rest the values its logs run with (the server's defaults, in
+// Kafka's spelling); names filter; unknown topics and broker resources
+// are refused per resource.
+func TestDescribeConfigs(t *testing.T) {
+	ts := startTest(t, Config{})
+	rc := dial(t, ts.addr)
+	createTopicWith(t, rc, "dc", 1, map[string]string{"retention.ms": "3600000", "segment.bytes": "1048576"})
+	for v := int16(0); v <= 4; v++ {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.Version = v
+		for _, r := range []struct {
+			typ   kmsg.ConfigResourceType
+			name  string
+			names []string
+		}{{kmsg.ConfigResourceTypeTopic, "dc", nil}, {kmsg.ConfigResourceTypeTopic, "dc", []string{"retention.bytes", "nope"}},
+			{kmsg.ConfigResourceTypeTopic, "missing", nil}, {kmsg.ConfigResourceTypeBroker, "1", nil}} {
+			rr := kmsg.NewDescribeConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName, rr.ConfigNames = r.typ, r.name, r.names
+			req.Resources = append(req.Resources, rr)
+		}
+		resp := roundTrip[*kmsg.DescribeConfigsResponse](rc, req)
+		if len(resp.Resources) != 4 {
+			t.Fatalf("v%d: %d resources", v, len(resp.Resources))
+		}
+		all := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
+		for _, c := range resp.Resources[0].Configs {
+			all[c.Name] = c
+		}
+		want := map[string]string{"retention.ms": "3600000", "segment.bytes": "1048576", "retention.bytes": "-1",
+			"cleanup.policy": "delete", "max.message.bytes": "1048588", "message.timestamp.type": "CreateTime",
+			"segment.ms": "604800000", "index.interval.bytes": "4096", "segment.index.bytes": "10485760",
+			"message.timestamp.after.max.ms": "9223372036854775807"}
+		for name, val := range want {
+			c, ok := all[name]
+			if !ok || c.Value == nil || *c.Value != val {
+				t.Errorf("v%d: %s = %+v, want %s", v, name, c, val)
+				continue
+			}
+			own := name == "retention.ms" || name == "segment.bytes"
+			if v == 0 && c.IsDefault == own || v >= 1 && (c.Source == kmsg.ConfigSourceDynamicTopicConfig) != own {
+				t.Errorf("v%d: %s default %v source %v, own value %v", v, name, c.IsDefault, c.Source, own)
+			}
+		}
+		if len(all) != len(topicConfigs) {
+			t.Errorf("v%d: %d configs, want %d", v, len(all), len(topicConfigs))
+		}
+		if f := resp.Resources[1].Configs; len(f) != 1 || f[0].Name != "retention.bytes" {
+			t.Errorf("v%d: filtered %+v", v, f)
+		}
+		if c := resp.Resources[2].ErrorCode; c != errUnknownTopicOrPartition {
+			t.Errorf("v%d: unknown topic: error %d", v, c)
+		}
+		if c := resp.Resources[3].ErrorCode; c != errInvalidRequest {
+			t.Errorf("v%d: broker resource: error %d", v, c)
+		}
 	}
 }

@@ -30,6 +30,7 @@ var apis = map[int16]versionRange{
 	25: {0, 3},  // AddOffsetsToTxn
 	26: {0, 3},  // EndTxn
 	28: {0, 3},  // TxnOffsetCommit
+	32: {0, 4},  // DescribeConfigs (topics)
 	37: {0, 3},  // CreatePartitions
 }
 
