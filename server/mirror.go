@@ -344,10 +344,12 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	var started []partlog.TopicPartition
 	for _, t := range req.Topics {
 		src := topics[t]
-		if err := s.ensureMirrorTopic(t, src.id, int32(len(src.parts))); err != nil {
+		created, err := s.ensureMirrorTopic(ctx, cl, t, src.id, int32(len(src.parts)))
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", t, err))
 			continue
 		}
+		n := len(started)
 		for _, sp := range src.parts {
 			tp := partlog.TopicPartition{Topic: t, Partition: sp.Partition}
 			if err := s.startPartition(ctx, link, req.SourceAdmin, tp, src.id, sp); err != nil {
@@ -355,6 +357,13 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 				continue
 			}
 			started = append(started, tp)
+		}
+		if created && len(started) == n {
+			// None started: the topic this start made goes again, so a
+			// failed start leaves the destination as it found it.
+			if err := s.deleteTopic(t); err != nil {
+				errs = append(errs, fmt.Errorf("%s: remove the topic the start created: %w", t, err))
+			}
 		}
 	}
 	// A topic none of whose partitions started (refused, or its source
@@ -432,30 +441,87 @@ func newMirrorClient(source string) (*kgo.Client, error) {
 	return cl, nil
 }
 
-// ensureMirrorTopic creates the topic with the source's id, or the
-// partitions it lacks. An existing topic keeps its own id.
-func (s *Server) ensureMirrorTopic(name string, id [16]byte, count int32) error {
+// ensureMirrorTopic creates the topic with the source's id and the
+// configs the source set on it (sourceTopicConfigs), or the partitions it
+// lacks; created says the topic is new. An existing topic keeps its own id
+// and configs: an operator who created it first chose them.
+func (s *Server) ensureMirrorTopic(ctx context.Context, cl *kgo.Client, name string, id [16]byte, count int32) (created bool, err error) {
+	s.cmu.Lock()
+	t := s.topicByName(name)
+	s.cmu.Unlock()
+	var configs map[string]string
+	if t == nil {
+		// Asked before cmu is taken again: a slow source must not hold
+		// up the topic requests of this server's clients.
+		if configs, err = s.sourceTopicConfigs(ctx, cl, name); err != nil {
+			return false, err
+		}
+	}
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
-	t := s.topicByName(name)
-	if t == nil {
+	if t = s.topicByName(name); t == nil {
 		tid := partlog.TopicID(id)
 		if tid.IsZero() {
-			var err error
 			if tid, err = newTopicID(); err != nil {
-				return err
+				return false, err
 			}
 		}
-		return s.createTopicLocked(name, tid, 0, count, nil)
+		return true, s.createTopicLocked(name, tid, 0, count, configs)
 	}
 	s.tmu.RLock()
 	have := int32(len(t.parts))
 	tid := t.id
 	s.tmu.RUnlock()
 	if have < count {
-		return s.createTopicLocked(name, tid, have, count, s.meta.topicConfigs(name))
+		return false, s.createTopicLocked(name, tid, have, count, s.meta.topicConfigs(name))
 	}
-	return nil
+	return false, nil
+}
+
+// sourceTopicConfigs asks the source (DescribeConfigs) for the configs set
+// on a topic (DYNAMIC_TOPIC_CONFIG), so that a topic the mirror creates
+// rolls, retains and bounds its batches as the source's does. Configs
+// partlog does not implement (compression.type, min.insync.replicas…)
+// are logged and left out; a source that cannot answer (an older
+// partlog) gives none. A config whose value partlog refuses
+// (cleanup.policy=compact) fails the topic's start: mirroring it without
+// compaction would keep what the source deletes.
+func (s *Server) sourceTopicConfigs(ctx context.Context, cl *kgo.Client, name string) (map[string]string, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, name
+	req.Resources = append(req.Resources, rr)
+	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	resp, err := req.RequestWith(dctx, cl)
+	cancel()
+	if err == nil && len(resp.Resources) == 1 && resp.Resources[0].ErrorCode != 0 {
+		err = kerr.ErrorForCode(resp.Resources[0].ErrorCode)
+	}
+	if err != nil || len(resp.Resources) != 1 {
+		s.logf("mirror: topic %s: the source's configs are not known (%v); the topic gets this server's defaults", name, err)
+		return nil, nil
+	}
+	configs := map[string]string{}
+	var skipped []string
+	for _, c := range resp.Resources[0].Configs {
+		own := c.Source == kmsg.ConfigSourceDynamicTopicConfig || resp.Version == 0 && !c.IsDefault && !c.ReadOnly
+		if !own || c.Value == nil {
+			continue
+		}
+		if _, ok := lookupTopicConfig(c.Name); !ok {
+			skipped = append(skipped, c.Name+"="+*c.Value)
+			continue
+		}
+		configs[c.Name] = *c.Value
+	}
+	if len(skipped) > 0 {
+		sort.Strings(skipped)
+		s.logf("mirror: topic %s: source configs partlog does not implement, not copied: %s", name, strings.Join(skipped, ", "))
+	}
+	if _, err := topicOptions(partlog.Options{}, configs); err != nil {
+		return nil, fmt.Errorf("source topic config: %w", err)
+	}
+	return configs, nil
 }
 
 func (s *Server) newLink(name string, st mirrorLinkState, cl *kgo.Client) *mirrorLink {

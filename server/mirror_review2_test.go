@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"maps"
 	"net"
 	"testing"
 	"time"
@@ -263,5 +264,59 @@ func TestMirrorStatusSourceDown(t *testing.T) {
 			t.Fatalf("no error in status %+v after the source closed", st)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestMirrorCopiesTopicConfigs: a topic the mirror creates gets the
+// configs the source set on it (it rolled and retained with this
+// server's defaults instead); a topic the operator created first keeps
+// its own.
+func TestMirrorCopiesTopicConfigs(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{})
+	ra, rb := dial(t, a.addr), dial(t, b.addr)
+	set := map[string]string{"segment.bytes": "1048576", "retention.ms": "3600000", "message.timestamp.type": "LogAppendTime"}
+	createTopicWith(t, ra, "cfg", 2, set)
+	createTopicWith(t, ra, "mine", 1, set)
+	createTopicWith(t, rb, "mine", 1, map[string]string{"retention.ms": "60000"})
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"cfg", "mine"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.meta.topicConfigs("cfg"); !maps.Equal(got, set) {
+		t.Errorf("mirrored topic's configs %v, want the source's %v", got, set)
+	}
+	if got := b.meta.topicConfigs("mine"); len(got) != 1 || got["retention.ms"] != "60000" {
+		t.Errorf("existing topic's configs %v, want its own", got)
+	}
+	if p, _ := b.partitionFor("cfg", 1); p == nil || p.segmentBytes != 1<<20 {
+		t.Errorf("mirrored partition's segment.bytes not applied")
+	}
+}
+
+// TestMirrorFailedStartRemovesCreatedTopic: a start none of whose
+// partitions started left the topic it had created behind (empty, with
+// this server's defaults); an operator fixing the cause and starting
+// again then got a topic the start had not made. The start removes it.
+func TestMirrorFailedStartRemovesCreatedTopic(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{})
+	createTopic(t, dial(t, a.addr), "gone", 2)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, SourceAdmin: dead, Topics: []string{"gone"}}); err == nil {
+		t.Fatal("a start with an unreachable source admin succeeded")
+	}
+	if b.topicByName("gone") != nil {
+		t.Fatal("the failed start left the topic it created")
+	}
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"gone"}}); err != nil {
+		t.Fatal(err)
+	}
+	if b.topicByName("gone") == nil {
+		t.Fatal("no topic after a start that worked")
 	}
 }
