@@ -134,7 +134,8 @@ func node(t *testing.T, args ...string) []map[string]any {
 	return objs
 }
 
-// TestKafkajs creates a topic and lists offsets with kafkajs' admin,
+// TestKafkajs creates a topic, describes its configs and lists offsets
+// with kafkajs' admin,
 // produces idempotently, runs a committed and an aborted transaction,
 // and checks with kgo what a read_committed consumer sees.
 func TestKafkajs(t *testing.T) {
@@ -142,8 +143,12 @@ func TestKafkajs(t *testing.T) {
 	dir := t.TempDir()
 	s := startServer(t, dir)
 	adm := node(t, s.addr, "admin", "js-admin")
-	var latest, byTime string
+	var latest, byTime, configs string
 	for _, o := range adm {
+		if v, ok := o["configs"]; ok {
+			b, _ := json.Marshal(v)
+			configs = string(b)
+		}
 		if v, ok := o["latest"]; ok {
 			b, _ := json.Marshal(v)
 			latest = string(b)
@@ -152,6 +157,9 @@ func TestKafkajs(t *testing.T) {
 			b, _ := json.Marshal(v)
 			byTime = string(b)
 		}
+	}
+	if configs != `[{"isDefault":true,"name":"segment.bytes","value":"1073741824"},{"isDefault":false,"name":"retention.ms","value":"3600000"}]` {
+		t.Errorf("kafkajs describeConfigs: %s", configs)
 	}
 	if latest != `[{"high":"5","low":"0","partition":0},{"high":"0","low":"0","partition":1}]` {
 		t.Errorf("kafkajs fetchTopicOffsets: %s", latest)

@@ -1,10 +1,11 @@
 // kafkajs client for the interop tests: node kafkajs.js BROKER MODE TOPIC [N]
-//   admin:   create TOPIC with 2 partitions, list offsets (latest, by timestamp)
+//   admin:   create TOPIC with 2 partitions and retention.ms=3600000, describe
+//            two of its configs, list offsets (latest, by timestamp)
 //   produce: N records, idempotent, acks=-1, to TOPIC (keys k0..)
 //   txn:     one committed and one aborted transaction of N records each
 //   group:   consume N records of TOPIC in consumer group "kafkajs-group"
 // Prints one JSON object per line; exits non-zero on any error.
-const { Kafka, logLevel } = require('kafkajs');
+const { Kafka, logLevel, ConfigResourceTypes } = require('kafkajs');
 
 const [broker, mode, topic, nArg] = process.argv.slice(2);
 const n = parseInt(nArg || '10', 10);
@@ -15,8 +16,12 @@ const out = (o) => console.log(JSON.stringify(o));
 async function admin() {
   const a = kafka.admin();
   await a.connect();
-  const created = await a.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+  const created = await a.createTopics({ topics: [{ topic, numPartitions: 2,
+    configEntries: [{ name: 'retention.ms', value: '3600000' }] }], waitForLeaders: true });
   out({ created });
+  const described = await a.describeConfigs({ includeSynonyms: false,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms', 'segment.bytes'] }] });
+  out({ configs: described.resources[0].configEntries.map((c) => ({ name: c.configName, value: c.configValue, isDefault: c.isDefault })) });
   const meta = await a.fetchTopicMetadata({ topics: [topic] });
   out({ partitions: meta.topics[0].partitions.length });
   const p = kafka.producer();
