@@ -140,7 +140,7 @@ func (m *Manager) Begin(a *Append, origin Origin, nowMs int64) {
 	a.origin = origin
 	a.nowMs = nowMs
 	a.failed, a.committed, a.afterBarrier, a.hasOffsets, a.knownPending = false, false, false, false, false
-	a.tryKnown = origin == Client && !m.noKnownPath
+	a.tryKnown = origin == Client
 	a.lastOffset = -1
 	a.ops = a.ops[:0]
 	a.accs = a.accs[:0]
@@ -247,25 +247,38 @@ func (m *Manager) ValidateHeader(a *Append, v batch.View, h *batch.BatchHeader, 
 	if h.ProducerID < 0 && !h.IsControl() {
 		// §2.1: only PID > -1 touches producer state (R11); nothing is
 		// staged for the batch.
-	} else if a.tryKnown && a.validateKnownData(h, baseOffset) {
-		// The usual produce request: staged without an accumulator.
-		a.tryKnown = false
-	} else {
-		a.tryKnown = false
-		if a.knownPending {
-			a.materialize()
-		}
-		if err := a.validate(v, h, baseOffset); err != nil {
-			a.failed = true
-			return err
-		}
+		a.noteOffsets(h, baseOffset)
+		return nil
 	}
+	if a.tryKnown && a.validateKnownData(h, baseOffset) {
+		return nil // the usual produce request, staged without an accumulator
+	}
+	return a.validateStaged(v, h, baseOffset)
+}
+
+// validateStaged is ValidateHeader of a batch with producer state by the
+// general path (accumulators and ops).
+func (a *Append) validateStaged(v batch.View, h *batch.BatchHeader, baseOffset int64) error {
+	a.tryKnown = false
+	if a.knownPending {
+		a.materialize()
+	}
+	if err := a.validate(v, h, baseOffset); err != nil {
+		a.failed = true
+		return err
+	}
+	a.noteOffsets(h, baseOffset)
+	return nil
+}
+
+// noteOffsets extends the append's offset range by the batch of header h
+// at baseOffset.
+func (a *Append) noteOffsets(h *batch.BatchHeader, baseOffset int64) {
 	last := baseOffset + int64(h.LastOffsetDelta)
 	if !a.hasOffsets || last > a.lastOffset {
 		a.lastOffset = last
 	}
 	a.hasOffsets = true
-	return nil
 }
 
 func (a *Append) validate(v batch.View, h *batch.BatchHeader, baseOffset int64) error {
@@ -358,14 +371,15 @@ type knownBatch struct {
 // batch and stages one data op (its accumulator holding the stored entry
 // unchanged, the op pending); here the op's content is kept in a.known,
 // and materialize makes both if another batch with producer state
-// follows. In every other case it stages nothing and returns false, and
-// validateData decides the batch, errors included.
-// TestKnownPathMatchesGeneralPath runs both on the same random appends.
+// follows; the batch's offsets are noted. For every other batch it
+// returns false having done nothing, and validateStaged decides the
+// batch, errors included. TestKnownPathMatchesGeneralPath runs both
+// paths on the same random appends.
 func (a *Append) validateKnownData(h *batch.BatchHeader, baseOffset int64) bool {
 	pid, epoch := h.ProducerID, h.ProducerEpoch
 	sh := a.m.shardFor(pid)
 	st := sh.producers.get(pid)
-	if st == nil || st.epoch != epoch || epoch < 0 || st.txnFirstOffset >= 0 || h.IsTransactional() {
+	if st == nil || a.m.noKnownPath || h.IsControl() || st.epoch != epoch || epoch < 0 || st.txnFirstOffset >= 0 || h.IsTransactional() {
 		return false
 	}
 	firstSeq, lastSeq := h.BaseSequence, h.LastSequence()
@@ -379,7 +393,8 @@ func (a *Append) validateKnownData(h *batch.BatchHeader, baseOffset int64) bool 
 	k.stored, k.shard = st, sh
 	k.meta.LastSequence, k.meta.OffsetDelta = lastSeq, h.LastOffsetDelta
 	k.meta.LastOffset, k.meta.Timestamp = baseOffset+int64(h.LastOffsetDelta), h.MaxTimestamp
-	a.knownPending = true
+	a.tryKnown, a.knownPending = false, true
+	a.noteOffsets(h, baseOffset)
 	return true
 }
 
@@ -580,20 +595,24 @@ func (m *Manager) Commit(a *Append) {
 		return
 	}
 	a.committed = true
-	if a.knownPending {
-		// One data batch of a stored producer in its epoch, outside a
-		// transaction (validateKnownData): as below, without an op.
-		k := &a.known
-		k.shard.mu.Lock()
-		k.stored.pushBatch(&k.meta)
-		k.shard.mu.Unlock()
-		m.mapEndOffset.Store(a.lastOffset + 1)
-		return
-	}
 	if len(a.ops) == 0 {
+		if a.knownPending {
+			// One data batch of a stored producer in its epoch, outside
+			// a transaction (validateKnownData): as below, without an op.
+			k := &a.known
+			k.shard.mu.Lock()
+			k.stored.pushBatch(&k.meta)
+			k.shard.mu.Unlock()
+		}
 		m.mapEndOffset.Store(a.lastOffset + 1)
 		return
 	}
+	// Out of line: its frame and spills are not paid by the cases above.
+	m.commitOps(a)
+}
+
+// commitOps is Commit of an append that staged ops.
+func (m *Manager) commitOps(a *Append) {
 	if op := &a.ops[0]; len(a.ops) == 1 && op.kind == opData && op.stored != nil && !op.startsTxn {
 		// One data batch of a known producer outside a transaction (a
 		// produce request's usual shape): only that entry changes, under

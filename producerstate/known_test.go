@@ -1,6 +1,8 @@
 package producerstate
 
 import (
+	"encoding/binary"
+	"errors"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -248,5 +250,25 @@ func TestKnownPathDecisions(t *testing.T) {
 				t.Fatalf("known path taken %v (want %v), error %v (want ok %v)", took, c.takes, err, c.ok)
 			}
 		})
+	}
+}
+
+// TestKnownPathLeavesControlBatches: a control batch from a client is
+// refused even when its header looks like the next data batch of a
+// stored producer (same epoch, not transactional, the next sequence).
+func TestKnownPathLeavesControlBatches(t *testing.T) {
+	known, general := knownPair()
+	v := build(t, data(5, 0, 0, 1))
+	if err, _, _ := pairedAppend(t, known, general, 0, Client, []batch.View{v}); err != nil {
+		t.Fatal(err)
+	}
+	c := build(t, bspec{pid: 5, epoch: 0, control: 4, ts: 1000})
+	binary.BigEndian.PutUint32(c[batch.OffBaseSequence:], 1)
+	if c.IsTransactional() || !c.IsControl() || c.BaseSequence() != 1 {
+		t.Fatalf("test batch: transactional %v control %v sequence %d", c.IsTransactional(), c.IsControl(), c.BaseSequence())
+	}
+	err, took, _ := pairedAppend(t, known, general, 1, Client, []batch.View{c})
+	if took || !errors.Is(err, ErrControlFromClient) {
+		t.Fatalf("known path taken %v, error %v", took, err)
 	}
 }
