@@ -72,27 +72,17 @@ func (e *Entry) FirstSequence() int32 {
 // type of an Append: validation applies batches to a copy with exactly
 // the functions that Commit later applies to the stored entry, so the two
 // cannot disagree.
-//
-// The cached batches are a ring: n of them, the newest at index last
-// (the oldest n-1 slots before it, cyclically), so adding one to a full
-// cache overwrites the oldest instead of shifting the other four. They are stored field by field (one array per field),
-// and the fields the checks of a produce request read (validateKnownData:
-// the open transaction, every slot's last sequence, the epoch, the ring's
-// position) are the first 32 bytes: heap entries are 160-byte objects,
-// which start at 0 or 32 modulo 64, so those checks read one cache line.
 type entry struct {
-	txnFirstOffset int64                   // -1: no open transaction
-	seqs           [MaxCachedBatches]int32 // LastSequence of each slot
-	epoch          int16
-	n, last        uint8
-	// (32 bytes)
 	producerID       int64
 	lastTimestamp    int64
+	txnFirstOffset   int64 // -1: no open transaction
 	coordinatorEpoch int32
-	deltas           [MaxCachedBatches]int32 // OffsetDelta of each slot
-	offsets          [MaxCachedBatches]int64 // LastOffset of each slot
-	stamps           [MaxCachedBatches]int64 // Timestamp of each slot
-	_                [8]byte                 // 160 bytes: LoadSnapshot's slab keeps the 32-byte alignment too
+	epoch            int16
+	// The cached batches are a ring: n of them, the oldest at
+	// batches[head], so adding one to a full cache overwrites the oldest
+	// instead of shifting the other four.
+	n, head uint8
+	batches [MaxCachedBatches]BatchMetadata
 }
 
 // blankEntry is the state of a brand-new producer (§1.1 last column).
@@ -100,43 +90,30 @@ func blankEntry(pid int64) entry {
 	return entry{producerID: pid, lastTimestamp: -1, txnFirstOffset: -1, coordinatorEpoch: -1, epoch: -1}
 }
 
-// slot is the ring index of the i-th cached batch, oldest first (i < n).
-func (e *entry) slot(i int) int {
-	j := int(e.last) + 1 + i - int(e.n) // in last-4 .. last
-	if j < 0 {
-		j += MaxCachedBatches
-	}
-	return j
-}
-
-// batch returns the batch in ring slot j.
-func (e *entry) batch(j int) BatchMetadata {
-	return BatchMetadata{LastSequence: e.seqs[j], OffsetDelta: e.deltas[j], LastOffset: e.offsets[j], Timestamp: e.stamps[j]}
-}
-
-// setBatch stores b in ring slot j.
-func (e *entry) setBatch(j int, b *BatchMetadata) {
-	e.seqs[j], e.deltas[j], e.offsets[j], e.stamps[j] = b.LastSequence, b.OffsetDelta, b.LastOffset, b.Timestamp
-}
-
 // at returns the i-th cached batch, oldest first (i < n).
-func (e *entry) at(i int) BatchMetadata { return e.batch(e.slot(i)) }
+func (e *entry) at(i int) *BatchMetadata {
+	j := int(e.head) + i
+	if j >= MaxCachedBatches {
+		j -= MaxCachedBatches
+	}
+	return &e.batches[j]
+}
 
 // newest returns the newest cached batch; e.n must be > 0.
-func (e *entry) newest() BatchMetadata { return e.at(int(e.n) - 1) }
+func (e *entry) newest() *BatchMetadata { return e.at(int(e.n) - 1) }
 
 func (e *entry) lastSeq() int32 {
 	if e.n == 0 {
 		return -1
 	}
-	return e.seqs[e.last]
+	return e.newest().LastSequence
 }
 
 // setEpoch implements the epoch part of mutation rules 1.1-1 and 1.1-2:
 // a different epoch, higher or lower, empties the deque.
 func (e *entry) setEpoch(epoch int16) {
 	if e.epoch != epoch {
-		e.n, e.last = 0, 0
+		e.n, e.head = 0, 0
 		e.epoch = epoch
 	}
 }
@@ -147,16 +124,15 @@ func (e *entry) addBatch(epoch int16, b BatchMetadata) {
 	e.pushBatch(&b)
 }
 
-// pushBatch is addBatch of a batch in the entry's epoch: it goes in the
-// slot after the newest, which in a full ring is the oldest's.
+// pushBatch is addBatch of a batch in the entry's epoch.
 func (e *entry) pushBatch(b *BatchMetadata) {
-	j := int(e.last) + 1
-	if j == MaxCachedBatches {
-		j = 0
-	}
-	e.seqs[j], e.deltas[j], e.offsets[j], e.stamps[j] = b.LastSequence, b.OffsetDelta, b.LastOffset, b.Timestamp
-	e.last = uint8(j)
-	if e.n < MaxCachedBatches {
+	if e.n == MaxCachedBatches {
+		e.batches[e.head] = *b // the oldest goes
+		if e.head++; e.head == MaxCachedBatches {
+			e.head = 0
+		}
+	} else {
+		*e.at(int(e.n)) = *b
 		e.n++
 	}
 	e.lastTimestamp = b.Timestamp
@@ -174,8 +150,9 @@ func (e *entry) applyMarker(epoch int16, coordinatorEpoch int32, timestamp int64
 // has lastSeq as its last sequence: when it is false, no cached batch is
 // a duplicate of a batch ending at lastSeq.
 func (e *entry) mayHoldDuplicate(lastSeq int32) bool {
-	s := &e.seqs
-	return s[0] == lastSeq || s[1] == lastSeq || s[2] == lastSeq || s[3] == lastSeq || s[4] == lastSeq
+	bs := &e.batches
+	return bs[0].LastSequence == lastSeq || bs[1].LastSequence == lastSeq || bs[2].LastSequence == lastSeq ||
+		bs[3].LastSequence == lastSeq || bs[4].LastSequence == lastSeq
 }
 
 // findDuplicate returns the cached batch with exactly these sequences.
@@ -186,11 +163,16 @@ func (e *entry) findDuplicate(firstSeq, lastSeq int32) (BatchMetadata, bool) {
 	if !e.mayHoldDuplicate(lastSeq) {
 		return BatchMetadata{}, false
 	}
-	// Oldest first, as Kafka looks.
-	for i := range int(e.n) {
-		if b := e.at(i); b.LastSequence == lastSeq && b.FirstSequence() == firstSeq {
-			return b, true
+	// Oldest first, as Kafka looks; the ring walked without at().
+	j := int(e.head)
+	for range int(e.n) {
+		if j >= MaxCachedBatches {
+			j = 0
 		}
+		if b := &e.batches[j]; b.LastSequence == lastSeq && b.FirstSequence() == firstSeq {
+			return *b, true
+		}
+		j++
 	}
 	return BatchMetadata{}, false
 }
@@ -207,7 +189,7 @@ func (e *entry) export() Entry {
 		NumBatches:            int(e.n),
 	}
 	for i := range int(e.n) {
-		x.Batches[i] = e.at(i)
+		x.Batches[i] = *e.at(i)
 	}
 	if e.n > 0 {
 		last := e.newest()

@@ -272,20 +272,3 @@ func TestKnownPathLeavesControlBatches(t *testing.T) {
 		t.Fatalf("known path taken %v, error %v", took, err)
 	}
 }
-
-// TestEntryLayout: the fields validateKnownData reads are the entry's
-// first 32 bytes, and an entry is 160 bytes (the heap's size class, so
-// that heap and slab entries start at 0 or 32 modulo 64 and those 32
-// bytes are on one cache line).
-func TestEntryLayout(t *testing.T) {
-	typ := reflect.TypeOf(entry{})
-	if typ.Size() != 160 {
-		t.Fatalf("entry is %d bytes, want 160", typ.Size())
-	}
-	for _, name := range []string{"txnFirstOffset", "seqs", "epoch", "n", "last"} {
-		f, _ := typ.FieldByName(name)
-		if f.Offset+f.Type.Size() > 32 {
-			t.Errorf("entry.%s at bytes %d..%d, want within the first 32", name, f.Offset, f.Offset+f.Type.Size())
-		}
-	}
-}

@@ -126,8 +126,8 @@ func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, now
 		e := &slab[len(slab)-1]
 		if x.LastOffset >= 0 {
 			e.n = 1
-			e.setBatch(0, &BatchMetadata{LastSequence: x.LastSequence, OffsetDelta: x.OffsetDelta,
-				LastOffset: x.LastOffset, Timestamp: x.Timestamp})
+			e.batches[0] = BatchMetadata{LastSequence: x.LastSequence, OffsetDelta: x.OffsetDelta,
+				LastOffset: x.LastOffset, Timestamp: x.Timestamp}
 		}
 		if old := tables[m.shardIndex(x.ProducerID)].put(x.ProducerID, e); old == nil {
 			m.count++
