@@ -81,8 +81,9 @@
 // open and decided transactions, MEO, the last snapshot offset, the log
 // start offset, the barrier list and, for writing, every shard table
 // and entry (a shard's table is a pidTable: open addressing keyed by
-// producer id, cheaper per lookup than a Go map). Each shard's mutex additionally guards its map and entries
-// against Producer(pid), the only reader that does not take Manager.mu.
+// producer id, cheaper per lookup than a Go map). Each shard's mutex
+// additionally guards its table and entries against Producer(pid), the
+// only reader that does not take Manager.mu.
 // Mutations hold Manager.mu and take one shard lock at a time
 // around each entry update, with two exceptions that change no count,
 // transaction or barrier: the Commit of an append that staged nothing

@@ -77,10 +77,10 @@ type Config struct {
 	Shards int
 }
 
-// shard is one lock stripe of the producer map.
+// shard is one lock stripe of the producers.
 type shard struct {
 	mu        sync.Mutex // guards producers against concurrent Producer() readers
-	producers pidTable   // written only with mu held (and Manager.mu, but see Commit)
+	producers pidTable   // written only with mu held (and Manager.mu, except by Commit's one-batch cases)
 	_         [16]byte   // keep neighbouring shards on separate cache lines
 }
 

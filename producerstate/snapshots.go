@@ -21,7 +21,7 @@ func (m *Manager) SnapshotEntries() []snapshot.Entry {
 
 func (m *Manager) snapshotEntriesLocked() []snapshot.Entry {
 	// Each shard fills its own range of out. With many producers the
-	// walk is bound by memory latency (a map iteration chasing entry
+	// walk is bound by memory latency (a table walk chasing entry
 	// pointers), so the shards are split between two goroutines.
 	starts := make([]int, len(m.shards)+1)
 	for i := range m.shards {
