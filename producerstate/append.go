@@ -115,6 +115,14 @@ type Append struct {
 	committed    bool
 	afterBarrier bool // a barrier was staged: the stored state counts as empty
 	hasOffsets   bool
+	// tryKnown: nothing is staged yet and the origin is Client, so the
+	// next batch with a producer id may take validateKnownData.
+	tryKnown bool
+	// knownPending: the one batch staged so far was staged by
+	// validateKnownData, in known (no op, no accumulator); the general
+	// path turns it into both (materialize) before it stages anything.
+	knownPending bool
+	known        knownBatch
 	lastOffset   int64
 	ops          []stagedOp
 	accs         []accumulator
@@ -131,7 +139,8 @@ func (m *Manager) Begin(a *Append, origin Origin, nowMs int64) {
 	a.m = m
 	a.origin = origin
 	a.nowMs = nowMs
-	a.failed, a.committed, a.afterBarrier, a.hasOffsets = false, false, false, false
+	a.failed, a.committed, a.afterBarrier, a.hasOffsets, a.knownPending = false, false, false, false, false
+	a.tryKnown = origin == Client
 	a.lastOffset = -1
 	a.ops = a.ops[:0]
 	a.accs = a.accs[:0]
@@ -180,7 +189,7 @@ func (a *Append) accumulatorFor(pid int64) (idx int, created bool) {
 		// Appends are serialised with every mutation (package doc,
 		// invariant 1), so the map is read here without the shard lock:
 		// only readers can run concurrently, and they only read.
-		stored = sh.producers[pid]
+		stored = sh.producers.get(pid)
 	}
 	acc.pid, acc.shard, acc.stored, acc.pending, acc.copied = pid, sh, stored, -1, false
 	if stored != nil {
@@ -238,16 +247,38 @@ func (m *Manager) ValidateHeader(a *Append, v batch.View, h *batch.BatchHeader, 
 	if h.ProducerID < 0 && !h.IsControl() {
 		// §2.1: only PID > -1 touches producer state (R11); nothing is
 		// staged for the batch.
-	} else if err := a.validate(v, h, baseOffset); err != nil {
+		a.noteOffsets(h, baseOffset)
+		return nil
+	}
+	if a.tryKnown && a.validateKnownData(h, baseOffset) {
+		return nil // the usual produce request, staged without an accumulator
+	}
+	return a.validateStaged(v, h, baseOffset)
+}
+
+// validateStaged is ValidateHeader of a batch with producer state by the
+// general path (accumulators and ops).
+func (a *Append) validateStaged(v batch.View, h *batch.BatchHeader, baseOffset int64) error {
+	a.tryKnown = false
+	if a.knownPending {
+		a.materialize()
+	}
+	if err := a.validate(v, h, baseOffset); err != nil {
 		a.failed = true
 		return err
 	}
+	a.noteOffsets(h, baseOffset)
+	return nil
+}
+
+// noteOffsets extends the append's offset range by the batch of header h
+// at baseOffset.
+func (a *Append) noteOffsets(h *batch.BatchHeader, baseOffset int64) {
 	last := baseOffset + int64(h.LastOffsetDelta)
 	if !a.hasOffsets || last > a.lastOffset {
 		a.lastOffset = last
 	}
 	a.hasOffsets = true
-	return nil
 }
 
 func (a *Append) validate(v batch.View, h *batch.BatchHeader, baseOffset int64) error {
@@ -320,6 +351,73 @@ func (a *Append) validateData(h *batch.BatchHeader, baseOffset int64) error {
 	op.stored, op.shard = acc.stored, acc.shard
 	a.staged(acc)
 	return nil
+}
+
+// knownBatch is the one batch staged by validateKnownData: what Commit
+// needs to add it to the stored entry.
+type knownBatch struct {
+	stored *entry
+	shard  *shard
+	meta   BatchMetadata
+}
+
+// validateKnownData is validateData for the case a produce request
+// usually is, decided without an accumulator or an op: the first batch
+// of a Client append that has producer state (nothing staged before it,
+// so no barrier either) is a data batch of a stored producer in its
+// stored epoch (≥ 0), outside a transaction and not transactional, whose
+// sequence follows the stored last sequence and which is in no cached
+// batch (no slot has its last sequence). validateData accepts such a
+// batch and stages one data op (its accumulator holding the stored entry
+// unchanged, the op pending); here the op's content is kept in a.known,
+// and materialize makes both if another batch with producer state
+// follows; the batch's offsets are noted. For every other batch it
+// returns false having done nothing, and validateStaged decides the
+// batch, errors included. TestKnownPathMatchesGeneralPath runs both
+// paths on the same random appends.
+func (a *Append) validateKnownData(h *batch.BatchHeader, baseOffset int64) bool {
+	pid, epoch := h.ProducerID, h.ProducerEpoch
+	sh := a.m.shardFor(pid)
+	st := sh.producers.get(pid)
+	if st == nil || a.m.noKnownPath || h.IsControl() || st.epoch != epoch || epoch < 0 || st.txnFirstOffset >= 0 || h.IsTransactional() {
+		return false
+	}
+	firstSeq, lastSeq := h.BaseSequence, h.LastSequence()
+	if firstSeq < 0 || st.mayHoldDuplicate(lastSeq) {
+		return false
+	}
+	if prev := int64(st.lastSeq()); !(int64(firstSeq) == prev+1 || (firstSeq == 0 && prev == batch.MaxSequence)) {
+		return false
+	}
+	k := &a.known
+	k.stored, k.shard = st, sh
+	k.meta.LastSequence, k.meta.OffsetDelta = lastSeq, h.LastOffsetDelta
+	k.meta.LastOffset, k.meta.Timestamp = baseOffset+int64(h.LastOffsetDelta), h.MaxTimestamp
+	a.tryKnown, a.knownPending = false, true
+	a.noteOffsets(h, baseOffset)
+	return true
+}
+
+// materialize turns the batch validateKnownData staged into the op and
+// the accumulator validateData would have staged for it: ops[0], and the
+// stored entry, unchanged, with ops[0] pending.
+func (a *Append) materialize() {
+	k := &a.known
+	st := k.stored
+	op := a.newOp()
+	op.kind, op.aborted, op.startsTxn = opData, false, false
+	op.epoch, op.coordinatorEpoch, op.pid, op.offset, op.timestamp = st.epoch, 0, st.producerID, k.meta.FirstOffset(), 0
+	op.meta = k.meta
+	op.stored, op.shard = st, k.shard
+	if cap(a.accs) > 0 {
+		a.accs = a.accs[:1]
+	} else {
+		a.accs = append(a.accs, accumulator{})
+	}
+	acc := &a.accs[0]
+	acc.pid, acc.shard, acc.stored, acc.pending, acc.copied = st.producerID, k.shard, st, 0, false
+	acc.present, acc.origEpoch = true, st.epoch
+	a.knownPending = false
 }
 
 // failData is validateData's rejection: the error, and the accumulator
@@ -498,9 +596,23 @@ func (m *Manager) Commit(a *Append) {
 	}
 	a.committed = true
 	if len(a.ops) == 0 {
+		if a.knownPending {
+			// One data batch of a stored producer in its epoch, outside
+			// a transaction (validateKnownData): as below, without an op.
+			k := &a.known
+			k.shard.mu.Lock()
+			k.stored.pushBatch(&k.meta)
+			k.shard.mu.Unlock()
+		}
 		m.mapEndOffset.Store(a.lastOffset + 1)
 		return
 	}
+	// Out of line: its frame and spills are not paid by the cases above.
+	m.commitOps(a)
+}
+
+// commitOps is Commit of an append that staged ops.
+func (m *Manager) commitOps(a *Append) {
 	if op := &a.ops[0]; len(a.ops) == 1 && op.kind == opData && op.stored != nil && !op.startsTxn {
 		// One data batch of a known producer outside a transaction (a
 		// produce request's usual shape): only that entry changes, under
@@ -529,10 +641,10 @@ func (m *Manager) Commit(a *Append) {
 		s.mu.Lock()
 		e := op.stored
 		if e == nil {
-			if e = s.producers[op.pid]; e == nil {
+			if e = s.producers.get(op.pid); e == nil {
 				e = new(entry)
 				*e = blankEntry(op.pid)
-				s.producers[op.pid] = e
+				s.producers.put(op.pid, e)
 				m.count++
 			}
 		}

@@ -35,7 +35,13 @@
 //     per-producer working copy inside the Append (the accumulator), so a
 //     later batch of the same append is checked against the effect of the
 //     earlier ones. A rejected batch stages nothing and marks the append
-//     failed; Commit of a failed append does nothing.
+//     failed; Commit of a failed append does nothing. The usual produce
+//     request (the first batch with a producer id is a data batch of a
+//     stored producer that the rules accept without a question: same
+//     epoch, next sequence, no transaction, not in the cache) is staged
+//     without an accumulator or an op (validateKnownData); should another
+//     batch with a producer id follow, both are made first, exactly as
+//     the general path would have made them.
 //  3. Commit applies the staged updates one by one in batch order, with
 //     the same functions the accumulators used, so the committed state is
 //     exactly what validation predicted. Completed transactions are
@@ -73,9 +79,11 @@
 //
 // Manager.mu (a Mutex, the state lock) guards the producer count, the
 // open and decided transactions, MEO, the last snapshot offset, the log
-// start offset, the barrier list and, for writing, every shard map and
-// entry. Each shard's mutex additionally guards its map and entries
-// against Producer(pid), the only reader that does not take Manager.mu.
+// start offset, the barrier list and, for writing, every shard table
+// and entry (a shard's table is a pidTable: open addressing keyed by
+// producer id, cheaper per lookup than a Go map). Each shard's mutex
+// additionally guards its table and entries against Producer(pid), the
+// only reader that does not take Manager.mu.
 // Mutations hold Manager.mu and take one shard lock at a time
 // around each entry update, with two exceptions that change no count,
 // transaction or barrier: the Commit of an append that staged nothing

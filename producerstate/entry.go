@@ -121,13 +121,18 @@ func (e *entry) setEpoch(epoch int16) {
 // addBatch implements mutation rule 1.1-1.
 func (e *entry) addBatch(epoch int16, b BatchMetadata) {
 	e.setEpoch(epoch)
+	e.pushBatch(&b)
+}
+
+// pushBatch is addBatch of a batch in the entry's epoch.
+func (e *entry) pushBatch(b *BatchMetadata) {
 	if e.n == MaxCachedBatches {
-		e.batches[e.head] = b // the oldest goes
+		e.batches[e.head] = *b // the oldest goes
 		if e.head++; e.head == MaxCachedBatches {
 			e.head = 0
 		}
 	} else {
-		*e.at(int(e.n)) = b
+		*e.at(int(e.n)) = *b
 		e.n++
 	}
 	e.lastTimestamp = b.Timestamp
@@ -141,14 +146,21 @@ func (e *entry) applyMarker(epoch int16, coordinatorEpoch int32, timestamp int64
 	e.lastTimestamp = timestamp
 }
 
+// mayHoldDuplicate reports whether a slot of the ring, valid or stale,
+// has lastSeq as its last sequence: when it is false, no cached batch is
+// a duplicate of a batch ending at lastSeq.
+func (e *entry) mayHoldDuplicate(lastSeq int32) bool {
+	bs := &e.batches
+	return bs[0].LastSequence == lastSeq || bs[1].LastSequence == lastSeq || bs[2].LastSequence == lastSeq ||
+		bs[3].LastSequence == lastSeq || bs[4].LastSequence == lastSeq
+}
+
 // findDuplicate returns the cached batch with exactly these sequences.
 func (e *entry) findDuplicate(firstSeq, lastSeq int32) (BatchMetadata, bool) {
 	// A duplicate has lastSeq as its last sequence: one compare per slot,
 	// valid or not, rules out the common case (a new sequence) without
 	// walking the ring; a stale slot can only send it to the walk.
-	bs := &e.batches
-	if bs[0].LastSequence != lastSeq && bs[1].LastSequence != lastSeq && bs[2].LastSequence != lastSeq &&
-		bs[3].LastSequence != lastSeq && bs[4].LastSequence != lastSeq {
+	if !e.mayHoldDuplicate(lastSeq) {
 		return BatchMetadata{}, false
 	}
 	// Oldest first, as Kafka looks; the ring walked without at().

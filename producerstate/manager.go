@@ -77,19 +77,18 @@ type Config struct {
 	Shards int
 }
 
-// shard is one lock stripe of the producer map.
+// shard is one lock stripe of the producers.
 type shard struct {
-	mu        sync.Mutex       // guards producers against concurrent Producer() readers
-	producers map[int64]*entry // written only with Manager.mu and mu held
-	_         [48]byte         // keep neighbouring shards on separate cache lines
+	mu        sync.Mutex // guards producers against concurrent Producer() readers
+	producers pidTable   // written only with mu held (and Manager.mu, except by Commit's one-batch cases)
+	_         [16]byte   // keep neighbouring shards on separate cache lines
 }
 
 // Manager is the producer state of one partition. See the package
 // documentation for the concurrency contract.
 type Manager struct {
 	expirationMs int64
-	shardMask    uint64
-	shardShift   uint8
+	shardDrop    uint8 // shardIndex: 63 - log2(len(shards))
 	shards       []shard
 
 	// mu is the state lock. Every mutation holds it (and, for a producer
@@ -116,6 +115,9 @@ type Manager struct {
 	// barriersDisabled makes type-7 batches inert, as in Kafka without the
 	// mirroring fork. Test hook only (silent-corruption reproductions).
 	barriersDisabled bool
+	// noKnownPath sends every batch through the general validation (no
+	// validateKnownData). Test hook only (the two paths are compared).
+	noKnownPath bool
 }
 
 // txnRecord is one transaction of ongoing or unreplicated.
@@ -139,10 +141,10 @@ func New(cfg Config) *Manager {
 		n = 1 << bits.Len(uint(n))
 	}
 	m.shards = make([]shard, n)
-	m.shardMask = uint64(n - 1)
-	m.shardShift = uint8(64 - bits.Len(uint(n-1)))
+	b := bits.Len(uint(n - 1)) // log2(n)
+	m.shardDrop = uint8(63 - b)
 	for i := range m.shards {
-		m.shards[i].producers = make(map[int64]*entry)
+		m.shards[i].producers.skip = uint8(b)
 	}
 	return m
 }
@@ -151,13 +153,13 @@ func New(cfg Config) *Manager {
 // sequentially, so they are mixed (Fibonacci hashing) rather than masked.
 func (m *Manager) shardFor(pid int64) *shard { return &m.shards[m.shardIndex(pid)] }
 
-// shardIndex is the index of pid's stripe.
+// shardIndex is the index of pid's stripe: the top log2(len(shards))
+// bits of its Fibonacci hash; the stripe's table indexes by the bits
+// after them. The hash is shifted by 1 and then by at most 63 (none for
+// one shard: 0), so that the compiler knows the shift is below 64 and
+// emits no clamp for a larger one.
 func (m *Manager) shardIndex(pid int64) int {
-	if m.shardMask == 0 {
-		return 0
-	}
-	h := uint64(pid) * 0x9E3779B97F4A7C15
-	return int(h >> m.shardShift)
+	return int((uint64(pid) * fibonacci) >> 1 >> (m.shardDrop & 63))
 }
 
 // ExpirationMs returns the effective producer.id.expiration.ms.
@@ -167,13 +169,13 @@ func (m *Manager) ExpirationMs() int64 { return m.expirationMs }
 func (m *Manager) Producer(pid int64) (Entry, bool) {
 	s := m.shardFor(pid)
 	s.mu.Lock()
-	e, ok := s.producers[pid]
+	e := s.producers.get(pid)
 	var x Entry
-	if ok {
+	if e != nil {
 		x = e.export()
 	}
 	s.mu.Unlock()
-	return x, ok
+	return x, e != nil
 }
 
 // Producers returns a consistent copy of every entry, sorted by producer id.
@@ -183,8 +185,10 @@ func (m *Manager) Producers() []Entry {
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock() // an append of one batch changes an entry under it alone
-		for _, e := range s.producers {
-			out = append(out, e.export())
+		for _, sl := range s.producers.slots {
+			if sl.e != nil {
+				out = append(out, sl.e.export())
+			}
 		}
 		s.mu.Unlock()
 	}
@@ -268,12 +272,7 @@ func (m *Manager) RemoveExpired(nowMs int64) int {
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
-		for pid, e := range s.producers {
-			if m.expired(e, nowMs) {
-				delete(s.producers, pid)
-				removed++
-			}
-		}
+		removed += s.producers.removeIf(func(e *entry) bool { return m.expired(e, nowMs) })
 		s.mu.Unlock()
 	}
 	m.count -= removed
@@ -384,11 +383,11 @@ func (m *Manager) reset(offset int64) {
 func (m *Manager) clearLocked() {
 	for i := range m.shards {
 		s := &m.shards[i]
-		if len(s.producers) == 0 {
+		if s.producers.count == 0 {
 			continue
 		}
 		s.mu.Lock()
-		s.producers = make(map[int64]*entry)
+		s.producers.clear()
 		s.mu.Unlock()
 	}
 	m.count = 0

@@ -21,11 +21,11 @@ func (m *Manager) SnapshotEntries() []snapshot.Entry {
 
 func (m *Manager) snapshotEntriesLocked() []snapshot.Entry {
 	// Each shard fills its own range of out. With many producers the
-	// walk is bound by memory latency (a map iteration chasing entry
+	// walk is bound by memory latency (a table walk chasing entry
 	// pointers), so the shards are split between two goroutines.
 	starts := make([]int, len(m.shards)+1)
 	for i := range m.shards {
-		starts[i+1] = starts[i] + len(m.shards[i].producers)
+		starts[i+1] = starts[i] + m.shards[i].producers.count
 	}
 	out := make([]snapshot.Entry, starts[len(m.shards)])
 	fill := func(from, to int) {
@@ -33,9 +33,11 @@ func (m *Manager) snapshotEntriesLocked() []snapshot.Entry {
 			i := starts[s]
 			sh := &m.shards[s]
 			sh.mu.Lock() // an append of one batch changes an entry under it alone
-			for _, e := range sh.producers {
-				exportSnapshotEntry(&out[i], e)
-				i++
+			for _, sl := range sh.producers.slots {
+				if sl.e != nil {
+					exportSnapshotEntry(&out[i], sl.e)
+					i++
+				}
 			}
 			sh.mu.Unlock()
 		}
@@ -94,13 +96,20 @@ func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, now
 
 	// One backing array for all entries keeps a million-producer load to
 	// a handful of allocations.
-	// The maps are filled off to the side and each is swapped in under
+	// The tables are filled off to the side and each is swapped in under
 	// its shard lock: Producer(pid) reads them with only that lock.
 	slab := make([]entry, 0, len(entries))
-	per := len(entries)/len(m.shards) + 1
-	maps := make([]map[int64]*entry, len(m.shards))
-	for i := range maps {
-		maps[i] = make(map[int64]*entry, per)
+	per := len(entries) / len(m.shards)
+	tables := make([]pidTable, len(m.shards))
+	for i := range tables {
+		tables[i].skip = m.shards[i].producers.skip
+		if per > 0 {
+			n := minTableSlots
+			for per*4 > n*3 {
+				n *= 2
+			}
+			tables[i].resize(n)
+		}
 	}
 	for i := range entries {
 		x := &entries[i]
@@ -120,13 +129,11 @@ func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, now
 			e.batches[0] = BatchMetadata{LastSequence: x.LastSequence, OffsetDelta: x.OffsetDelta,
 				LastOffset: x.LastOffset, Timestamp: x.Timestamp}
 		}
-		shardMap := maps[m.shardIndex(x.ProducerID)]
-		if old, dup := shardMap[x.ProducerID]; dup && old.txnFirstOffset >= 0 {
-			m.ongoing = slices.DeleteFunc(m.ongoing, func(t txnRecord) bool { return t.producerID == x.ProducerID })
-		} else if !dup {
+		if old := tables[m.shardIndex(x.ProducerID)].put(x.ProducerID, e); old == nil {
 			m.count++
+		} else if old.txnFirstOffset >= 0 {
+			m.ongoing = slices.DeleteFunc(m.ongoing, func(t txnRecord) bool { return t.producerID == x.ProducerID })
 		}
-		shardMap[x.ProducerID] = e
 		if e.txnFirstOffset >= 0 {
 			m.ongoing = append(m.ongoing, txnRecord{producerID: e.producerID, firstOffset: e.txnFirstOffset, lastOffset: -1})
 		}
@@ -136,7 +143,7 @@ func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, now
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
-		s.producers = maps[i]
+		s.producers = tables[i]
 		s.mu.Unlock()
 	}
 }

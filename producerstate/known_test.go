@@ -1,0 +1,274 @@
+package producerstate
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/partlog/partlog/batch"
+)
+
+// pairedAppend runs one append on two Managers, one with the known path
+// (validateKnownData) and one without it, and fails the test unless both
+// give the same error and the same state afterwards. It returns the
+// error and whether the known path staged a batch (and whether it had to
+// be materialized).
+func pairedAppend(t *testing.T, known, general *Manager, next int64, origin Origin, vs []batch.View) (err error, took, materialized bool) {
+	t.Helper()
+	var ak, ag Append
+	known.Begin(&ak, origin, 0)
+	general.Begin(&ag, origin, 0)
+	o := next
+	var errK, errG error
+	for _, v := range vs {
+		errK = known.Validate(&ak, v, o)
+		took = took || ak.knownPending
+		errG = general.Validate(&ag, v, o)
+		if !reflect.DeepEqual(errK, errG) {
+			t.Fatalf("batch at %d: known path %v, general path %v", o, errK, errG)
+		}
+		if errK != nil {
+			break
+		}
+		o += span(v)
+	}
+	materialized = took && !ak.knownPending
+	known.Commit(&ak)
+	general.Commit(&ag)
+	if !reflect.DeepEqual(ak.CompletedTxns(), ag.CompletedTxns()) {
+		t.Fatalf("completed %v vs %v", ak.CompletedTxns(), ag.CompletedTxns())
+	}
+	sameState(t, known, general)
+	return errK, took, materialized
+}
+
+func sameState(t *testing.T, a, b *Manager) {
+	t.Helper()
+	if got, want := a.Producers(), b.Producers(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("producers differ:\nknown   %+v\ngeneral %+v", got, want)
+	}
+	if !reflect.DeepEqual(a.OngoingTransactions(), b.OngoingTransactions()) || a.MapEndOffset() != b.MapEndOffset() ||
+		a.Len() != b.Len() || !reflect.DeepEqual(a.Barriers(), b.Barriers()) {
+		t.Fatalf("transactions, MEO, count or barriers differ")
+	}
+}
+
+func knownPair() (known, general *Manager) {
+	known, general = New(Config{Shards: 4}), New(Config{Shards: 4})
+	general.noKnownPath = true
+	return known, general
+}
+
+// TestKnownPathMatchesGeneralPath: random appends (mostly Client, one to
+// three batches, with retries of cached and evicted batches, gaps, epoch
+// bumps and fenced epochs, transactions and their markers, batches
+// without a producer id, barriers, sequences about to wrap) give the
+// same errors and the same state with and without the known path, and
+// the known path is taken, also as the first batch of longer appends.
+func TestKnownPathMatchesGeneralPath(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0x4b4e))
+	steps := 4000
+	if testing.Short() {
+		steps = 1000
+	}
+	known, general := knownPair()
+	type prod struct {
+		epoch int16
+		seq   int32
+		sent  []bspec // accepted data batches, newest last
+	}
+	prods := map[int64]*prod{}
+	const producers = 8
+	dataSpec := func() bspec {
+		pid := int64(rng.IntN(producers))
+		p := prods[pid]
+		if p == nil {
+			p = &prod{}
+			prods[pid] = p
+		}
+		s := data(pid, p.epoch, p.seq, 1+rng.IntN(3))
+		switch r := rng.IntN(20); {
+		case r == 0 && len(p.sent) > 0: // retry of a recent (maybe evicted) batch
+			s = p.sent[len(p.sent)-1-rng.IntN(min(len(p.sent), 7))]
+		case r == 1:
+			s.seq += 1 + int32(rng.IntN(2)) // gap
+		case r == 2:
+			s.seq-- // overlaps the last batch
+		case r == 3:
+			s.epoch, s.seq = p.epoch+1, int32(rng.IntN(2)) // bump (or a bad first sequence)
+		case r == 4:
+			s.epoch = p.epoch - 1 // fenced (or -1)
+		case r == 5:
+			s.txn = true
+		case r == 6:
+			s.seq = batch.MaxSequence - int32(rng.IntN(3)) // about to wrap
+		case r == 7:
+			s.seq = -1
+		}
+		return s
+	}
+	next := int64(0)
+	var took, materialized, accepted int
+	for i := range steps {
+		var origin Origin = Client
+		var specs []bspec
+		switch r := rng.IntN(40); {
+		case r == 0:
+			origin, specs = Coordinator, []bspec{barrier()}
+		case r < 3:
+			pid := int64(rng.IntN(producers))
+			epoch := int16(0)
+			if p := prods[pid]; p != nil {
+				epoch = p.epoch
+			}
+			origin, specs = Coordinator, []bspec{commit(pid, epoch, 0)}
+			if r == 2 {
+				specs = []bspec{abort(pid, epoch, 0)}
+			}
+		default:
+			for range 1 + rng.IntN(3) {
+				if rng.IntN(6) == 0 {
+					specs = append(specs, data(-1, -1, -1, 1))
+				} else {
+					specs = append(specs, dataSpec())
+				}
+			}
+		}
+		vs := make([]batch.View, len(specs))
+		for j, s := range specs {
+			vs[j] = build(t, s)
+		}
+		err, k, mat := pairedAppend(t, known, general, next, origin, vs)
+		if k {
+			took++
+		}
+		if mat {
+			materialized++
+		}
+		if err != nil {
+			continue
+		}
+		accepted++
+		for _, v := range vs {
+			next += span(v)
+		}
+		// The generator follows the committed state.
+		for pid, p := range prods {
+			e, ok := known.Producer(pid)
+			if !ok {
+				*p = prod{}
+				continue
+			}
+			p.epoch = max(e.ProducerEpoch, 0)
+			if e.ProducerEpoch < 0 {
+				p.epoch = 0
+			}
+			p.seq = e.LastSequence + 1
+			if e.LastSequence == batch.MaxSequence {
+				p.seq = 0
+			}
+		}
+		for _, s := range specs {
+			if s.control == 0 && s.pid >= 0 {
+				p := prods[s.pid]
+				p.sent = append(p.sent, s)
+			}
+		}
+		if i%500 == 0 {
+			known.RemoveExpired(1 << 62) // every producer without a transaction goes
+			general.RemoveExpired(1 << 62)
+			sameState(t, known, general)
+		}
+	}
+	t.Logf("%d of %d appends accepted; known path %d times, %d of them materialized", accepted, steps, took, materialized)
+	if took < steps/4 || materialized == 0 {
+		t.Fatalf("known path taken %d times (materialized %d) in %d appends: the test does not exercise it", took, materialized, steps)
+	}
+}
+
+// TestKnownPathDecisions: the cases the known path takes, and each case
+// it must leave to validateData (which then accepts or rejects it by the
+// rules); either way the outcome equals the general path's.
+func TestKnownPathDecisions(t *testing.T) {
+	const pid = 5
+	for _, c := range []struct {
+		name  string
+		setup []bspec // Client appends of one batch each before the case (Coordinator for markers)
+		batch []bspec
+		takes bool
+		ok    bool
+	}{
+		{"next sequence", []bspec{data(pid, 0, 0, 2)}, []bspec{data(pid, 0, 2, 3)}, true, true},
+		{"next sequence, full cache", []bspec{data(pid, 0, 0, 1), data(pid, 0, 1, 1), data(pid, 0, 2, 1), data(pid, 0, 3, 1), data(pid, 0, 4, 1), data(pid, 0, 5, 1)},
+			[]bspec{data(pid, 0, 6, 1)}, true, true},
+		// (A batch ending at sequence 0 would find the unused slots'
+		// zero last sequences and go the general way.)
+		{"wrap to 0", []bspec{data(pid, 0, batch.MaxSequence-1, 2)}, []bspec{data(pid, 0, 0, 2)}, true, true},
+		{"wrap to 0, one record", []bspec{data(pid, 0, batch.MaxSequence-1, 2)}, []bspec{data(pid, 0, 0, 1)}, false, true},
+		{"first of two batches", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 0, 1, 1), data(pid, 0, 2, 1)}, true, true},
+		{"after a batch without producer", []bspec{data(pid, 0, 0, 1)}, []bspec{data(-1, -1, -1, 1), data(pid, 0, 1, 1)}, true, true},
+		{"second batch out of order", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 0, 1, 1), data(pid, 0, 3, 1)}, true, false},
+		{"unknown producer", nil, []bspec{data(pid, 0, 0, 1)}, false, true},
+		{"new epoch", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 1, 0, 1)}, false, true},
+		{"new epoch, bad sequence", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 1, 1, 1)}, false, false},
+		{"fenced epoch", []bspec{data(pid, 1, 0, 1)}, []bspec{data(pid, 0, 1, 1)}, false, false},
+		{"epoch -1", []bspec{data(pid, -1, 0, 1)}, []bspec{data(pid, -1, 1, 1)}, false, true},
+		{"gap", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 0, 2, 1)}, false, false},
+		{"overlap", []bspec{data(pid, 0, 0, 2)}, []bspec{data(pid, 0, 1, 1)}, false, false},
+		{"duplicate", []bspec{data(pid, 0, 0, 2), data(pid, 0, 2, 1)}, []bspec{data(pid, 0, 0, 2)}, false, false},
+		{"no base sequence", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 0, -1, 1)}, false, false},
+		{"transactional", []bspec{data(pid, 0, 0, 1)}, []bspec{txnData(pid, 0, 1, 1)}, false, true},
+		{"open transaction", []bspec{txnData(pid, 0, 0, 1)}, []bspec{txnData(pid, 0, 1, 1)}, false, true},
+		{"open transaction, plain batch", []bspec{txnData(pid, 0, 0, 1)}, []bspec{data(pid, 0, 1, 1)}, false, false},
+		{"after the commit", []bspec{txnData(pid, 0, 0, 1), commit(pid, 0, 0)}, []bspec{data(pid, 0, 1, 1)}, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			known, general := knownPair()
+			next := int64(0)
+			for _, s := range c.setup {
+				origin := Client
+				if s.control != 0 {
+					origin = Coordinator
+				}
+				v := build(t, s)
+				if err, _, _ := pairedAppend(t, known, general, next, origin, []batch.View{v}); err != nil {
+					t.Fatalf("setup %+v: %v", s, err)
+				}
+				next += span(v)
+			}
+			vs := make([]batch.View, len(c.batch))
+			for i, s := range c.batch {
+				vs[i] = build(t, s)
+			}
+			err, took, _ := pairedAppend(t, known, general, next, Client, vs)
+			if took != c.takes || (err == nil) != c.ok {
+				t.Fatalf("known path taken %v (want %v), error %v (want ok %v)", took, c.takes, err, c.ok)
+			}
+		})
+	}
+}
+
+// TestKnownPathLeavesControlBatches: a control batch from a client is
+// refused even when its header looks like the next data batch of a
+// stored producer (same epoch, not transactional, the next sequence).
+func TestKnownPathLeavesControlBatches(t *testing.T) {
+	known, general := knownPair()
+	v := build(t, data(5, 0, 0, 1))
+	if err, _, _ := pairedAppend(t, known, general, 0, Client, []batch.View{v}); err != nil {
+		t.Fatal(err)
+	}
+	c := build(t, bspec{pid: 5, epoch: 0, control: 4, ts: 1000})
+	binary.BigEndian.PutUint32(c[batch.OffBaseSequence:], 1)
+	if c.IsTransactional() || !c.IsControl() || c.BaseSequence() != 1 {
+		t.Fatalf("test batch: transactional %v control %v sequence %d", c.IsTransactional(), c.IsControl(), c.BaseSequence())
+	}
+	err, took, _ := pairedAppend(t, known, general, 1, Client, []batch.View{c})
+	if took || !errors.Is(err, ErrControlFromClient) {
+		t.Fatalf("known path taken %v, error %v", took, err)
+	}
+}
