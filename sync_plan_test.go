@@ -235,3 +235,82 @@ func TestSyncLeavesActiveIndexes(t *testing.T) {
 		}
 	}
 }
+
+// TestWritePolicyLoneSyncer: after a flush made for one caller alone in
+// Sync, WriteAuto stores appends below writeMinBytes into the mapping
+// (one appender syncing each append); after a flush that ended with a
+// group gathering behind it, or a plain Flush, it writes them with
+// pwritev.
+func TestWritePolicyLoneSyncer(t *testing.T) {
+	var w writePolicy
+	w.flushes.Add(1)
+	w.lone.Store(true)
+	if w.write(WriteAuto, 16<<10) {
+		t.Error("a lone syncer's 16 KiB append used pwritev")
+	}
+	if !w.write(WriteAuto, writeMinBytes) {
+		t.Error("a lone syncer's large append stored into the mapping")
+	}
+	if !w.write(WritePwrite, 256) || w.write(WriteMapped, 1<<20) {
+		t.Error("the fixed paths follow the lone rule")
+	}
+	w.lone.Store(false)
+	if !w.write(WriteAuto, 16<<10) {
+		t.Error("a shared flush's next append stored into the mapping")
+	}
+
+	l, _ := openTestLog(t, smallOpts(t))
+	b := makeBatch(t, 1, 50, 1)
+	info, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(context.Background(), info.LastOffset+1); err != nil {
+		t.Fatal(err)
+	}
+	if !l.writes.lone.Load() {
+		t.Error("a Sync by one caller alone is not marked lone")
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if l.writes.lone.Load() {
+		t.Error("a plain Flush is marked lone")
+	}
+	// Two callers: the second waits behind the first's flush.
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var calls atomic.Int64
+	var loneAtSecond atomic.Bool
+	l.flushFault = func() error {
+		switch calls.Add(1) {
+		case 1:
+			close(entered)
+			<-release
+		case 2:
+			loneAtSecond.Store(l.writes.lone.Load())
+		}
+		return nil
+	}
+	if info, err = l.AppendAsLeader(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
+	<-entered
+	if info, err = l.AppendAsLeader(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
+	waitSyncers(t, l, 2)
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.flushFault = nil
+	if calls.Load() != 2 || loneAtSecond.Load() {
+		t.Errorf("%d flushes; the flush that ended with a group behind it marked lone: %v", calls.Load(), loneAtSecond.Load())
+	}
+}
