@@ -115,9 +115,11 @@ func (w *writePolicy) write(path WritePath, n int) bool {
 		// interleaved runs of 1 280-2 560 durable 16 KiB appends by one
 		// writer, stores took 0.70-0.91 of the time of pwritev (the
 		// appends are under one appendMu either way, and a store is a
-		// few µs against 8-25 µs of kernel time for the pwrite); with 8
-		// writers pwritev took 0.76-0.96 of the stores' time, with 64
-		// 0.47-0.74 (the stores' page faults serialize under appendMu).
+		// few µs against 8-25 µs of kernel time for the pwrite, and the
+		// prefaulted pages ahead were written out by earlier flushes);
+		// with 8 writers pwritev took 0.76-0.94 of the stores' time, with
+		// 64 0.47-0.75 in four runs of five (1.22 in one): the stores'
+		// page faults serialize under appendMu.
 		return !w.lone.Load() || n >= writeMinBytes
 	}
 	return n >= writeMinBytes
