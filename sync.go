@@ -32,8 +32,9 @@ type syncGroup struct {
 	// ready is closed, read by the leader after.
 	plan    flushPlan
 	planned bool
-	// target is plan.leo once planned (0 before): a member whose offset
-	// it covers waits for this group's flush rather than the next one.
+	// target is plan.leo once planned (0 before): a member of the group
+	// behind whose offset it covers waits for this group's flush rather
+	// than its own.
 	target atomic.Int64
 }
 
@@ -274,14 +275,15 @@ func (l *Log) Sync(ctx context.Context, offset int64) error {
 			return err
 		}
 		l.syncMu.Lock()
-		if g := l.syncNext; g != nil {
-			// Join the gathering group. When the running flush's plan
-			// already covers offset, wait for that flush instead.
+		wait := l.syncNext
+		if r := l.syncing; r != nil && r.target.Load() >= offset {
+			// The running flush's plan covers offset: wait for it
+			// rather than lead or join the next one.
+			wait = r
+		}
+		if wait != nil {
+			// Join the gathering group (or wait for the running flush).
 			l.syncMu.Unlock()
-			wait := g
-			if g.prev != nil && g.prev.target.Load() >= offset {
-				wait = g.prev
-			}
 			select {
 			case <-wait.done:
 			case <-ctx.Done():
@@ -330,7 +332,9 @@ func (l *Log) leadGroup(g *syncGroup) error {
 		l.flushMu.Lock()
 		if !g.planned {
 			l.appendMu.Lock()
-			err = l.planLocked(&g.plan)
+			if err = l.planLocked(&g.plan); err == nil {
+				g.target.Store(g.plan.leo)
+			}
 			l.appendMu.Unlock()
 		}
 		if err == nil {

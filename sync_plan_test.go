@@ -314,3 +314,55 @@ func TestWritePolicyLoneSyncer(t *testing.T) {
 		t.Errorf("%d flushes; the flush that ended with a group behind it marked lone: %v", calls.Load(), loneAtSecond.Load())
 	}
 }
+
+// TestSyncCoveredByRunningFlush: a caller whose offset the running
+// flush's plan already covers waits for that flush (no second flush),
+// and returns only once it has ended.
+func TestSyncCoveredByRunningFlush(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	b := makeBatch(t, 1, 50, 1)
+	first, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var calls atomic.Int64
+	l.flushFault = func() error {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+		return nil
+	}
+	done := make(chan error, 2)
+	go func() { done <- l.Sync(context.Background(), first.LastOffset+1) }()
+	<-entered // planned up to the log end: both appends
+	go func() {
+		err := l.Sync(context.Background(), second.LastOffset+1)
+		if err == nil && l.RecoveryPoint() <= second.LastOffset {
+			err = errors.New("Sync returned before its offset was durable")
+		}
+		done <- err
+	}()
+	waitSyncers(t, l, 2)
+	select {
+	case err := <-done:
+		t.Fatalf("a Sync returned while the flush covering it was blocked: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.flushFault = nil
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d flushes: the covered caller flushed again", n)
+	}
+}
