@@ -96,7 +96,7 @@ func runCrashChild(dir, acks string, seed uint64) error {
 		}
 		off := l.LogEndOffset()
 		if rng.IntN(3) == 0 {
-			err = l.Sync(context.Background(), off)
+			err = syncFromMany(l, off, 1+rng.IntN(4))
 		} else {
 			err = l.Flush()
 		}
@@ -112,6 +112,23 @@ func runCrashChild(dir, acks string, seed uint64) error {
 		}
 	}
 	return l.Close()
+}
+
+// syncFromMany calls l.Sync(off) from n goroutines at once (they share
+// group-commit flushes, one leading, the others joining or waiting behind
+// it) and returns the first error.
+func syncFromMany(l *Log, off int64, n int) error {
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- l.Sync(context.Background(), off) }()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // Producer ids of the workload: idempotent-only and transactional ones.

@@ -32,7 +32,8 @@ import (
 //   - flushMu serializes flushes, which fsync without holding appendMu
 //     so appends go on meanwhile.
 //   - Lock order: flushMu, then appendMu, then mu, then a segment's own
-//     lock; syncMu is never held with any other.
+//     lock; syncMu is taken last (a flush takes it under flushMu) and
+//     nothing is taken while it is held.
 //
 // Offsets (logStartOffset, logEndOffset, recoveryPoint, highWatermark) are
 // atomics written under appendMu and read by anyone. LogEndOffset is

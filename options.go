@@ -143,7 +143,10 @@ const (
 	// pages ahead of the writer are dirty zeros every fdatasync writes
 	// out), and large stores pay page faults that pwritev does not; for
 	// small appends that are not synced the stores avoid a syscall per
-	// batch. BenchmarkWritePath in bench/ measures the three.
+	// batch. One exception: after a Sync whose caller was alone in Sync
+	// (one appender syncing each append), appends below 32 KiB store,
+	// which measured faster there than pwritev (see writePolicy.write).
+	// BenchmarkWritePath in bench/ measures the three.
 	WriteAuto WritePath = iota
 	// WriteMapped always stores into the mapping.
 	WriteMapped

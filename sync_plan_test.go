@@ -1,0 +1,368 @@
+package partlog
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/partlog/partlog/internal/testhook"
+	"github.com/partlog/partlog/segment"
+)
+
+// waitSyncers waits until n callers are inside l.Sync.
+func waitSyncers(t *testing.T, l *Log, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); l.syncers.Load() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d callers reached Sync", l.syncers.Load(), n)
+		}
+	}
+}
+
+// TestSyncNextFlushPlannedAhead: the flush of the group that gathered
+// behind a running flush is planned by that flush as it ends, so its
+// fdatasync starts while an appender holds appendMu (at 64 writers the
+// members the first flush released queue on it). It covers every member
+// of the group, and a member's Sync returns only once its offset is
+// durable.
+func TestSyncNextFlushPlannedAhead(t *testing.T) {
+	l, dir := openTestLog(t, smallOpts(t))
+	b := makeBatch(t, 1, 50, 1)
+	first, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	second := make(chan struct{})
+	var calls atomic.Int64
+	l.flushFault = func() error {
+		switch calls.Add(1) {
+		case 1:
+			close(entered)
+			<-release
+		case 2:
+			close(second)
+		}
+		return nil
+	}
+	// When the first flush ends (under appendMu), an appender queues on
+	// appendMu and holds it once it has it.
+	held := make(chan struct{})
+	unhold := make(chan struct{})
+	var once sync.Once
+	hook := func(d string) {
+		if d != dir {
+			return
+		}
+		once.Do(func() {
+			go func() {
+				l.appendMu.Lock()
+				close(held)
+				<-unhold
+				l.appendMu.Unlock()
+			}()
+			// Let it queue on appendMu (held here), so that it takes the
+			// lock as soon as this flush lets go.
+			time.Sleep(20 * time.Millisecond)
+		})
+	}
+	if !testhook.LogFlushed.CompareAndSwap(nil, &hook) {
+		t.Fatal("testhook.LogFlushed is already set")
+	}
+	t.Cleanup(func() { testhook.LogFlushed.Store(nil) })
+
+	done := make(chan error, 3)
+	go func() { done <- l.Sync(context.Background(), first.LastOffset+1) }()
+	<-entered
+	var infos []AppendInfo
+	for range 2 {
+		info, err := l.AppendAsLeader(b, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		infos = append(infos, info)
+		go func() {
+			err := l.Sync(context.Background(), info.LastOffset+1)
+			if err == nil && l.RecoveryPoint() <= info.LastOffset {
+				err = errors.New("Sync returned before its offset was durable")
+			}
+			done <- err
+		}()
+	}
+	waitSyncers(t, l, 3)
+	close(release)
+	<-held
+	select {
+	case <-second:
+	case <-time.After(10 * time.Second):
+		close(unhold)
+		t.Fatal("the next group's flush waited for the append lock before its fdatasync")
+	}
+	if rp := l.RecoveryPoint(); rp > first.LastOffset+1 {
+		t.Fatalf("recovery point %d moved past the first flush before the second one ended", rp)
+	}
+	close(unhold)
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d flushes for two groups", n)
+	}
+	if rp, want := l.RecoveryPoint(), infos[1].LastOffset+1; rp != want {
+		t.Fatalf("recovery point %d, want %d", rp, want)
+	}
+	l.flushFault = nil
+}
+
+// TestSyncGroupBehindFailedFlush: the group gathering behind a flush
+// that fails gets that flush's error itself (it does not flush the
+// poisoned log, and does not hang), and a later Sync fails with
+// ErrFailed.
+func TestSyncGroupBehindFailedFlush(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	b := makeBatch(t, 1, 50, 1)
+	first, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("injected fsync failure")
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var calls atomic.Int64
+	l.flushFault = func() error {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+		return boom
+	}
+	done := make(chan error, 4)
+	go func() { done <- l.Sync(context.Background(), first.LastOffset+1) }()
+	<-entered
+	last := first
+	for range 3 {
+		if last, err = l.AppendAsLeader(b, 0); err != nil {
+			t.Fatal(err)
+		}
+		go func(off int64) { done <- l.Sync(context.Background(), off) }(last.LastOffset + 1)
+	}
+	waitSyncers(t, l, 4)
+	close(release)
+	for i := range 4 {
+		select {
+		case err := <-done:
+			if err != boom {
+				t.Errorf("caller %d: %v, want the failed flush's error itself", i, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a caller behind a failed flush hangs")
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d flushes: the group behind the failure flushed the poisoned log", n)
+	}
+	if err := l.Sync(context.Background(), last.LastOffset+1); !errors.Is(err, ErrFailed) {
+		t.Fatalf("Sync after the failure: %v, want ErrFailed", err)
+	}
+	if rp := l.RecoveryPoint(); rp > first.FirstOffset {
+		t.Fatalf("recovery point %d advanced past a failed flush", rp)
+	}
+	l.flushFault = nil
+}
+
+// TestSyncLeavesActiveIndexes: a Sync fdatasyncs the active segment's
+// .log, never its offset or time index (recovery rebuilds them from the
+// recovery point); a roll makes the sealed segment's indexes durable.
+func TestSyncLeavesActiveIndexes(t *testing.T) {
+	l, dir := openTestLog(t, smallOpts(t))
+	var mu sync.Mutex
+	var synced []string
+	hook := func(path string) {
+		mu.Lock()
+		defer mu.Unlock()
+		synced = append(synced, filepath.Base(path))
+	}
+	if !testhook.Synced.CompareAndSwap(nil, &hook) {
+		t.Fatal("testhook.Synced is already set")
+	}
+	t.Cleanup(func() { testhook.Synced.Store(nil) })
+	b := makeBatch(t, 4, 200, 1) // > IndexIntervalBytes: every append adds entries
+	for range 6 {
+		info, err := l.AppendAsLeader(b, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Sync(context.Background(), info.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e, err := l.active().LastEntryOffset(); err != nil || e.Offset == 0 {
+		t.Fatalf("the appends made no index entries (%v, %v): the test proves nothing", e, err)
+	}
+	mu.Lock()
+	logSyncs := 0
+	for _, p := range synced {
+		switch {
+		case strings.HasSuffix(p, ".index"), strings.HasSuffix(p, ".timeindex"):
+			t.Errorf("Sync fdatasynced the active segment's %s", p)
+		case strings.HasSuffix(p, ".log"):
+			logSyncs++
+		}
+	}
+	synced = synced[:0]
+	mu.Unlock()
+	if logSyncs < 6 {
+		t.Fatalf("%d .log fdatasyncs for 6 Syncs", logSyncs)
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
+		name := filepath.Base(segment.Path(dir, 0, want))
+		if !slices.Contains(synced, name) {
+			t.Errorf("the roll did not make %s durable (synced: %v)", name, synced)
+		}
+	}
+}
+
+// TestWritePolicyLoneSyncer: after a flush made for one caller alone in
+// Sync, WriteAuto stores appends below writeMinBytes into the mapping
+// (one appender syncing each append); after a flush that ended with a
+// group gathering behind it, or a plain Flush, it writes them with
+// pwritev.
+func TestWritePolicyLoneSyncer(t *testing.T) {
+	var w writePolicy
+	w.flushes.Add(1)
+	w.lone.Store(true)
+	if w.write(WriteAuto, 16<<10) {
+		t.Error("a lone syncer's 16 KiB append used pwritev")
+	}
+	if !w.write(WriteAuto, writeMinBytes) {
+		t.Error("a lone syncer's large append stored into the mapping")
+	}
+	if !w.write(WritePwrite, 256) || w.write(WriteMapped, 1<<20) {
+		t.Error("the fixed paths follow the lone rule")
+	}
+	w.lone.Store(false)
+	if !w.write(WriteAuto, 16<<10) {
+		t.Error("a shared flush's next append stored into the mapping")
+	}
+
+	l, _ := openTestLog(t, smallOpts(t))
+	b := makeBatch(t, 1, 50, 1)
+	info, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(context.Background(), info.LastOffset+1); err != nil {
+		t.Fatal(err)
+	}
+	if !l.writes.lone.Load() {
+		t.Error("a Sync by one caller alone is not marked lone")
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if l.writes.lone.Load() {
+		t.Error("a plain Flush is marked lone")
+	}
+	// Two callers: the second waits behind the first's flush.
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var calls atomic.Int64
+	var loneAtSecond atomic.Bool
+	l.flushFault = func() error {
+		switch calls.Add(1) {
+		case 1:
+			close(entered)
+			<-release
+		case 2:
+			loneAtSecond.Store(l.writes.lone.Load())
+		}
+		return nil
+	}
+	if info, err = l.AppendAsLeader(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
+	<-entered
+	if info, err = l.AppendAsLeader(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
+	waitSyncers(t, l, 2)
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.flushFault = nil
+	if calls.Load() != 2 || loneAtSecond.Load() {
+		t.Errorf("%d flushes; the flush that ended with a group behind it marked lone: %v", calls.Load(), loneAtSecond.Load())
+	}
+}
+
+// TestSyncCoveredByRunningFlush: a caller whose offset the running
+// flush's plan already covers waits for that flush (no second flush),
+// and returns only once it has ended.
+func TestSyncCoveredByRunningFlush(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	b := makeBatch(t, 1, 50, 1)
+	first, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var calls atomic.Int64
+	l.flushFault = func() error {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+		return nil
+	}
+	done := make(chan error, 2)
+	go func() { done <- l.Sync(context.Background(), first.LastOffset+1) }()
+	<-entered // planned up to the log end: both appends
+	go func() {
+		err := l.Sync(context.Background(), second.LastOffset+1)
+		if err == nil && l.RecoveryPoint() <= second.LastOffset {
+			err = errors.New("Sync returned before its offset was durable")
+		}
+		done <- err
+	}()
+	waitSyncers(t, l, 2)
+	select {
+	case err := <-done:
+		t.Fatalf("a Sync returned while the flush covering it was blocked: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.flushFault = nil
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d flushes: the covered caller flushed again", n)
+	}
+}
