@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sync/atomic"
 
 	"github.com/partlog/partlog/internal/testhook"
@@ -182,7 +183,12 @@ func (l *Log) syncPlan(p *flushPlan, g *syncGroup) (*syncGroup, error) {
 		if l.flushed != nil {
 			l.flushed(s.BaseOffset(), p.leo)
 		}
-		err = s.Flush()
+		if err = s.Flush(); errors.Is(err, segment.ErrClosed) && l.deleted(s) {
+			// Retention or a truncation deleted it after the plan listed
+			// it: its offsets are gone from the log, nothing to make
+			// durable (a log start or truncation moved past it).
+			err = nil
+		}
 	}
 	if err == nil && p.dirDirty {
 		err = segment.SyncDir(l.dir)
@@ -205,6 +211,13 @@ func (l *Log) syncPlan(p *flushPlan, g *syncGroup) (*syncGroup, error) {
 		}
 	}
 	return next, err
+}
+
+// deleted reports whether s has left the log's segment list.
+func (l *Log) deleted(s *segment.Segment) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return !slices.Contains(l.segments, s)
 }
 
 // finishLocked ends a flush of p whose fsyncs returned err: the recovery
