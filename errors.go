@@ -34,6 +34,10 @@ var (
 	// ErrOffsetOutOfRange: a read or truncation named an offset outside
 	// [LogStartOffset, LogEndOffset].
 	ErrOffsetOutOfRange = errors.New("partlog: offset out of range")
+
+	// ErrTruncated is returned by Sync when a truncation removed offsets
+	// below the one it waited for: those bytes will never be durable.
+	ErrTruncated = errors.New("partlog: offsets truncated while waiting for them to be durable")
 	// ErrUnexpectedOffset: a follower append whose offsets do not follow
 	// the log end, or go backwards between batches.
 	ErrUnexpectedOffset = errors.New("partlog: unexpected append offset")

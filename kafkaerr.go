@@ -66,6 +66,8 @@ const (
 //	ErrUnknownPartition                  UNKNOWN_TOPIC_OR_PARTITION (3)
 //	ErrClosed                            NOT_LEADER_OR_FOLLOWER (6): the
 //	                                     broker closed the replica
+//	ErrTruncated                         NOT_LEADER_OR_FOLLOWER (6): the
+//	                                     replica was truncated (it follows)
 //	context.Canceled, DeadlineExceeded   REQUEST_TIMED_OUT (7)
 //	ErrRecordTooLarge                    MESSAGE_TOO_LARGE (10)
 //	ErrInvalidTopic                      INVALID_TOPIC_EXCEPTION (17)
@@ -125,6 +127,7 @@ var kafkaCodes = []struct {
 	err  error
 	code int16
 }{
+	{ErrTruncated, codeNotLeaderOrFollower},
 	{ErrOffsetOutOfRange, codeOffsetOutOfRange},
 	{ErrRecordTooLarge, codeMessageTooLarge},
 	{ErrRecordListTooLarge, codeRecordListTooLarge},

@@ -50,15 +50,21 @@ type Log struct {
 	// that ran beside one does not advance the recovery point over
 	// offsets whose bytes it did not write.
 	truncations atomic.Uint64
+	// truncated holds the latest truncations (under appendMu), each at
+	// truncated[gen%len]: the offset it cut the log to (-1: the whole log
+	// went), for Sync callers that waited across one (truncatedBelow).
+	truncated [8]truncation
 
 	flushMu sync.Mutex // serializes flushes; taken before appendMu
 	syncMu  sync.Mutex // guards syncing
 	syncing *syncGroup // the flush Sync callers currently share, if any
 	// syncNext is the group gathering for the next flush (sync.go).
 	syncNext *syncGroup
-	// syncers counts the callers inside Sync (tests wait on it).
-	syncers atomic.Int64
-	writes  writePolicy // how appends reach the page cache (sync.go)
+	// syncers counts the callers inside Sync; parked, those of them
+	// waiting for a flush to end or, as a group's leader, to start
+	// (tests wait on it: a caller inside Sync may not have joined yet).
+	syncers, parked atomic.Int64
+	writes          writePolicy // how appends reach the page cache (sync.go)
 	// flushFault, set by tests, makes a flush fail as an fsync would.
 	flushFault func() error
 	// flushed, set by tests, is called by a flush before it fsyncs each

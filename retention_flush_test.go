@@ -2,6 +2,8 @@ package partlog
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -56,6 +58,70 @@ func TestFlushAcrossRetention(t *testing.T) {
 			}
 			if err := l.Flush(); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestSyncAcrossTruncation: a caller waiting in Sync for offsets a
+// truncation then removed kept starting flushes (its offset above the
+// log end, the recovery point never reaching it) until new appends
+// passed it, and then returned nil for bytes that were not its own. It
+// gets ErrTruncated; a truncation above its offset leaves it waiting for
+// its own bytes, which are still there.
+func TestSyncAcrossTruncation(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		cut     func(l *Log) error
+		refill  bool
+		wantErr bool
+	}{
+		{"below, log end under the offset", func(l *Log) error { return l.TruncateTo(2) }, false, true},
+		{"below, refilled past the offset", func(l *Log) error { return l.TruncateTo(2) }, true, true},
+		{"fully", func(l *Log) error { return l.TruncateFullyAndStartAt(100) }, false, true},
+		{"above the offset", func(l *Log) error { return l.TruncateTo(8) }, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, _ := openTestLog(t, smallOpts(t))
+			b := makeBatch(t, 2, 100, 1)
+			for range 5 {
+				if _, err := l.AppendAsLeader(b, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			release := make(chan struct{})
+			var flushes atomic.Int64
+			l.flushFault = func() error {
+				if flushes.Add(1) == 1 {
+					<-release
+				}
+				return nil
+			}
+			done := make(chan error, 1)
+			go func() { done <- l.Sync(context.Background(), 6) }()
+			for l.syncers.Load() == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			if err := c.cut(l); err != nil {
+				t.Fatal(err)
+			}
+			if c.refill {
+				for l.LogEndOffset() < 10 {
+					if _, err := l.AppendAsLeader(b, 0); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			close(release)
+			err := <-done
+			if c.wantErr != errors.Is(err, ErrTruncated) || !c.wantErr && err != nil {
+				t.Fatalf("Sync: %v (want ErrTruncated: %v)", err, c.wantErr)
+			}
+			if n := flushes.Load(); n > 3 {
+				t.Fatalf("%d flushes for one Sync", n)
+			}
+			if c.wantErr && KafkaErrorCode(err) != codeNotLeaderOrFollower {
+				t.Fatalf("Kafka code %d", KafkaErrorCode(err))
 			}
 		})
 	}

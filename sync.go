@@ -274,13 +274,21 @@ func (l *Log) finishLocked(p *flushPlan, err error) error {
 // hands over to the next leader, which starts its fdatasync without
 // taking appendMu (the previous members' appends are queueing on it by
 // then). A single writer never waits.
+//
+// A truncation below offset while the caller waits (a follower's
+// TruncateTo, a mirror's alignment) removed the bytes it waits for, which
+// other bytes may replace: Sync returns ErrTruncated.
 func (l *Log) Sync(ctx context.Context, offset int64) error {
+	gen := l.truncations.Load()
 	if end := l.logEndOffset.Load(); offset > end {
 		return &OffsetError{Err: ErrOffsetOutOfRange, Offset: offset, LogStartOffset: l.logStartOffset.Load(), LogEndOffset: end}
 	}
 	l.syncers.Add(1)
 	defer l.syncers.Add(-1)
 	for {
+		if l.truncations.Load() != gen && l.truncatedBelow(gen, offset) {
+			return &OffsetError{Err: ErrTruncated, Offset: offset, LogStartOffset: l.logStartOffset.Load(), LogEndOffset: l.logEndOffset.Load()}
+		}
 		if l.recoveryPoint.Load() >= offset {
 			return nil
 		}
@@ -297,11 +305,14 @@ func (l *Log) Sync(ctx context.Context, offset int64) error {
 		if wait != nil {
 			// Join the gathering group (or wait for the running flush).
 			l.syncMu.Unlock()
+			l.parked.Add(1)
 			select {
 			case <-wait.done:
 			case <-ctx.Done():
+				l.parked.Add(-1)
 				return ctx.Err()
 			}
+			l.parked.Add(-1)
 			if wait.err != nil {
 				return wait.err
 			}
@@ -323,12 +334,41 @@ func (l *Log) Sync(ctx context.Context, offset int64) error {
 	}
 }
 
+// truncation is one entry of Log.truncated.
+type truncation struct {
+	gen uint64
+	to  int64
+}
+
+// noteTruncation counts a truncation of the log to offset (-1: all of
+// it). Caller holds appendMu.
+func (l *Log) noteTruncation(to int64) {
+	gen := l.truncations.Add(1)
+	l.truncated[gen%uint64(len(l.truncated))] = truncation{gen: gen, to: to}
+}
+
+// truncatedBelow reports whether a truncation after generation since cut
+// the log below offset. Truncations too many to be remembered count as
+// one that did.
+func (l *Log) truncatedBelow(since uint64, offset int64) bool {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	for gen := since + 1; gen <= l.truncations.Load(); gen++ {
+		if t := l.truncated[gen%uint64(len(l.truncated))]; t.gen != gen || t.to < offset {
+			return true
+		}
+	}
+	return false
+}
+
 // leadGroup waits for the running flush, then flushes for g (see Sync)
 // and reports the result to it.
 func (l *Log) leadGroup(g *syncGroup) error {
 	var err error
 	if g.prev != nil {
+		l.parked.Add(1)
 		<-g.ready // prev ended the gathering and, if it succeeded, planned g
+		l.parked.Add(-1)
 		// A failed flush poisoned the log: g's members get that error
 		// itself, not one of a flush of their own on the failed log.
 		err = g.prev.err

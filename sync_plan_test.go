@@ -15,12 +15,15 @@ import (
 	"github.com/partlog/partlog/segment"
 )
 
-// waitSyncers waits until n callers are inside l.Sync.
-func waitSyncers(t *testing.T, l *Log, n int64) {
+// waitParked waits until n callers of l.Sync wait in a group (joined,
+// or leading one behind the running flush): callers merely inside Sync
+// may not have joined yet, and a flush ending before they do leaves
+// them to form a group of their own.
+func waitParked(t *testing.T, l *Log, n int64) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); l.syncers.Load() < n; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); l.parked.Load() < n; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d callers reached Sync", l.syncers.Load(), n)
+			t.Fatalf("only %d of %d callers wait in a group", l.parked.Load(), n)
 		}
 	}
 }
@@ -96,7 +99,7 @@ func TestSyncNextFlushPlannedAhead(t *testing.T) {
 			done <- err
 		}()
 	}
-	waitSyncers(t, l, 3)
+	waitParked(t, l, 2)
 	close(release)
 	<-held
 	select {
@@ -155,7 +158,7 @@ func TestSyncGroupBehindFailedFlush(t *testing.T) {
 		}
 		go func(off int64) { done <- l.Sync(context.Background(), off) }(last.LastOffset + 1)
 	}
-	waitSyncers(t, l, 4)
+	waitParked(t, l, 3)
 	close(release)
 	for i := range 4 {
 		select {
@@ -302,7 +305,7 @@ func TestWritePolicyLoneSyncer(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
-	waitSyncers(t, l, 2)
+	waitParked(t, l, 1)
 	close(release)
 	for range 2 {
 		if err := <-done; err != nil {
@@ -349,7 +352,7 @@ func TestSyncCoveredByRunningFlush(t *testing.T) {
 		}
 		done <- err
 	}()
-	waitSyncers(t, l, 2)
+	waitParked(t, l, 1)
 	select {
 	case err := <-done:
 		t.Fatalf("a Sync returned while the flush covering it was blocked: %v", err)

@@ -475,12 +475,12 @@ func TestSyncWaitersShareFailure(t *testing.T) {
 	for i := 0; i < waiters; i++ {
 		go func() { results <- l.Sync(context.Background(), info.LastOffset+1) }()
 	}
-	// Every caller is inside Sync while the first flush is still blocked,
-	// so all of them share it.
-	for deadline := time.Now().Add(10 * time.Second); l.syncers.Load() < waiters; time.Sleep(time.Millisecond) {
+	// Every caller but the one flushing waits in a group while the first
+	// flush is still blocked, so all of them share its result.
+	for deadline := time.Now().Add(10 * time.Second); l.parked.Load() < waiters-1; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			close(release)
-			t.Fatalf("only %d of %d callers reached Sync", l.syncers.Load(), waiters)
+			t.Fatalf("only %d of %d callers wait in a group", l.parked.Load(), waiters-1)
 		}
 	}
 	close(release)

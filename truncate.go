@@ -49,7 +49,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 		l.failed = err
 		return err
 	}
-	l.truncations.Add(1)
+	l.noteTruncation(offset)
 	l.beginOffsetsChange()
 	l.logEndOffset.Store(offset)
 	l.recoveryPoint.Store(min(l.recoveryPoint.Load(), offset))
@@ -93,7 +93,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 }
 
 func (l *Log) truncateFullyLocked(offset int64) error {
-	l.truncations.Add(1)
+	l.noteTruncation(-1)
 	l.mu.Lock()
 	err := l.removeSegmentsLocked(append([]*segment.Segment(nil), l.segments...))
 	var s *segment.Segment
