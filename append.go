@@ -216,7 +216,7 @@ func (l *Log) appendAssignedLocked(records []byte, leaderEpoch int32, origin Ori
 	if err := l.validate(records, origin, false, &s); err != nil {
 		return err
 	}
-	if l.timestampRulesApply() {
+	if l.tsRules {
 		var err error
 		if records, err = l.applyTimestampRules(records, origin, &s); err != nil {
 			return err
@@ -292,7 +292,7 @@ func (l *Log) appendKeptLocked(records []byte, origin Origin, info *AppendInfo) 
 // records.
 func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, last int64, info *AppendInfo) error {
 	active := l.active()
-	if active.ShouldRoll(int64(len(records)), last, s.maxTimestamp, l.opts.SegmentMs, l.jitterMs, l.opts.Now) {
+	if active.ShouldRoll(int64(len(records)), last, s.maxTimestamp, l.opts.SegmentMs, l.jitterMs, l.now) {
 		if err := l.rollLocked(first); err != nil {
 			return err
 		}
