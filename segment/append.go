@@ -81,7 +81,6 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 		}
 	}
 	dst := s.mapped[pos:end]
-	f := s.log
 	next := st.NextOffset
 	first, maxTs, offMaxTs := int64(-1), batch.NoTimestamp, int64(-1)
 	batches := 0
@@ -107,7 +106,7 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 			h.SetPartitionLeaderEpoch(st.LeaderEpoch)
 		}
 		if st.Write {
-			if err := f.WriteAt(h, b[batch.HeaderSize:n], pos+int64(p)); err != nil {
+			if err := s.log.WriteAt(h, b[batch.HeaderSize:n], pos+int64(p)); err != nil {
 				return err
 			}
 		} else {
@@ -146,7 +145,7 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 	s.bytesSinceIndex += int64(len(src))
 	s.nextOffset = next
 	s.size.Store(end)
-	if s.prefaulter != nil && !st.Write && end >= s.prefaultAt {
+	if end >= s.prefaultAt && !st.Write && s.prefaulter != nil { // prefaulter's line only at a stride
 		// Only stores into the mapping gain from populated pages; for
 		// written appends they would be dirty zeros for the next flush.
 		s.prefaulter.Advance(end)

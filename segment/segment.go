@@ -112,15 +112,15 @@ var (
 // rewrites bytes a reader may hold: when readers are active it writes a
 // new file and leaves the old inode to them (truncate.go).
 type Segment struct {
-	// The fields every append reads or writes come first, together: with
-	// thousands of partitions appended to in turn, an append's cost is
-	// mostly the cache lines it touches.
+	// The fields every append reads or writes come first, on two cache
+	// lines (TestSegmentAppendLines checks it): with thousands of
+	// partitions appended to in turn, an append's cost is mostly the
+	// cache lines it touches.
 
 	// size is the published logical size of the .log, written by the
 	// owner after the bytes are in place and read by anyone.
 	size atomic.Int64
 	base int64
-	log  *mmapfile.File // guarded by mu; nil while a sealed segment is unmapped
 	// active and closed are guarded by mu (read without it by the owner).
 	active bool
 	closed bool
@@ -149,12 +149,16 @@ type Segment struct {
 	maxTimestamp         int64 // largest timestamp appended, -1 if none
 	offsetOfMaxTimestamp int64
 	rollingTimestamp     int64 // max timestamp of the first batch, -1 if unknown
-	prefaulter           *mmapfile.Prefaulter
 	// prefaultAt is the write position from which the next append tells
 	// the prefaulter where it is (see prefaultStride).
-	prefaultAt  int64
+	prefaultAt int64
+	// cfg ends the second line with SegmentBytes, MaxIndexBytes and
+	// IndexIntervalBytes, which appends read.
+	cfg Config
+
+	log         *mmapfile.File // guarded by mu; nil while a sealed segment is unmapped
+	prefaulter  *mmapfile.Prefaulter
 	reserveStep int64 // next growth step of the .log
-	cfg         Config
 
 	reservedAt time.Time              // when the .log last grew
 	hdr        [batch.HeaderSize]byte // stamped header for WriteAt

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -836,5 +837,30 @@ func TestSegmentFirstStepAhead(t *testing.T) {
 	defer r.Release()
 	if v, err := batch.Check(r.Bytes); err != nil || v.BaseOffset() != out.FirstOffset {
 		t.Fatalf("last batch: %v", err)
+	}
+}
+
+// TestSegmentAppendLines: the Segment fields an append through the
+// mapping reads or writes lie on its first two cache lines (a Segment's
+// size class is a multiple of 64 bytes, so objects start on a line).
+func TestSegmentAppendLines(t *testing.T) {
+	st := reflect.TypeFor[Segment]()
+	ct := reflect.TypeFor[Config]()
+	cfg, _ := st.FieldByName("cfg")
+	for _, name := range []string{"size", "base", "active", "indexesFull", "nextOffset", "mapped", "room",
+		"bytesSinceIndex", "maxTimestamp", "offsetOfMaxTimestamp", "rollingTimestamp", "prefaultAt"} {
+		f, ok := st.FieldByName(name)
+		if !ok {
+			t.Fatalf("Segment has no field %s", name)
+		}
+		if end := f.Offset + f.Type.Size(); end > 128 {
+			t.Errorf("%s ends at byte %d, past the first two lines", name, end)
+		}
+	}
+	for _, name := range []string{"SegmentBytes", "IndexIntervalBytes"} {
+		f, _ := ct.FieldByName(name)
+		if end := cfg.Offset + f.Offset + f.Type.Size(); end > 128 {
+			t.Errorf("cfg.%s ends at byte %d, past the first two lines", name, end)
+		}
 	}
 }
