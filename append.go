@@ -63,8 +63,14 @@ func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan)
 	prevLast := int64(-1)
 	for v, ok := it.Next(); ok; v, ok = it.Next() {
 		if leader {
-			if err := l.leaderRules(v, h, it.Position()-int64(len(v))); err != nil {
-				return err
+			// The rules of leaderRules, inline for a batch that passes
+			// them (the call is made to name the failure, or to walk
+			// the records).
+			if int64(len(v)) > l.opts.MaxBatchBytes || h.IsControl() || h.RecordsCount <= 0 ||
+				int64(h.LastOffsetDelta)+1 != int64(h.RecordsCount) || h.ProducerID >= 0 && h.BaseSequence < 0 || l.opts.ValidateRecords {
+				if err := l.leaderRules(v, h, it.Position()-int64(len(v))); err != nil {
+					return err
+				}
 			}
 		} else if origin == OriginCoordinator {
 			if err := coordinatorRules(h, it.Position()-int64(len(v))); err != nil {
@@ -209,14 +215,14 @@ func (l *Log) appendAssigned(records []byte, leaderEpoch int32, origin Origin, i
 }
 
 func (l *Log) appendAssignedLocked(records []byte, leaderEpoch int32, origin Origin, info *AppendInfo) error {
-	if err := l.checkWritable(); err != nil {
-		return err
+	if l.failed != nil || l.closed.Load() { // checkWritable's test, inline
+		return l.checkWritable()
 	}
 	var s scan
 	if err := l.validate(records, origin, false, &s); err != nil {
 		return err
 	}
-	if l.timestampRulesApply() {
+	if l.tsRules {
 		var err error
 		if records, err = l.applyTimestampRules(records, origin, &s); err != nil {
 			return err
@@ -292,14 +298,18 @@ func (l *Log) appendKeptLocked(records []byte, origin Origin, info *AppendInfo) 
 // records.
 func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, last int64, info *AppendInfo) error {
 	active := l.active()
-	if active.ShouldRoll(int64(len(records)), last, s.maxTimestamp, l.opts.SegmentMs, l.jitterMs, l.opts.Now) {
+	if active.ShouldRoll(int64(len(records)), last, s.maxTimestamp, l.opts.SegmentMs, l.jitterMs, l.now) {
 		if err := l.rollLocked(first); err != nil {
 			return err
 		}
 		active = l.active()
 	}
-	if err := l.recordEpochs(records, s, st, first); err != nil {
-		return err
+	// recordEpochs has nothing to do for a leader append at the latest
+	// epoch (the usual case): tested inline.
+	if !st.Assign || st.LeaderEpoch > l.epochs.latest() {
+		if err := l.recordEpochs(records, s, st, first); err != nil {
+			return err
+		}
 	}
 	st.Write = l.writes.write(l.opts.WritePath, len(records))
 	var out segment.Appended

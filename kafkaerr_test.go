@@ -32,6 +32,7 @@ var kafkaErrorTable = map[string]struct {
 	"ErrRecordTooLarge":               {ErrRecordTooLarge, 10},
 	"ErrRecordListTooLarge":           {ErrRecordListTooLarge, 18},
 	"ErrOffsetOutOfRange":             {ErrOffsetOutOfRange, 1},
+	"ErrTruncated":                    {ErrTruncated, 6},
 	"ErrUnexpectedOffset":             {ErrUnexpectedOffset, -1},
 	"ErrStaleLeaderEpoch":             {ErrStaleLeaderEpoch, 74},
 	"ErrOpenTransactions":             {ErrOpenTransactions, 51},

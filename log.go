@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/producerstate"
@@ -40,12 +41,33 @@ import (
 // advanced only after the segment has published the bytes, so a reader
 // bounded by it never meets a partial batch.
 type Log struct {
-	dir  string
-	opts Options
-	lock *os.File // the directory's own descriptor, flock'ed
+	// The fields every append reads or writes come first, on four cache
+	// lines with the Options fields it reads (opts follows them): with a
+	// thousand partitions appended to in turn, an append's cost is mostly
+	// the lines it touches, and each one it misses is a trip to memory.
+	// Keep them together (TestLogAppendLines checks the offsets).
 
 	appendMu sync.Mutex
-	failed   error // set under appendMu when a flush or roll failed
+	failed   error       // set under appendMu when a flush or roll failed
+	closed   atomic.Bool // set once, under appendMu and mu
+	// tsRules caches timestampRulesApply (opts does not change after Open).
+	tsRules      bool
+	segments     []*segment.Segment // guarded by mu
+	logEndOffset atomic.Int64
+	epochs       *epochCache
+	psm          *producerstate.Manager // mutated under appendMu; read by anyone
+	jitterMs     int64                  // per active segment, drawn at creation
+	now          func() time.Time       // opts.Now, here for the roll check
+	writes       writePolicy            // how appends reach the page cache (sync.go)
+	waiters      waiters                // wait.go
+	opts         Options
+	// stage starts a line (after opts: TestLogAppendLines): its first 144
+	// bytes are what a producer-less append touches.
+	stage producerstate.Append // reused by appends, under appendMu
+
+	dir  string
+	lock *os.File // the directory's own descriptor, flock'ed
+
 	// truncations counts the truncations (under appendMu), so a flush
 	// that ran beside one does not advance the recovery point over
 	// offsets whose bytes it did not write.
@@ -64,15 +86,13 @@ type Log struct {
 	// waiting for a flush to end or, as a group's leader, to start
 	// (tests wait on it: a caller inside Sync may not have joined yet).
 	syncers, parked atomic.Int64
-	writes          writePolicy // how appends reach the page cache (sync.go)
 	// flushFault, set by tests, makes a flush fail as an fsync would.
 	flushFault func() error
 	// flushed, set by tests, is called by a flush before it fsyncs each
 	// segment, with that segment's base offset and the recovery point the
 	// flush will set (the log end offset it saw when it started).
-	flushed  func(base, target int64)
-	jitterMs int64 // per active segment, drawn at creation
-	scratch  []byte
+	flushed func(base, target int64)
+	scratch []byte
 	// appendTimeBuf holds a LogAppendTime append's stamped copy
 	// (timestamp.go), under appendMu.
 	appendTimeBuf []byte
@@ -81,29 +101,22 @@ type Log struct {
 	// dropped at the end of Open: the files it lacks are not opened.
 	listing []fs.DirEntry
 
-	mu        sync.RWMutex // guards segments, keys
-	segments  []*segment.Segment
+	mu        sync.RWMutex                // guards segments, keys
 	keys      map[*segment.Segment]uint64 // mapping-cache registrations
-	closed    atomic.Bool                 // set once, under appendMu and mu
 	closeOnce sync.Once
 	closeErr  error
 
 	logStartOffset atomic.Int64
-	logEndOffset   atomic.Int64
 	recoveryPoint  atomic.Int64
 	highWatermark  atomic.Int64
 	// offsetsSeq is odd while an operation other than an append moves
 	// the offsets (offsets.go).
 	offsetsSeq atomic.Uint64
-	waiters    waiters          // wait.go
 	deletions  pendingDeletions // retention.go
 	topicID    TopicID          // partition.metadata, if any (partitions.go)
 
-	epochs *epochCache
 	cache  *MappingCache
-	psm    *producerstate.Manager // mutated under appendMu; read by anyone
-	report *recovery.Report       // set by open when recovery ran
-	stage  producerstate.Append   // reused by appends, under appendMu
+	report *recovery.Report // set by open when recovery ran
 	// replaySkipped counts batches refused by producer-state rebuilds.
 	replaySkipped atomic.Int64
 }
@@ -137,6 +150,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 	}
 	l := &Log{dir: dir, opts: o, lock: lock, keys: map[*segment.Segment]uint64{}, cache: o.MappingCache,
 		psm: producerstate.New(producerstate.Config{ProducerIDExpirationMs: o.ProducerIDExpirationMs})}
+	l.now, l.tsRules = o.Now, o.timestampRulesApply()
 	if l.cache == nil {
 		l.cache = DefaultMappingCache()
 	}

@@ -148,8 +148,8 @@ func (l *Log) segmentMaxTimestamps() ([]*segment.Segment, []int64, []int64, erro
 
 // timestampRulesApply reports whether the topic's timestamp settings
 // need the clock for a leader append.
-func (l *Log) timestampRulesApply() bool {
-	return l.opts.MessageTimestampType == LogAppendTime || l.opts.MessageTimestampBeforeMaxMs > 0 || l.opts.MessageTimestampAfterMaxMs > 0
+func (o *Options) timestampRulesApply() bool {
+	return o.MessageTimestampType == LogAppendTime || o.MessageTimestampBeforeMaxMs > 0 || o.MessageTimestampAfterMaxMs > 0
 }
 
 // applyTimestampRules applies message.timestamp.type and the timestamp

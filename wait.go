@@ -21,9 +21,13 @@ type notifier struct {
 // be stored before the call: a waiter counts itself in before it reads
 // the offset, so either it sees the new value or moved sees it.
 func (n *notifier) moved() {
-	if n.waiting.Load() == 0 {
-		return
+	if n.waiting.Load() != 0 { // inline: with nobody waiting, one load
+		n.wake()
 	}
+}
+
+// wake is moved's slow path.
+func (n *notifier) wake() {
 	n.mu.Lock()
 	if n.ch != nil {
 		close(n.ch)

@@ -93,6 +93,7 @@ func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, chec
 	s.active = true
 	s.noteIndexes()
 	s.startPrefault()
+	s.noteReserved()
 	return s, nil
 }
 

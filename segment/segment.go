@@ -94,7 +94,10 @@ var (
 // A new segment reserves ReserveMinBytes (or SegmentBytes if smaller); a
 // segment reopened after a clean close reserves nothing beyond its data
 // until it is appended to. When an append needs more, the file is extended
-// to the append's end plus the current step; the step doubles when the
+// to the append's end plus the current step (with a prefault window,
+// appends through the mapping take the step while still a step, or half
+// the smallest step for the first one, short of the reserved end, so the
+// prefaulter can populate the pages after it in time); the step doubles when the
 // previous one was used up in less than a second and halves otherwise,
 // between ReserveMinBytes and Config.ReserveMaxBytes (16 MiB by default), so
 // a busy partition takes a syscall per 16 MiB while an idle or slow one
@@ -109,15 +112,15 @@ var (
 // rewrites bytes a reader may hold: when readers are active it writes a
 // new file and leaves the old inode to them (truncate.go).
 type Segment struct {
-	// The fields every append reads or writes come first, together: with
-	// thousands of partitions appended to in turn, an append's cost is
-	// mostly the cache lines it touches.
+	// The fields every append reads or writes come first, on two cache
+	// lines (TestSegmentAppendLines checks it): with thousands of
+	// partitions appended to in turn, an append's cost is mostly the
+	// cache lines it touches.
 
 	// size is the published logical size of the .log, written by the
 	// owner after the bytes are in place and read by anyone.
 	size atomic.Int64
 	base int64
-	log  *mmapfile.File // guarded by mu; nil while a sealed segment is unmapped
 	// active and closed are guarded by mu (read without it by the owner).
 	active bool
 	closed bool
@@ -130,18 +133,32 @@ type Segment struct {
 	// Owner only (readers are bounded by the log's published end, never
 	// by this), so an append stores it without an atomic exchange.
 	nextOffset int64
+	// mapped is the active .log's mapping up to its reserved size
+	// (log.Bytes() as of the last reservation change) and room the end of
+	// the appends through the mapping that need no reservation step
+	// (mapped's length less the distance stores keep reserved ahead), so
+	// an append reads neither the File nor the policy. Every change of the
+	// File or of its reserved size refreshes them (noteReserved): a new or
+	// reopened active segment, a reservation step, a truncation. Owner
+	// only.
+	mapped []byte
+	room   int64
 
 	// Owner-only state (the log's append lock).
 	bytesSinceIndex      int64
 	maxTimestamp         int64 // largest timestamp appended, -1 if none
 	offsetOfMaxTimestamp int64
 	rollingTimestamp     int64 // max timestamp of the first batch, -1 if unknown
-	prefaulter           *mmapfile.Prefaulter
 	// prefaultAt is the write position from which the next append tells
 	// the prefaulter where it is (see prefaultStride).
-	prefaultAt  int64
+	prefaultAt int64
+	// cfg ends the second line with SegmentBytes, MaxIndexBytes and
+	// IndexIntervalBytes, which appends read.
+	cfg Config
+
+	log         *mmapfile.File // guarded by mu; nil while a sealed segment is unmapped
+	prefaulter  *mmapfile.Prefaulter
 	reserveStep int64 // next growth step of the .log
-	cfg         Config
 
 	reservedAt time.Time              // when the .log last grew
 	hdr        [batch.HeaderSize]byte // stamped header for WriteAt
@@ -249,8 +266,21 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 	s.active = true
 	s.noteIndexes()
 	s.startPrefault()
+	s.noteReserved()
 	return s, nil
 }
+
+// noteReserved refreshes mapped and room from the active .log. Owner
+// only, after s.log or its reserved size changed.
+func (s *Segment) noteReserved() {
+	s.mapped = s.log.Bytes()
+	s.room = int64(len(s.mapped)) - s.reserveAhead(Stamp{})
+}
+
+// dropMapped forgets the cached mapping when the .log is let go: a later
+// Append (a bug) then takes the cold path, which fails on the missing
+// File, instead of storing into an unmapped range.
+func (s *Segment) dropMapped() { s.mapped, s.room = nil, -1 }
 
 // noteIndexes recomputes indexesFull. Owner only, on an active segment.
 func (s *Segment) noteIndexes() {
@@ -366,10 +396,9 @@ func (s *Segment) reserve(need int64) error {
 		// Too little room for the step (a nearly full disk): reserve
 		// just what this append needs, so the disk is used to the end.
 		s.reserveStep = ReserveMinBytes
-		if s.log.Grow(need) == nil {
-			return nil
-		}
+		err = s.log.Grow(need)
 	}
+	s.noteReserved() // also after a failed step: the policy changed
 	return err
 }
 
@@ -545,6 +574,7 @@ func (s *Segment) Seal() error {
 	errs = errs[:0]
 	errs = append(errs, s.log.Close(), s.timeIndex.Close(), s.txnIndex.Close())
 	s.log, s.timeIndex, s.txnIndex = nil, nil, nil
+	s.dropMapped()
 	s.active = false
 	// The offset index stays open (trimmed, writable mapping) for lookups;
 	// reopen it read-only so a stray store cannot reach it.
@@ -575,6 +605,7 @@ func (s *Segment) Close() error {
 func (s *Segment) closeFiles() error {
 	var errs []error
 	errs = append(errs, s.stopPrefault())
+	s.dropMapped()
 	if s.log != nil {
 		errs = append(errs, s.log.Close())
 		s.log = nil

@@ -93,6 +93,7 @@ func (s *Segment) reactivate(keep, oldSize int64) error {
 		if s.prefaulter != nil {
 			s.prefaulter.Advance(keep)
 		}
+		s.noteReserved()
 		return nil
 	}
 	if err := s.stopPrefault(); err != nil {
@@ -146,6 +147,7 @@ func (s *Segment) reactivate(keep, oldSize int64) error {
 		s.active = true
 	}
 	s.startPrefault()
+	s.noteReserved()
 	return nil
 }
 

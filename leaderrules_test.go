@@ -1,0 +1,73 @@
+package partlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/partlog/partlog/batch"
+)
+
+// TestLeaderRulesInline: validate tests the leader rules inline and calls
+// leaderRules only for a batch that fails one (or to walk the records).
+// For each rule, a batch breaking only it is refused with leaderRules'
+// error, and nothing is appended; with ValidateRecords a batch with a
+// broken record is refused, without it accepted (the CRC was fixed).
+func TestLeaderRulesInline(t *testing.T) {
+	edit := func(f func(v batch.View)) []byte {
+		b := makeBatch(t, 3, 20, 1000)
+		v := batch.View(b)
+		f(v)
+		binary.BigEndian.PutUint32(v[batch.OffCRC:], v.ComputeCRC())
+		return b
+	}
+	cases := []struct {
+		name     string
+		records  []byte
+		maxBatch int64
+		validate bool
+		want     error // nil: accepted
+	}{
+		{"valid", makeBatch(t, 3, 20, 1000), 0, false, nil},
+		{"valid, records walked", makeBatch(t, 3, 20, 1000), 0, true, nil},
+		{"too large", makeBatch(t, 3, 20, 1000), 100, false, ErrRecordTooLarge},
+		{"control from a client", edit(func(v batch.View) {
+			binary.BigEndian.PutUint16(v[batch.OffAttributes:], uint16(v.Attributes())|0x20)
+		}), 0, false, ErrPolicy},
+		{"records count below the offset range", edit(func(v batch.View) {
+			binary.BigEndian.PutUint32(v[batch.OffRecordsCount:], 2)
+		}), 0, false, ErrPolicy},
+		{"no records", edit(func(v batch.View) {
+			binary.BigEndian.PutUint32(v[batch.OffRecordsCount:], 0)
+		}), 0, false, ErrPolicy},
+		{"idempotent without a base sequence", edit(func(v batch.View) {
+			binary.BigEndian.PutUint64(v[batch.OffProducerID:], 7)
+		}), 0, false, ErrPolicy},
+		{"broken record, not walked", edit(func(v batch.View) { v[batch.HeaderSize] = 0x7f }), 0, false, nil},
+		{"broken record, walked", edit(func(v batch.View) { v[batch.HeaderSize] = 0x7f }), 0, true, ErrInvalidRecords},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := smallOpts(t)
+			o.ValidateRecords = c.validate
+			if c.maxBatch > 0 {
+				o.MaxBatchBytes = c.maxBatch
+			}
+			l, _ := openTestLog(t, o)
+			// The rule-by-rule answer, for the same batch.
+			v := batch.View(c.records)
+			var h batch.BatchHeader
+			v.DecodeHeader(&h)
+			rule := l.leaderRules(v, &h, 0)
+			_, err := l.AppendAsLeader(c.records, 1)
+			switch {
+			case c.want == nil && (err != nil || rule != nil):
+				t.Fatalf("refused: append %v, leaderRules %v", err, rule)
+			case c.want != nil && (!errors.Is(err, c.want) || !errors.Is(rule, c.want)):
+				t.Fatalf("append error %v, leaderRules %v, want %v", err, rule, c.want)
+			case c.want != nil && l.LogEndOffset() != 0:
+				t.Fatalf("a refused append moved the log end to %d", l.LogEndOffset())
+			}
+		})
+	}
+}
