@@ -59,6 +59,9 @@ func TestSyncNextFlushPlannedAhead(t *testing.T) {
 	// appendMu and holds it once it has it.
 	held := make(chan struct{})
 	unhold := make(chan struct{})
+	var unholdOnce sync.Once
+	release2 := func() { unholdOnce.Do(func() { close(unhold) }) }
+	t.Cleanup(release2) // before the log's Close, which needs appendMu
 	var once sync.Once
 	hook := func(d string) {
 		if d != dir {
@@ -105,13 +108,13 @@ func TestSyncNextFlushPlannedAhead(t *testing.T) {
 	select {
 	case <-second:
 	case <-time.After(10 * time.Second):
-		close(unhold)
+		release2()
 		t.Fatal("the next group's flush waited for the append lock before its fdatasync")
 	}
-	if rp := l.RecoveryPoint(); rp > first.LastOffset+1 {
-		t.Fatalf("recovery point %d moved past the first flush before the second one ended", rp)
-	}
-	close(unhold)
+	// (Under load the second flush may take appendMu after its fdatasync
+	// before the holder above does, and end: the recovery point is not
+	// checked here.)
+	release2()
 	for range 3 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
