@@ -178,10 +178,12 @@ func (l *Log) open() error {
 		DryRun:                 l.opts.Strict,
 		ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs,
 		Now:                    l.opts.Now,
+		OpenActive:             true,
 	})
 	if err != nil {
 		return err
 	}
+
 	rep := ld.Report
 	if !l.opts.CleanShutdown || rep.Status != recovery.StatusOK || len(rep.Changes) > 0 {
 		l.report = rep
@@ -191,6 +193,9 @@ func (l *Log) open() error {
 	// later rolls, one at or below the log start): those change no state
 	// the Log adopts, and Kafka's load removes them too.
 	if l.opts.Strict && (rep.Status != recovery.StatusOK || !onlySnapshotRemovals(rep.Changes)) {
+		if ld.Active != nil {
+			_ = ld.Active.Close()
+		}
 		return fmt.Errorf("%w: %s", ErrNeedsRecovery, rep.Summary())
 	}
 	return l.adopt(ld)
@@ -250,6 +255,14 @@ func (l *Log) create() error {
 // takes over its offsets, leader epochs and producer state. Nothing is
 // listed, checked or replayed again.
 func (l *Log) adopt(ld *recovery.Loaded) error {
+	// The active segment recovery opened from the files it checked, if
+	// any; closed here unless it is adopted.
+	active := ld.Active
+	defer func() {
+		if active != nil {
+			_ = active.Close()
+		}
+	}()
 	rep := ld.Report
 	segs := rep.Segments
 	if len(segs) == 0 || ld.Producers == nil {
@@ -261,7 +274,11 @@ func (l *Log) adopt(ld *recovery.Loaded) error {
 		var s *segment.Segment
 		var err error
 		if i == len(segs)-1 {
-			s, err = segment.OpenRecovered(l.dir, sr.BaseOffset, sr.SizeBytes, cfg, now)
+			if a := active; a != nil && a.BaseOffset() == sr.BaseOffset && a.Size() == sr.SizeBytes {
+				s, active = a, nil
+			} else {
+				s, err = segment.OpenRecovered(l.dir, sr.BaseOffset, sr.SizeBytes, cfg, now)
+			}
 		} else {
 			s, err = segment.OpenSealed(l.dir, sr.BaseOffset, cfg, now)
 			if err == nil {

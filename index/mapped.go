@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/partlog/partlog/internal/mmapfile"
 )
@@ -237,22 +236,15 @@ const readSmallBytes = 4 << 10
 // readSmall reads the regular file at path (never through a link) if it
 // holds at most readSmallBytes; ok is false for a larger one.
 func readSmall(path string) (data []byte, ok bool, err error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, size, err := mmapfile.OpenRegular(path, false)
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, false, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, false, fmt.Errorf("partlog/index: open %s: %w", path, mmapfile.ErrNotRegular)
-	}
-	if st.Size() > readSmallBytes {
+	if size > readSmallBytes {
 		return nil, false, nil
 	}
-	data = make([]byte, st.Size())
+	data = make([]byte, size)
 	if _, err := io.ReadFull(f, data); err != nil {
 		return nil, false, fmt.Errorf("partlog/index: read %s: %w", path, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/mmapfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,6 +40,10 @@ type scanResult struct {
 	lastEpoch, prevEpoch int32
 	lastPos              int64
 	firstEpoch           int32
+	// maxTimestamp is the largest timestamp of the valid batches (the
+	// first batch holding it wins), and offsetOfMax that batch's last
+	// offset: batch.NoTimestamp and -1 when there is none.
+	maxTimestamp, offsetOfMax int64
 	// epochs lists (epoch, base offset, position) where a batch's epoch
 	// rises above every earlier epoch of the segment.
 	epochs []epochEntry
@@ -144,16 +149,17 @@ func (o *Options) openMapped(path string) (*mapped, error) {
 			return nil, fmt.Errorf("partlog/recovery: open %s: %w", path, err)
 		}
 	}
-	f, err := os.Open(path)
+	f, size, err := mmapfile.OpenRegular(path, false)
 	if err != nil {
 		return nil, fmt.Errorf("partlog/recovery: open %s: %w", path, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("partlog/recovery: open %s: %w", path, err)
-	}
-	size := st.Size()
+	return readOrMap(f, path, size)
+}
+
+// readOrMap is openMapped for f, the open file at path whose length is
+// size (the descriptor stays the caller's).
+func readOrMap(f *os.File, path string, size int64) (*mapped, error) {
 	if size == 0 {
 		return &mapped{}, nil
 	}
@@ -280,7 +286,8 @@ func scanSegment(data []byte, base int64, c *collector) scanResult {
 // newScanResult is the result of a scan that has accepted nothing yet.
 func newScanResult(size int64) scanResult {
 	return scanResult{size: size, firstBase: -1, lastOffset: -1, lastEpoch: batch.NoLeaderEpoch,
-		prevEpoch: batch.NoLeaderEpoch, firstEpoch: batch.NoLeaderEpoch, lastPos: -1}
+		prevEpoch: batch.NoLeaderEpoch, firstEpoch: batch.NoLeaderEpoch, lastPos: -1,
+		maxTimestamp: batch.NoTimestamp, offsetOfMax: -1}
 }
 
 // accept records v, a valid batch at pos, in r: first offset and epoch,
@@ -296,6 +303,9 @@ func (r *scanResult) accept(pos int64, v batch.View, maxEpoch *int32, c *collect
 	}
 	if c != nil {
 		c.add(pos, v)
+	}
+	if ts := v.MaxTimestamp(); ts > r.maxTimestamp {
+		r.maxTimestamp, r.offsetOfMax = ts, v.LastOffset()
 	}
 	r.batches++
 	r.lastOffset = v.LastOffset()

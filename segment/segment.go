@@ -235,7 +235,7 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 	s.log = f
 	// The indexes make their files with their first entry (or at roll and
 	// close), replacing leftovers of the same names then (package index).
-	err = s.openWritableIndexes(true)
+	err = s.openWritableIndexes(true, false)
 	if err == nil {
 		// An idle partition holds no descriptor for its .log (see
 		// mmapfile.File.ParkDescriptor); the first write or sync opens it.
@@ -311,7 +311,11 @@ func OpenSealed(dir string, base int64, cfg Config, now time.Time) (*Segment, er
 // openWritableIndexes opens (or, with create, makes) the offset and time
 // indexes at full capacity, and the transaction index. Caller holds mu or
 // owns s exclusively.
-func (s *Segment) openWritableIndexes(create bool) error {
+//
+// txn says whether the .txnindex may exist: when false (a new segment, or
+// a directory listing without it) it is not looked for; the first aborted
+// transaction creates it.
+func (s *Segment) openWritableIndexes(create, txn bool) error {
 	var err error
 	if create {
 		if s.offsetIndex, err = index.CreateOffsetIndex(s.Path(IndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
@@ -329,6 +333,10 @@ func (s *Segment) openWritableIndexes(create bool) error {
 		if s.timeIndex, err = index.OpenActiveTimeIndex(s.Path(TimeIndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
 			return err
 		}
+	}
+	if !txn {
+		s.txnIndex = index.NewTxnIndex(s.Path(TxnIndexSuffix), s.base)
+		return nil
 	}
 	s.txnIndex, err = index.OpenTxnIndex(s.Path(TxnIndexSuffix), s.base, false)
 	return err

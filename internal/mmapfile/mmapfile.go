@@ -234,10 +234,29 @@ func CreateAhead(path string, capacity, reserve int64) (*File, error) {
 // OpenAhead is OpenReserved with the file's length set to the capacity
 // (see CreateAhead). The reserved prefix is max(reserve, current length).
 func OpenAhead(path string, capacity, reserve int64) (*File, error) {
-	fd, size, err := openRegular(path, os.O_RDWR)
+	fd, size, err := OpenRegular(path, true)
 	if err != nil {
 		return nil, err
 	}
+	return MapAhead(path, fd, size, capacity, reserve)
+}
+
+// OpenRegular opens the existing regular file at path (never through a
+// symbolic link; read-write when writable) without mapping it, and
+// returns it with its length, for a caller that reads it before mapping
+// it with MapAhead (one open for both).
+func OpenRegular(path string, writable bool) (*os.File, int64, error) {
+	flag := os.O_RDONLY
+	if writable {
+		flag = os.O_RDWR
+	}
+	return openRegular(path, flag)
+}
+
+// MapAhead is OpenAhead for fd, the file at path opened read-write with
+// OpenRegular, whose length is size. It takes ownership of fd (closing it
+// on failure).
+func MapAhead(path string, fd *os.File, size, capacity, reserve int64) (*File, error) {
 	length := max(size, reserve)
 	return mapFileAhead(path, fd, size, length, max(capacity, length))
 }
@@ -271,11 +290,7 @@ func mapFileAhead(path string, fd *os.File, current, length, mapLen int64) (*Fil
 // mapSize is ignored. A zero length yields a File with no mapping and an empty
 // Bytes.
 func Open(path string, mapSize int64, writable bool) (*File, error) {
-	flag := os.O_RDONLY
-	if writable {
-		flag = os.O_RDWR
-	}
-	fd, size, err := openRegular(path, flag)
+	fd, size, err := OpenRegular(path, writable)
 	if err != nil {
 		return nil, err
 	}
