@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/recovery"
 	"github.com/partlog/partlog/segment"
@@ -121,10 +122,15 @@ func Open(dir string, opts *Options) (*Log, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
 	lock, err := lockDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Made only when missing: OpenDir's partitions exist, and a
+		// stat each is a syscall per partition at a broker's start.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		lock, err = lockDir(dir)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +338,7 @@ func (l *Log) RecoveryReport() *recovery.Report { return l.report }
 // lockDir takes an exclusive, non-blocking flock on the directory's own
 // descriptor.
 func lockDir(dir string) (*os.File, error) {
-	f, err := os.Open(dir)
+	f, err := fsutil.Open(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -279,16 +279,22 @@ func (x *run) loadSegments() ([]*seg, error) {
 		if err != nil || n.Transient != "" || n.Kind != segment.LogSuffix {
 			continue
 		}
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("partlog/recovery: stat %s: %w", p, err)
-		}
-		segs = append(segs, &seg{base: n.Offset, logName: name, logPath: p, size: st.Size(),
+		segs = append(segs, &seg{base: n.Offset, logName: name, logPath: p, size: -1,
 			firstBase: -1, lastOffset: -1, lastPos: -1, lastEpoch: -1, prevEpoch: -1, firstEpoch: -1})
 	}
 	sort.Slice(segs, func(i, j int) bool { return segs[i].base < segs[j].base })
 	if len(segs) == 0 {
 		return nil, nil
+	}
+	for i, s := range segs {
+		if i == len(segs)-1 && x.pendingLast(s) {
+			continue // its length comes from the open of its files (checkPending)
+		}
+		st, err := os.Stat(s.logPath)
+		if err != nil {
+			return nil, fmt.Errorf("partlog/recovery: stat %s: %w", s.logPath, err)
+		}
+		s.size = st.Size()
 	}
 	if x.o.Full {
 		x.r.note("", kindFullRecovery, "full verification: every segment is validated, whatever the recovery point and the clean-shutdown marker")
@@ -362,7 +368,7 @@ func (x *run) checkTrusted(s *seg, nextBase int64, last bool) (why string, missi
 	if !x.exists(timeName) {
 		return "time index missing", true, nil
 	}
-	if last && x.o.OpenActive && x.o.Clean && !x.o.DryRun {
+	if last && x.pendingLast(s) {
 		why, err = x.checkPending(s)
 		if why != "" || err != nil {
 			_ = s.pending.Close()
@@ -374,8 +380,17 @@ func (x *run) checkTrusted(s *seg, nextBase int64, last bool) (why string, missi
 	return why, false, err
 }
 
+// pendingLast reports whether s, the last segment, is checked through its
+// files opened for appending (checkPending): Options.OpenActive, Clean,
+// not DryRun or Full, not a completed swap, and both indexes listed.
+func (x *run) pendingLast(s *seg) bool {
+	return x.o.OpenActive && x.o.Clean && !x.o.DryRun && !x.o.Full && !x.swapped[s.base] &&
+		x.exists(s.name(segment.IndexSuffix)) && x.exists(s.name(segment.TimeIndexSuffix))
+}
+
 // checkPending is checkIndexesAndTail of the last segment through its files
-// opened for appending (s.pending, set unless the open fails).
+// opened for appending (s.pending, set unless the open fails); it sets
+// s.size from the open .log.
 func (x *run) checkPending(s *seg) (string, error) {
 	txnName := s.name(segment.TxnIndexSuffix)
 	names := []string{s.logName, s.name(segment.IndexSuffix), s.name(segment.TimeIndexSuffix), txnName}
@@ -393,6 +408,8 @@ func (x *run) checkPending(s *seg) (string, error) {
 		return "", fmt.Errorf("partlog/recovery: open segment %d: %w", s.base, err)
 	}
 	s.pending = p
+	f, size := p.Log()
+	s.size = size
 	ox, tx, xx := p.OffsetIndex(), p.TimeIndex(), p.TxnIndex()
 	for _, c := range []struct {
 		name  string
@@ -408,10 +425,6 @@ func (x *run) checkPending(s *seg) (string, error) {
 			}
 			return fmt.Sprintf("%s fails its sanity check: %v", c.name, sanity), nil
 		}
-	}
-	f, size := p.Log()
-	if size != s.size {
-		return "", fmt.Errorf("partlog/recovery: %s changed while it was loaded: %d bytes, then %d", s.logPath, s.size, size)
 	}
 	return x.checkData(s, math.MaxInt64, ox.LastEntry(), ox.Entries(), tx.LastEntry(), tx.Entries(), func() (*mapped, error) {
 		return readOrMap(f, s.logPath, size)

@@ -47,6 +47,7 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/internal/testhook"
 	"golang.org/x/sys/unix"
 )
@@ -150,7 +151,7 @@ func createNew(path string, capacity, reserve int64, mapFD func(fd *os.File) (*F
 	if reserve < 0 || capacity < reserve {
 		return nil, pathError(path, "create", fmt.Errorf("reserve %d outside [0, capacity %d]", reserve, capacity))
 	}
-	fd, err := openFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
+	fd, err := fsutil.Open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, pathError(path, "create", err)
 	}
@@ -162,29 +163,11 @@ func createNew(path string, capacity, reserve int64, mapFD func(fd *os.File) (*F
 	return f, nil
 }
 
-// openFile is open(2) with O_CLOEXEC, wrapped in an *os.File that is not
-// registered with the runtime's poller: os.OpenFile's attempt costs four
-// fcntl and an epoll_ctl per open, all useless for a regular file (several
-// per partition at a broker's start). Errors are *os.PathError, so
-// errors.Is(err, fs.ErrNotExist) and the like hold.
-func openFile(path string, flag int, perm uint32) (*os.File, error) {
-	for {
-		fd, err := unix.Open(path, flag|unix.O_CLOEXEC, perm)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "open", Path: path, Err: err}
-		}
-		return os.NewFile(uintptr(fd), path), nil
-	}
-}
-
 // openRegular opens an existing file with flag, never through a symbolic
 // link, and refuses a path that is not a regular file; it returns the
 // file's length.
 func openRegular(path string, flag int) (*os.File, int64, error) {
-	fd, err := openFile(path, flag|unix.O_NOFOLLOW, 0)
+	fd, err := fsutil.Open(path, flag|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, 0, pathError(path, "open", err)
 	}
@@ -432,7 +415,7 @@ func (f *File) descriptor() (*os.File, error) {
 	if fd := f.fd.Load(); fd != nil || !f.reopen {
 		return fd, nil
 	}
-	fd, err := openFile(f.path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	fd, err := fsutil.Open(f.path, os.O_RDWR|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -461,7 +444,7 @@ func (f *File) withFD(fn func(fd int) error) error {
 	if fd != nil {
 		return fn(int(fd.Fd()))
 	}
-	tmp, err := openFile(f.path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	tmp, err := fsutil.Open(f.path, os.O_RDWR|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
 	}
