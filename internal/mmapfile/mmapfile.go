@@ -192,8 +192,36 @@ func OpenReserved(path string, capacity, reserve int64) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return MapReserved(path, fd, size, capacity, reserve)
+}
+
+// MapReserved is OpenReserved for fd, the file at path opened read-write
+// with OpenRegular, whose length is size. It takes ownership of fd
+// (closing it on failure).
+func MapReserved(path string, fd *os.File, size, capacity, reserve int64) (*File, error) {
 	length := max(size, reserve)
 	return mapFileReserved(path, fd, size, length, max(capacity, length), true)
+}
+
+// SyncPath fdatasyncs the regular file at path (never through a link)
+// through a descriptor opened for the call: File.SyncFile for a file that
+// is not open.
+func SyncPath(path string) error {
+	fd, err := fsutil.Open(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return pathError(path, "open", err)
+	}
+	err = unix.Fdatasync(int(fd.Fd()))
+	if cerr := fd.Close(); err == nil && cerr != nil {
+		return pathError(path, "close", cerr)
+	}
+	if err != nil {
+		return pathError(path, "fdatasync", err)
+	}
+	if h := testhook.Synced.Load(); h != nil {
+		(*h)(path)
+	}
+	return nil
 }
 
 // CreateAhead is CreateReserved with the file's length set to capacity at
