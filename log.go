@@ -134,8 +134,9 @@ func Open(dir string, opts *Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, opts: o, lock: lock, keys: map[*segment.Segment]uint64{}, cache: o.MappingCache,
-		psm: producerstate.New(producerstate.Config{ProducerIDExpirationMs: o.ProducerIDExpirationMs})}
+	// The producer state is recovery's (adopt) or, for a new partition,
+	// made by create.
+	l := &Log{dir: dir, opts: o, lock: lock, keys: map[*segment.Segment]uint64{}, cache: o.MappingCache}
 	if l.cache == nil {
 		l.cache = DefaultMappingCache()
 	}
@@ -252,6 +253,7 @@ func (l *Log) create() error {
 	if err := l.epochs.truncateFromEnd(start); err != nil {
 		return err
 	}
+	l.psm = producerstate.New(producerstate.Config{ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs})
 	l.psm.Reset(start)
 	l.psm.OnLogStartOffsetIncremented(start)
 	return nil
