@@ -152,7 +152,7 @@ func (m *mapped) reserve(n int64) error { return m.grow(n, true) }
 func (m *mapped) grow(n int64, populate bool) error {
 	need := n * m.entrySize
 	cur := int64(len(m.buf))
-	if need <= cur {
+	if need <= cur && !m.read { // a read index is mapped before any store
 		return nil
 	}
 	limit := m.maxEntries.Load() * m.entrySize
