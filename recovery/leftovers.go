@@ -168,7 +168,7 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 		if n.Kind != segment.LogSuffix {
 			continue
 		}
-		m, err := x.o.openMapped(x.path(n.String()))
+		m, err := x.o.openMapped(x.path(n.String()), true)
 		if err != nil {
 			return err
 		}

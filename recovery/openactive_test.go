@@ -2,11 +2,13 @@ package recovery
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/segment"
 )
 
@@ -134,5 +136,95 @@ func TestOpenActiveNotUnderDryRun(t *testing.T) {
 		if ld.Active != nil {
 			_ = ld.Active.Close()
 		}
+	}
+}
+
+// TestTrustedLargeSegmentChecks checks the trusted check of a cleanly
+// closed segment above the read limit (mapped, its pages faulted in as
+// the check touches the first batch and the tail, not populated whole):
+// an intact one is trusted (and, the last one, handed over with
+// OpenActive); damage in its first batch or its tail is found, with and
+// without OpenActive, and the same report is given.
+func TestTrustedLargeSegmentChecks(t *testing.T) {
+	build := func(t *testing.T) string {
+		dir := filepath.Join(t.TempDir(), "t-0")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkpoint.WriteLeaderEpochs(filepath.Join(dir, epochFileName), []checkpoint.EpochEntry{{Epoch: 0, StartOffset: 0}}); err != nil {
+			t.Fatal(err)
+		}
+		seq := map[int64]int32{}
+		offset := int64(0)
+		for _, base := range []int64{0, 2000} {
+			s, err := segment.Create(dir, base, testCfg, testNow())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for offset < base+2000 {
+				var out segment.Appended
+				raw := encodeBatch(fixtureBatch{records: 10, pid: -1}, offset, seq)
+				if err := s.Append(raw, segment.Stamp{Assign: true, NextOffset: offset, LeaderEpoch: 0}, &out); err != nil {
+					t.Fatal(err)
+				}
+				offset = out.LastOffset + 1
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if n := batchesOf(t, dir, base); n[len(n)-1].pos+int64(n[len(n)-1].size) <= readSmallBytes {
+				t.Fatalf("segment %d is not above the read limit", base)
+			}
+		}
+		return dir
+	}
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+		ok     bool
+	}{
+		{"intact", nil, true},
+		{"last batch of the active segment", func(t *testing.T, dir string) {
+			b := batchesOf(t, dir, 2000)
+			l := b[len(b)-1]
+			patch(t, segPath(dir, 2000, segment.LogSuffix), func(d []byte) []byte { d[l.pos+int64(l.size)-3] ^= 0xff; return d })
+		}, false},
+		{"first batch of the sealed segment", func(t *testing.T, dir string) {
+			patch(t, segPath(dir, 0, segment.LogSuffix), func(d []byte) []byte { d[100] ^= 0xff; return d })
+		}, false},
+		{"last batch of the sealed segment", func(t *testing.T, dir string) {
+			b := batchesOf(t, dir, 0)
+			l := b[len(b)-1]
+			patch(t, segPath(dir, 0, segment.LogSuffix), func(d []byte) []byte { d[l.pos+int64(l.size)-3] ^= 0xff; return d })
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := build(t)
+			if tc.damage != nil {
+				tc.damage(t, dir)
+			}
+			dir2 := filepath.Join(t.TempDir(), "t-0")
+			copyDir(t, dir, dir2)
+			o := Options{Clean: true, RecoveryPoint: 4000, Segment: testCfg, Now: testNow}
+			want := mustRun(t, dir, o)
+			o.OpenActive = true
+			ld, err := Load(dir2, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ld.Active != nil {
+				defer ld.Active.Close()
+			}
+			got := ld.Report
+			if tc.ok != (len(got.Problems) == 0) || tc.ok != (len(want.Problems) == 0) {
+				t.Fatalf("status %s / %s, problems %+v / %+v", got.Status, want.Status, got.Problems, want.Problems)
+			}
+			if (ld.Active != nil) != (tc.ok || tc.name != "last batch of the active segment") {
+				t.Fatalf("active handed over: %v", ld.Active != nil)
+			}
+			if got.LogEndOffset != want.LogEndOffset || len(got.Problems) != len(want.Problems) || (got.Truncation == nil) != (want.Truncation == nil) {
+				t.Fatalf("with OpenActive %+v; without %+v", got, want)
+			}
+		})
 	}
 }

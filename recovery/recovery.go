@@ -427,7 +427,7 @@ func (x *run) checkPending(s *seg) (string, error) {
 		}
 	}
 	return x.checkData(s, math.MaxInt64, ox.LastEntry(), ox.Entries(), tx.LastEntry(), tx.Entries(), func() (*mapped, error) {
-		return readOrMap(f, s.logPath, size)
+		return readOrMap(f, s.logPath, size, false)
 	})
 }
 
@@ -481,7 +481,7 @@ func (x *run) checkIndexesAndTail(s *seg, nextBase int64) (string, error) {
 			return fmt.Sprintf("%s fails its sanity check: %v", name, sanity), nil
 		}
 	}
-	return x.checkData(s, nextBase, last, entries, lastTime, timeEntries, func() (*mapped, error) { return x.o.openMapped(s.logPath) })
+	return x.checkData(s, nextBase, last, entries, lastTime, timeEntries, func() (*mapped, error) { return x.o.openMapped(s.logPath, false) })
 }
 
 // checkData is the .log part of checkIndexesAndTail, given what the
