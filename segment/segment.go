@@ -92,8 +92,9 @@ var (
 // room, never a SIGBUS or a lost writeback (no store or write reaches past
 // the reserved prefix: Append reserves first).
 // A new segment reserves ReserveMinBytes (or SegmentBytes if smaller); a
-// segment reopened after a clean close reserves nothing beyond its data
-// until it is appended to. When an append needs more, the file is extended
+// segment reopened after a clean close reserves nothing beyond its data,
+// and keeps its file's length, until it is appended to (its first step
+// sets the length, mmapfile.OpenAhead). When an append needs more, the file is extended
 // to the append's end plus the current step; the step doubles when the
 // previous one was used up in less than a second and halves otherwise,
 // between ReserveMinBytes and Config.ReserveMaxBytes (16 MiB by default), so

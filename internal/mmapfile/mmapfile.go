@@ -113,6 +113,9 @@ type File struct {
 	// noPopulate records that the kernel rejected MADV_POPULATE_*, so
 	// Prefault goes straight to MADV_WILLNEED.
 	noPopulate atomic.Bool
+	// lengthAt, when not 0, is the length the first Grow sets the file to
+	// before it reserves (OpenAhead, MapAhead). Owner only.
+	lengthAt int64
 }
 
 // Create creates a new file at path (failing if it exists), preallocates size
@@ -244,6 +247,10 @@ func CreateAhead(path string, capacity, reserve int64) (*File, error) {
 
 // OpenAhead is OpenReserved with the file's length set to the capacity
 // (see CreateAhead). The reserved prefix is max(reserve, current length).
+// When nothing is to be reserved beyond the current length (a segment
+// reopened after a clean close), the length is set by the first Grow
+// instead: an idle reopened file is not changed at all (no ftruncate at
+// the open, none back at the close).
 func OpenAhead(path string, capacity, reserve int64) (*File, error) {
 	fd, size, err := OpenRegular(path, true)
 	if err != nil {
@@ -269,7 +276,16 @@ func OpenRegular(path string, writable bool) (*os.File, int64, error) {
 // on failure).
 func MapAhead(path string, fd *os.File, size, capacity, reserve int64) (*File, error) {
 	length := max(size, reserve)
-	return mapFileAhead(path, fd, size, length, max(capacity, length))
+	mapLen := max(capacity, length)
+	if length > size || mapLen == size {
+		return mapFileAhead(path, fd, size, length, mapLen)
+	}
+	f, err := mapFileReserved(path, fd, size, size, mapLen, true)
+	if err != nil {
+		return nil, err
+	}
+	f.lengthAt = mapLen
+	return f, nil
 }
 
 // mapFileAhead reserves [0, length), sets the file's length to mapLen and
@@ -393,7 +409,17 @@ func (f *File) Grow(n int64) error {
 	}
 	// Only the new range: the part below cur is already backed (Create,
 	// Open and the previous Grow reserved it).
-	err := f.withFD(func(fd int) error { return fallocate(fd, 0, cur, n-cur) })
+	err := f.withFD(func(fd int) error {
+		if f.lengthAt > 0 {
+			// The length deferred by OpenAhead (a hole past the
+			// reservation, as CreateAhead leaves it).
+			if err := unix.Ftruncate(fd, f.lengthAt); err != nil {
+				return fmt.Errorf("truncate: %w", err)
+			}
+			f.lengthAt = 0
+		}
+		return fallocate(fd, 0, cur, n-cur)
+	})
 	if err != nil {
 		return pathError(f.path, "fallocate", err)
 	}
