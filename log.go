@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/recovery"
 	"github.com/partlog/partlog/segment"
@@ -141,15 +142,21 @@ func Open(dir string, opts *Options) (*Log, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
 	lock, err := lockDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Made only when missing: OpenDir's partitions exist, and a
+		// stat each is a syscall per partition at a broker's start.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		lock, err = lockDir(dir)
+	}
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, opts: o, lock: lock, keys: map[*segment.Segment]uint64{}, cache: o.MappingCache,
-		psm: producerstate.New(producerstate.Config{ProducerIDExpirationMs: o.ProducerIDExpirationMs})}
+	// The producer state is recovery's (adopt) or, for a new partition,
+	// made by create.
+	l := &Log{dir: dir, opts: o, lock: lock, keys: map[*segment.Segment]uint64{}, cache: o.MappingCache}
 	l.now, l.tsRules = o.Now, o.timestampRulesApply()
 	if l.cache == nil {
 		l.cache = DefaultMappingCache()
@@ -199,10 +206,12 @@ func (l *Log) open() error {
 		DryRun:                 l.opts.Strict,
 		ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs,
 		Now:                    l.opts.Now,
+		OpenActive:             true,
 	})
 	if err != nil {
 		return err
 	}
+
 	rep := ld.Report
 	if !l.opts.CleanShutdown || rep.Status != recovery.StatusOK || len(rep.Changes) > 0 {
 		l.report = rep
@@ -212,6 +221,9 @@ func (l *Log) open() error {
 	// later rolls, one at or below the log start): those change no state
 	// the Log adopts, and Kafka's load removes them too.
 	if l.opts.Strict && (rep.Status != recovery.StatusOK || !onlySnapshotRemovals(rep.Changes)) {
+		if ld.Active != nil {
+			_ = ld.Active.Close()
+		}
 		return fmt.Errorf("%w: %s", ErrNeedsRecovery, rep.Summary())
 	}
 	return l.adopt(ld)
@@ -262,6 +274,7 @@ func (l *Log) create() error {
 	if err := l.epochs.truncateFromEnd(start); err != nil {
 		return err
 	}
+	l.psm = producerstate.New(producerstate.Config{ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs})
 	l.psm.Reset(start)
 	l.psm.OnLogStartOffsetIncremented(start)
 	return nil
@@ -271,6 +284,14 @@ func (l *Log) create() error {
 // takes over its offsets, leader epochs and producer state. Nothing is
 // listed, checked or replayed again.
 func (l *Log) adopt(ld *recovery.Loaded) error {
+	// The active segment recovery opened from the files it checked, if
+	// any; closed here unless it is adopted.
+	active := ld.Active
+	defer func() {
+		if active != nil {
+			_ = active.Close()
+		}
+	}()
 	rep := ld.Report
 	segs := rep.Segments
 	if len(segs) == 0 || ld.Producers == nil {
@@ -282,7 +303,11 @@ func (l *Log) adopt(ld *recovery.Loaded) error {
 		var s *segment.Segment
 		var err error
 		if i == len(segs)-1 {
-			s, err = segment.OpenRecovered(l.dir, sr.BaseOffset, sr.SizeBytes, cfg, now)
+			if a := active; a != nil && a.BaseOffset() == sr.BaseOffset && a.Size() == sr.SizeBytes {
+				s, active = a, nil
+			} else {
+				s, err = segment.OpenRecovered(l.dir, sr.BaseOffset, sr.SizeBytes, cfg, now)
+			}
 		} else {
 			s, err = segment.OpenSealed(l.dir, sr.BaseOffset, cfg, now)
 			if err == nil {
@@ -336,7 +361,7 @@ func (l *Log) RecoveryReport() *recovery.Report { return l.report }
 // lockDir takes an exclusive, non-blocking flock on the directory's own
 // descriptor.
 func lockDir(dir string) (*os.File, error) {
-	f, err := os.Open(dir)
+	f, err := fsutil.Open(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, err
 	}

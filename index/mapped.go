@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/partlog/partlog/internal/mmapfile"
 )
@@ -35,6 +34,11 @@ import (
 // is populated for writing right away (a few pages, so the writer does not
 // page-fault on the index).
 //
+// An active index reopened from a file of at most a page (the common case
+// at a broker's restart: most partitions hold a few entries) is read into
+// memory instead (read with writable set): its first change maps it, so
+// an idle partition costs no mapping and no page fault for its indexes.
+//
 // Locking: mu is held exclusively while the mapping or the entry count goes
 // down or moves (resize, trim, truncate, close, and growth of the reserved
 // length) and shared by every reader of the mapping. Appends into the
@@ -56,8 +60,9 @@ type mapped struct {
 	// writer.
 	lazy   bool
 	capLen int64
-	// read is set for a small read-only index read into buf instead of
-	// mapped (no file).
+	// read is set for a small index read into buf instead of mapped (no
+	// file). A writable one (an active index reopened) is mapped, at
+	// capLen, by its first change (mapRead).
 	read bool
 
 	entries    atomic.Int64 // published entry count
@@ -117,6 +122,27 @@ func (m *mapped) materialize() error {
 	return nil
 }
 
+// mapRead maps a writable index that was read into memory (see mapped),
+// at its capacity, before its first change. Caller holds mu exclusively.
+func (m *mapped) mapRead() error {
+	f, err := mmapfile.OpenReserved(m.path, m.capLen, 0)
+	if err != nil {
+		return err
+	}
+	if f.Size() != int64(len(m.buf)) {
+		_ = f.Close()
+		return fmt.Errorf("partlog/index: %s changed while open: %d bytes, read %d", m.path, f.Size(), len(m.buf))
+	}
+	if err := f.ReleaseDescriptor(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	m.file = f
+	m.buf = f.Bytes()
+	m.read = false
+	return nil
+}
+
 // reserve makes sure the file has room for n entries, growing it by the
 // next step (see mapped) when it does not. Writer only.
 func (m *mapped) reserve(n int64) error { return m.grow(n, true) }
@@ -126,7 +152,7 @@ func (m *mapped) reserve(n int64) error { return m.grow(n, true) }
 func (m *mapped) grow(n int64, populate bool) error {
 	need := n * m.entrySize
 	cur := int64(len(m.buf))
-	if need <= cur {
+	if need <= cur && !m.read { // a read index is mapped before any store
 		return nil
 	}
 	limit := m.maxEntries.Load() * m.entrySize
@@ -139,6 +165,11 @@ func (m *mapped) grow(n int64, populate bool) error {
 	defer m.mu.Unlock()
 	if m.lazy {
 		if err := m.materialize(); err != nil {
+			return err
+		}
+	}
+	if m.read {
+		if err := m.mapRead(); err != nil {
 			return err
 		}
 	}
@@ -203,10 +234,31 @@ func (m *mapped) open(path string, baseOffset, entrySize int64, readOnly bool) e
 // as resize does.
 func (m *mapped) openActive(path string, baseOffset, maxIndexBytes, entrySize int64) error {
 	length := maxIndexBytes / entrySize * entrySize
-	f, err := mmapfile.OpenReserved(path, length, 0)
+	fd, size, err := mmapfile.OpenRegular(path, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m.create(path, baseOffset, maxIndexBytes, entrySize)
 	}
+	if err != nil {
+		return err
+	}
+	if size <= readSmallBytes && size <= length {
+		// Read, mapped by the first change (see mapped).
+		data := make([]byte, size)
+		_, err := io.ReadFull(io.NewSectionReader(fd, 0, size), data)
+		if cerr := fd.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("partlog/index: read %s: %w", path, err)
+		}
+		if err := m.create(path, baseOffset, maxIndexBytes, entrySize); err != nil {
+			return err
+		}
+		m.lazy, m.read, m.buf = false, true, data
+		m.entries.Store(size / entrySize)
+		return nil
+	}
+	f, err := mmapfile.MapReserved(path, fd, size, length, 0)
 	if err != nil {
 		return err
 	}
@@ -237,22 +289,15 @@ const readSmallBytes = 4 << 10
 // readSmall reads the regular file at path (never through a link) if it
 // holds at most readSmallBytes; ok is false for a larger one.
 func readSmall(path string) (data []byte, ok bool, err error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, size, err := mmapfile.OpenRegular(path, false)
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, false, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, false, fmt.Errorf("partlog/index: open %s: %w", path, mmapfile.ErrNotRegular)
-	}
-	if st.Size() > readSmallBytes {
+	if size > readSmallBytes {
 		return nil, false, nil
 	}
-	data = make([]byte, st.Size())
+	data = make([]byte, size)
 	if _, err := io.ReadFull(f, data); err != nil {
 		return nil, false, fmt.Errorf("partlog/index: read %s: %w", path, err)
 	}
@@ -273,7 +318,7 @@ func (m *mapped) checkWritable() error {
 	if !m.writable {
 		return fmt.Errorf("%w: %s", ErrReadOnly, m.path)
 	}
-	if m.file == nil && !m.lazy {
+	if m.file == nil && !m.lazy && !m.read {
 		return fmt.Errorf("%w: %s", ErrClosed, m.path)
 	}
 	return nil
@@ -317,6 +362,11 @@ func (m *mapped) truncateEntries(n int64) error {
 	if n >= old {
 		return nil
 	}
+	if m.read {
+		if err := m.mapRead(); err != nil {
+			return err
+		}
+	}
 	clear(m.buf[n*m.entrySize : old*m.entrySize])
 	m.entries.Store(n)
 	return nil
@@ -341,6 +391,11 @@ func (m *mapped) resize(size int64) error {
 		// Resizing is for roll and close (trim) and reopened indexes: the
 		// file is made now, empty.
 		if err := m.materialize(); err != nil {
+			return err
+		}
+	}
+	if m.read {
+		if err := m.mapRead(); err != nil {
 			return err
 		}
 	}
@@ -375,6 +430,11 @@ func (m *mapped) resize(size int64) error {
 // trim cuts the file to the entries written and makes entries and length
 // durable (recovery.md §7.3: a trim that is lost leaves padding).
 func (m *mapped) trim() error {
+	if m.writable && m.isRead() && int64(len(m.buf)) == m.entries.Load()*m.entrySize {
+		// Unchanged since it was read and its length is its entries:
+		// only made durable, as a trim would.
+		return mmapfile.SyncPath(m.path)
+	}
 	if err := m.resize(m.entries.Load() * m.entrySize); err != nil {
 		return err
 	}
@@ -386,10 +446,17 @@ func (m *mapped) sync() error {
 	if err := m.checkWritable(); err != nil {
 		return err
 	}
-	if m.lazy {
-		return nil // no file, no entry
+	if m.lazy || m.isRead() {
+		return nil // no file, no entry; or nothing written since it was read
 	}
 	return m.file.Sync(0, m.entries.Load()*m.entrySize)
+}
+
+// isRead reports whether the index is read into memory (see mapped).
+func (m *mapped) isRead() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.read
 }
 
 func (m *mapped) close() error {

@@ -49,30 +49,18 @@ type TxnIndex struct {
 // A read-only open of a missing file fails with an error satisfying
 // errors.Is(err, fs.ErrNotExist).
 func OpenTxnIndex(path string, baseOffset int64, readOnly bool) (*TxnIndex, error) {
-	t := &TxnIndex{path: path, baseOffset: baseOffset, writable: !readOnly}
-	flag := os.O_RDWR | syscall.O_NOFOLLOW // never write through a symbolic link
-	if readOnly {
-		flag = os.O_RDONLY | syscall.O_NOFOLLOW
-	}
-	f, err := os.OpenFile(path, flag, 0)
+	// Never through a symbolic link; a non-regular file is refused.
+	f, size, err := mmapfile.OpenRegular(path, !readOnly)
 	if err != nil {
 		if !readOnly && errors.Is(err, fs.ErrNotExist) {
-			return t, nil
+			return NewTxnIndex(path, baseOffset), nil
 		}
 		return nil, fmt.Errorf("partlog/index: open transaction index: %w", err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("partlog/index: stat transaction index: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		_ = f.Close()
-		return nil, fmt.Errorf("partlog/index: open transaction index %s: %w", path, mmapfile.ErrNotRegular)
-	}
+	t := &TxnIndex{path: path, baseOffset: baseOffset, writable: !readOnly}
 	t.f = f
-	t.size.Store(st.Size())
-	if n := st.Size() / TxnEntrySize; n > 0 {
+	t.size.Store(size)
+	if n := size / TxnEntrySize; n > 0 {
 		var b [TxnEntrySize]byte
 		if _, err := f.ReadAt(b[:], (n-1)*TxnEntrySize); err != nil {
 			_ = f.Close()
@@ -82,6 +70,14 @@ func OpenTxnIndex(path string, baseOffset int64, readOnly bool) (*TxnIndex, erro
 		t.hasLast = true
 	}
 	return t, nil
+}
+
+// NewTxnIndex returns the writable transaction index at path of a
+// segment known to have no .txnindex file yet (a new segment, or one whose
+// directory listing lacks it): it starts empty and creates the file on the
+// first Append, as OpenTxnIndex does for a missing file, without looking.
+func NewTxnIndex(path string, baseOffset int64) *TxnIndex {
+	return &TxnIndex{path: path, baseOffset: baseOffset, writable: true}
 }
 
 // Path returns the file's path.

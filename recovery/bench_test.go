@@ -47,7 +47,7 @@ func baseline(b *testing.B, dir string) {
 			continue
 		}
 		o := Options{}
-		m, err := o.openMapped(filepath.Join(dir, de.Name()))
+		m, err := o.openMapped(filepath.Join(dir, de.Name()), true)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -14,6 +14,15 @@ import (
 // epochFileName is the partition's leader-epoch checkpoint.
 const epochFileName = "leader-epoch-checkpoint"
 
+// epochListing is what the directory listing said of epochFileName.
+type epochListing uint8
+
+const (
+	epochUnknown epochListing = iota // look at the file (a link, another entry, no listing yet)
+	epochAbsent                      // not listed
+	epochListed                      // listed as a regular file
+)
+
 // epochs is step 7 (recovery.md §2.13): load the checkpoint (a malformed
 // or missing one is rebuilt from the batch headers), add the epochs first
 // seen in recovered segments, drop entries at or above the LEO, collapse
@@ -26,9 +35,16 @@ func (x *run) epochs(kept []*seg, leo, logStart int64, wiped bool) error {
 			return fmt.Errorf("partlog/recovery: read %s: %w", path, err)
 		}
 	}
-	_, statErr := os.Stat(path)
-	missing := os.IsNotExist(statErr)
-	onDisk, err := checkpoint.ReadLeaderEpochs(path)
+	var onDisk []checkpoint.EpochEntry
+	var err error
+	missing := x.epochFile == epochAbsent
+	if x.epochFile == epochUnknown {
+		_, statErr := os.Stat(path)
+		missing = os.IsNotExist(statErr)
+	}
+	if !missing {
+		onDisk, err = checkpoint.ReadLeaderEpochs(path)
+	}
 	rebuild := missing
 	if err != nil {
 		if !checkpoint.IsCorrupt(err) {

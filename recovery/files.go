@@ -53,6 +53,11 @@ type run struct {
 	epochList []checkpoint.EpochEntry
 	// epochDrops: a kept batch's leader epoch is below its predecessor's.
 	epochDrops bool
+	// epochFile is what the listing says of leader-epoch-checkpoint.
+	epochFile epochListing
+	// active is the active segment made from the pending files
+	// (Options.OpenActive), returned in Loaded.Active.
+	active *segment.Segment
 }
 
 func (x *run) path(name string) string {

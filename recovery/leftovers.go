@@ -50,12 +50,19 @@ func (x *run) leftovers() error {
 		}
 	}
 	x.files = map[string]string{}
+	x.epochFile = epochAbsent
 	var cleaned, swaps []segment.FileName
 	deleted := map[int64]bool{} // segments with a .deleted file: a deletion was interrupted
 	quarantine := filepath.Clean(x.o.Quarantine)
 	for _, de := range des {
 		name := de.Name()
 		p := filepath.Join(x.dir, name)
+		if name == epochFileName {
+			x.epochFile = epochUnknown // a link or other entry: looked at
+			if de.Type().IsRegular() {
+				x.epochFile = epochListed
+			}
+		}
 		if ok, what := fsutil.Usable(de); !ok {
 			if de.IsDir() && (name == quarantineDirName || filepath.Clean(p) == quarantine) {
 				continue
@@ -161,7 +168,7 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 		if n.Kind != segment.LogSuffix {
 			continue
 		}
-		m, err := x.o.openMapped(x.path(n.String()))
+		m, err := x.o.openMapped(x.path(n.String()), true)
 		if err != nil {
 			return err
 		}

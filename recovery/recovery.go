@@ -45,6 +45,11 @@ type seg struct {
 	cutWhy        string // why its .log is cut (keepEnd < size)
 	created       bool   // made by Run (empty)
 	trimmed       bool   // a lost trim was cut
+
+	// With Options.OpenActive, the last segment's files opened for
+	// appending (checked through them), and what its trusted check found.
+	pending *segment.Pending
+	tail    segment.Tail
 }
 
 func (s *seg) next() int64 {
@@ -83,6 +88,11 @@ type Loaded struct {
 	// Epochs is the leader-epoch cache after recovery (what
 	// leader-epoch-checkpoint holds unless DryRun).
 	Epochs []checkpoint.EpochEntry
+	// Active, with Options.OpenActive, is the last segment of
+	// Report.Segments opened for appending from the files recovery
+	// checked, when it was trusted and kept as it is (else nil: the
+	// caller opens it). The caller owns it.
+	Active *segment.Segment
 }
 
 // Load is Run, returning also the state a log adopts.
@@ -131,10 +141,13 @@ func Load(dir string, opts Options) (*Loaded, error) {
 		}
 	}
 	if err := x.runSteps(); err != nil {
+		if x.active != nil {
+			_ = x.active.Close()
+		}
 		return nil, err
 	}
 	x.r.finish(x.o.DryRun)
-	return &Loaded{Report: x.r, Producers: x.state, Epochs: x.epochList}, nil
+	return &Loaded{Report: x.r, Producers: x.state, Epochs: x.epochList, Active: x.active}, nil
 }
 
 // metadataLogDir is the partition directory of KRaft's metadata log.
@@ -169,6 +182,10 @@ func (x *run) runSteps() error {
 	defer func() {
 		for _, s := range scanned {
 			s.releaseMap()
+			if s.pending != nil {
+				_ = s.pending.Close()
+				s.pending = nil
+			}
 		}
 	}()
 	for _, i := range todo {
@@ -220,6 +237,9 @@ func (x *run) runSteps() error {
 		rp = leo
 	}
 	x.r.RecoveryPoint = max(min(rp, leo), logStart)
+	if err := x.activate(segs); err != nil {
+		return err
+	}
 	for _, s := range segs {
 		if s.created && !x.o.DryRun {
 			s.keepEnd = 0
@@ -227,6 +247,25 @@ func (x *run) runSteps() error {
 		sr := SegmentReport{BaseOffset: s.base, SizeBytes: s.keepEnd, Batches: s.batches, LastOffset: s.lastOffset}
 		x.r.Segments = append(x.r.Segments, sr)
 	}
+	return nil
+}
+
+// activate turns the last segment's pending files (Options.OpenActive)
+// into the active segment when the segment was trusted and is kept as it
+// is: not recovered, cut, dropped or replaced. Otherwise they are closed
+// (by runSteps) and the caller opens the segment from what recovery left.
+func (x *run) activate(kept []*seg) error {
+	s := kept[len(kept)-1]
+	if s.pending == nil || s.recover || s.drop || s.created || s.trimmed || s.flushedDamage || s.keepEnd != s.size {
+		return nil
+	}
+	p := s.pending
+	s.pending = nil
+	a, err := p.Activate(s.tail)
+	if err != nil {
+		return err
+	}
+	x.active = a
 	return nil
 }
 
@@ -240,16 +279,22 @@ func (x *run) loadSegments() ([]*seg, error) {
 		if err != nil || n.Transient != "" || n.Kind != segment.LogSuffix {
 			continue
 		}
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("partlog/recovery: stat %s: %w", p, err)
-		}
-		segs = append(segs, &seg{base: n.Offset, logName: name, logPath: p, size: st.Size(),
+		segs = append(segs, &seg{base: n.Offset, logName: name, logPath: p, size: -1,
 			firstBase: -1, lastOffset: -1, lastPos: -1, lastEpoch: -1, prevEpoch: -1, firstEpoch: -1})
 	}
 	sort.Slice(segs, func(i, j int) bool { return segs[i].base < segs[j].base })
 	if len(segs) == 0 {
 		return nil, nil
+	}
+	for i, s := range segs {
+		if i == len(segs)-1 && x.pendingLast(s) {
+			continue // its length comes from the open of its files (checkPending)
+		}
+		st, err := os.Stat(s.logPath)
+		if err != nil {
+			return nil, fmt.Errorf("partlog/recovery: stat %s: %w", s.logPath, err)
+		}
+		s.size = st.Size()
 	}
 	if x.o.Full {
 		x.r.note("", kindFullRecovery, "full verification: every segment is validated, whatever the recovery point and the clean-shutdown marker")
@@ -284,7 +329,7 @@ func (x *run) loadSegments() ([]*seg, error) {
 		if i+1 < len(segs) {
 			nextBase = segs[i+1].base
 		}
-		why, missing, err := x.checkTrusted(s, nextBase)
+		why, missing, err := x.checkTrusted(s, nextBase, i == len(segs)-1)
 		if err != nil {
 			return nil, err
 		}
@@ -311,7 +356,11 @@ func (x *run) loadSegments() ([]*seg, error) {
 // on must end exactly at the end of the file. It returns why the segment
 // must be recovered, or "" (and then sets the segment's offsets from the
 // tail it read); missing is true when the only reason is a missing index.
-func (x *run) checkTrusted(s *seg, nextBase int64) (why string, missing bool, err error) {
+//
+// With Options.OpenActive (and Clean, without DryRun) the last segment's
+// files are opened for appending and checked through those descriptors and
+// mappings (s.pending), which the log then adopts as its active segment.
+func (x *run) checkTrusted(s *seg, nextBase int64, last bool) (why string, missing bool, err error) {
 	idxName, timeName := s.name(segment.IndexSuffix), s.name(segment.TimeIndexSuffix)
 	if !x.exists(idxName) {
 		return "offset index missing", true, nil
@@ -319,8 +368,67 @@ func (x *run) checkTrusted(s *seg, nextBase int64) (why string, missing bool, er
 	if !x.exists(timeName) {
 		return "time index missing", true, nil
 	}
+	if last && x.pendingLast(s) {
+		why, err = x.checkPending(s)
+		if why != "" || err != nil {
+			_ = s.pending.Close()
+			s.pending = nil
+		}
+		return why, false, err
+	}
 	why, err = x.checkIndexesAndTail(s, nextBase)
 	return why, false, err
+}
+
+// pendingLast reports whether s, the last segment, is checked through its
+// files opened for appending (checkPending): Options.OpenActive, Clean,
+// not DryRun or Full, not a completed swap, and both indexes listed.
+func (x *run) pendingLast(s *seg) bool {
+	return x.o.OpenActive && x.o.Clean && !x.o.DryRun && !x.o.Full && !x.swapped[s.base] &&
+		x.exists(s.name(segment.IndexSuffix)) && x.exists(s.name(segment.TimeIndexSuffix))
+}
+
+// checkPending is checkIndexesAndTail of the last segment through its files
+// opened for appending (s.pending, set unless the open fails); it sets
+// s.size from the open .log.
+func (x *run) checkPending(s *seg) (string, error) {
+	txnName := s.name(segment.TxnIndexSuffix)
+	names := []string{s.logName, s.name(segment.IndexSuffix), s.name(segment.TimeIndexSuffix), txnName}
+	if x.o.hooks != nil && x.o.hooks.open != nil {
+		for _, name := range names {
+			if p := x.path(name); x.exists(name) {
+				if err := x.o.hooks.open(p); err != nil {
+					return "", fmt.Errorf("partlog/recovery: open %s: %w", p, err)
+				}
+			}
+		}
+	}
+	p, err := segment.OpenPending(x.dir, s.base, x.o.Segment, x.o.Now(), x.exists(txnName))
+	if err != nil {
+		return "", fmt.Errorf("partlog/recovery: open segment %d: %w", s.base, err)
+	}
+	s.pending = p
+	f, size := p.Log()
+	s.size = size
+	ox, tx, xx := p.OffsetIndex(), p.TimeIndex(), p.TxnIndex()
+	for _, c := range []struct {
+		name  string
+		check func() error
+	}{{names[1], ox.Sanity}, {names[2], tx.Sanity}, {txnName, xx.Sanity}} {
+		var sanity error
+		if ferr := guard(x.path(c.name), func() { sanity = c.check() }); ferr != nil {
+			return "", ferr
+		}
+		if sanity != nil {
+			if !index.IsCorrupt(sanity) {
+				return "", fmt.Errorf("partlog/recovery: check %s: %w", x.path(c.name), sanity)
+			}
+			return fmt.Sprintf("%s fails its sanity check: %v", c.name, sanity), nil
+		}
+	}
+	return x.checkData(s, math.MaxInt64, ox.LastEntry(), ox.Entries(), tx.LastEntry(), tx.Entries(), func() (*mapped, error) {
+		return readOrMap(f, s.logPath, size, false)
+	})
 }
 
 // checkIndexesAndTail is checkTrusted once both indexes exist.
@@ -373,13 +481,21 @@ func (x *run) checkIndexesAndTail(s *seg, nextBase int64) (string, error) {
 			return fmt.Sprintf("%s fails its sanity check: %v", name, sanity), nil
 		}
 	}
+	return x.checkData(s, nextBase, last, entries, lastTime, timeEntries, func() (*mapped, error) { return x.o.openMapped(s.logPath, false) })
+}
+
+// checkData is the .log part of checkIndexesAndTail, given what the
+// indexes hold; open gives the .log's bytes.
+func (x *run) checkData(s *seg, nextBase int64, last index.OffsetEntry, entries int64, lastTime index.TimeEntry, timeEntries int64,
+	open func() (*mapped, error)) (string, error) {
 	if s.size == 0 {
 		if entries > 0 || timeEntries > 0 {
 			return "indexes of an empty segment hold entries", nil
 		}
+		s.tail = segment.Tail{NextOffset: s.base, MaxTimestamp: batch.NoTimestamp, OffsetOfMaxTimestamp: s.base, RollingTimestamp: batch.NoTimestamp}
 		return "", nil
 	}
-	m, err := x.o.openMapped(s.logPath)
+	m, err := open()
 	if err != nil {
 		return "", err
 	}
@@ -424,6 +540,16 @@ func (x *run) checkTail(s *seg, data []byte, last index.OffsetEntry, entries int
 	if timeEntries > 0 && (lastTime.Offset > r.lastOffset || lastTime.Offset >= nextBase) {
 		return fmt.Sprintf("last time-index entry offset %d beyond the data", lastTime.Offset)
 	}
+	// What an active segment's open would read again (segment.Tail):
+	// the time index's last entry, then the tail's batches.
+	t := segment.Tail{NextOffset: r.lastOffset + 1, MaxTimestamp: batch.NoTimestamp, OffsetOfMaxTimestamp: s.base, RollingTimestamp: first.MaxTimestamp()}
+	if timeEntries > 0 {
+		t.MaxTimestamp, t.OffsetOfMaxTimestamp = lastTime.Timestamp, lastTime.Offset
+	}
+	if r.maxTimestamp > t.MaxTimestamp {
+		t.MaxTimestamp, t.OffsetOfMaxTimestamp = r.maxTimestamp, r.offsetOfMax
+	}
+	s.tail = t
 	s.keepEnd = s.size
 	s.firstBase, s.firstEpoch = first.BaseOffset(), first.PartitionLeaderEpoch()
 	s.lastOffset, s.lastEpoch, s.prevEpoch = r.lastOffset, r.lastEpoch, r.prevEpoch

@@ -68,6 +68,12 @@ type Options struct {
 	// those segments, so its load would not cut them either (recovery.md
 	// E2). The CLI's recover --apply --force sets it.
 	CutFlushed bool
+	// OpenActive, with Clean and without DryRun, opens the last segment's
+	// files for appending before checking them (segment.OpenPending) and,
+	// when it is kept as it is, returns it in Loaded.Active as the active
+	// segment, with the tail the check found: a log's clean reopen opens,
+	// reads and checks each file once. The checks are the same.
+	OpenActive bool
 
 	// hooks are test seams (I/O error injection, crash points).
 	hooks *hooks

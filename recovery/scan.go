@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/mmapfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,6 +40,10 @@ type scanResult struct {
 	lastEpoch, prevEpoch int32
 	lastPos              int64
 	firstEpoch           int32
+	// maxTimestamp is the largest timestamp of the valid batches (the
+	// first batch holding it wins), and offsetOfMax that batch's last
+	// offset: batch.NoTimestamp and -1 when there is none.
+	maxTimestamp, offsetOfMax int64
 	// epochs lists (epoch, base offset, position) where a batch's epoch
 	// rises above every earlier epoch of the segment.
 	epochs []epochEntry
@@ -138,22 +143,29 @@ type mapped struct {
 // readSmallBytes is the largest file openMapped reads instead of mapping.
 const readSmallBytes = 64 << 10
 
-func (o *Options) openMapped(path string) (*mapped, error) {
+// openMapped returns the bytes of the .log at path: read when small, else
+// mapped. whole says the caller reads the whole file (a scan): the mapping
+// is then populated at once; a check that reads only the first batch and
+// the tail after the last index entry (a trusted segment of a cleanly
+// closed directory, possibly a 1 GiB one) lets the few pages it touches
+// fault in instead of reading the whole segment from disk.
+func (o *Options) openMapped(path string, whole bool) (*mapped, error) {
 	if o.hooks != nil && o.hooks.open != nil {
 		if err := o.hooks.open(path); err != nil {
 			return nil, fmt.Errorf("partlog/recovery: open %s: %w", path, err)
 		}
 	}
-	f, err := os.Open(path)
+	f, size, err := mmapfile.OpenRegular(path, false)
 	if err != nil {
 		return nil, fmt.Errorf("partlog/recovery: open %s: %w", path, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("partlog/recovery: open %s: %w", path, err)
-	}
-	size := st.Size()
+	return readOrMap(f, path, size, whole)
+}
+
+// readOrMap is openMapped for f, the open file at path whose length is
+// size (the descriptor stays the caller's).
+func readOrMap(f *os.File, path string, size int64, whole bool) (*mapped, error) {
 	if size == 0 {
 		return &mapped{}, nil
 	}
@@ -175,10 +187,13 @@ func (o *Options) openMapped(path string) (*mapped, error) {
 		return nil, fmt.Errorf("partlog/recovery: mmap %s: %w", path, err)
 	}
 	// Map every page in one madvise(MADV_POPULATE_READ) instead of one
-	// page fault per 4 KiB as the scan touches them: recovery reads the
+	// page fault per 4 KiB as the scan touches them: a scan reads the
 	// whole file anyway. Older kernels lack it (EINVAL): read-ahead is
 	// asked for instead. Any other failure (an I/O error under the
 	// mapping) is left to the scan, which turns the fault into an error.
+	if !whole {
+		return &mapped{data: data}, nil
+	}
 	if err := unix.Madvise(data, unix.MADV_POPULATE_READ); errors.Is(err, unix.EINVAL) {
 		_ = unix.Madvise(data, unix.MADV_WILLNEED)
 	}
@@ -200,7 +215,7 @@ func (x *run) mapSeg(s *seg) (m *mapped, done func(), err error) {
 	if s.m != nil {
 		return s.m, func() {}, nil
 	}
-	m, err = x.o.openMapped(s.logPath)
+	m, err = x.o.openMapped(s.logPath, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -280,7 +295,8 @@ func scanSegment(data []byte, base int64, c *collector) scanResult {
 // newScanResult is the result of a scan that has accepted nothing yet.
 func newScanResult(size int64) scanResult {
 	return scanResult{size: size, firstBase: -1, lastOffset: -1, lastEpoch: batch.NoLeaderEpoch,
-		prevEpoch: batch.NoLeaderEpoch, firstEpoch: batch.NoLeaderEpoch, lastPos: -1}
+		prevEpoch: batch.NoLeaderEpoch, firstEpoch: batch.NoLeaderEpoch, lastPos: -1,
+		maxTimestamp: batch.NoTimestamp, offsetOfMax: -1}
 }
 
 // accept records v, a valid batch at pos, in r: first offset and epoch,
@@ -296,6 +312,9 @@ func (r *scanResult) accept(pos int64, v batch.View, maxEpoch *int32, c *collect
 	}
 	if c != nil {
 		c.add(pos, v)
+	}
+	if ts := v.MaxTimestamp(); ts > r.maxTimestamp {
+		r.maxTimestamp, r.offsetOfMax = ts, v.LastOffset()
 	}
 	r.batches++
 	r.lastOffset = v.LastOffset()
@@ -413,7 +432,7 @@ func (o *Options) scanAll(segs []*seg, todo []int) {
 // need; the mapping is returned when keep is set (and the scan succeeded),
 // else released.
 func (o *Options) scanOne(s *seg, keep bool) (*scanResult, *mapped) {
-	m, err := o.openMapped(s.logPath)
+	m, err := o.openMapped(s.logPath, true)
 	if err != nil {
 		return &scanResult{err: err}, nil
 	}

@@ -56,15 +56,7 @@ func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, chec
 	case st.Size() != dataLen:
 		return nil, fmt.Errorf("%w: %s holds %d bytes, expected %d", ErrNeedsRecovery, s.Path(LogSuffix), st.Size(), dataLen)
 	}
-	// The indexes are opened without following a link (ELOOP) and refuse
-	// any other non-regular file; an absent offset or time index (Kafka
-	// makes them lazily: a segment too small to be indexed) is made by its
-	// first entry or at roll and close.
-	if err := s.openWritableIndexes(false); err != nil {
-		_ = s.closeFiles()
-		if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EISDIR) || errors.Is(err, mmapfile.ErrNotRegular) {
-			return nil, fmt.Errorf("%w: %w", ErrNeedsRecovery, err)
-		}
+	if err := s.openActiveIndexes(true); err != nil {
 		return nil, err
 	}
 	if check {
@@ -85,16 +77,147 @@ func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, chec
 		_ = s.closeFiles()
 		return nil, err
 	}
-	s.size.Store(dataLen)
-	if err := f.ParkDescriptor(); err != nil {
-		_ = s.closeFiles()
+	if err := s.activate(dataLen); err != nil {
 		return nil, err
+	}
+	return s, nil
+}
+
+// openActiveIndexes opens the indexes of an active segment being opened
+// (txn: whether its .txnindex may exist). They are opened without
+// following a link (ELOOP) and refuse any other non-regular file, which
+// fails with ErrNeedsRecovery; an absent offset or time index (Kafka makes
+// them lazily: a segment too small to be indexed) is made by its first
+// entry or at roll and close. On failure nothing is left open.
+func (s *Segment) openActiveIndexes(txn bool) error {
+	if err := s.openWritableIndexes(false, txn); err != nil {
+		_ = s.closeFiles()
+		if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EISDIR) || errors.Is(err, mmapfile.ErrNotRegular) {
+			return fmt.Errorf("%w: %w", ErrNeedsRecovery, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// activate finishes the open of an active segment whose .log is mapped
+// (s.log) and holds size bytes, and whose tail state is set: the
+// descriptor is parked and the prefaulter made. On failure every file is
+// closed.
+func (s *Segment) activate(size int64) error {
+	s.size.Store(size)
+	if err := s.log.ParkDescriptor(); err != nil {
+		_ = s.closeFiles()
+		return err
 	}
 	s.active = true
 	s.noteIndexes()
 	s.startPrefault()
 	s.noteReserved()
+	return nil
+}
+
+// Pending is the last segment of a cleanly closed directory with its files
+// opened for appending, before anything of its .log is read or mapped: a
+// caller that checks the segment (package recovery, which decides what a
+// directory holds) reads the files it needs through it, checks them, and
+// then either turns it into the active segment with what its check found
+// (Activate) or lets it go (Close). Each file is thus opened, read and
+// checked once at a clean reopen. A Pending is owned by one goroutine.
+type Pending struct {
+	s    *Segment
+	log  *os.File // the .log, open read-write; nil once consumed
+	size int64
+}
+
+// Tail is what a check of an active segment's .log found (the batches
+// after the last offset-index entry, and the first batch): what its open
+// would otherwise read again.
+type Tail struct {
+	// NextOffset is the offset after the last batch (the base offset of
+	// an empty segment).
+	NextOffset int64
+	// MaxTimestamp and OffsetOfMaxTimestamp are the largest timestamp of
+	// the time index's last entry and the batches after the last
+	// offset-index entry, and its offset (batch.NoTimestamp and the base
+	// offset when there is none); the first batch with the largest
+	// timestamp wins, as an append's rule.
+	MaxTimestamp, OffsetOfMaxTimestamp int64
+	// RollingTimestamp is the first batch's largest timestamp
+	// (batch.NoTimestamp for an empty segment), for segment.ms.
+	RollingTimestamp int64
+}
+
+// OpenPending opens the files of the segment at base in dir for
+// appending: the .log (a regular file, never through a link) without
+// mapping it, and the indexes as an active segment's (txn: whether the
+// directory listing holds its .txnindex). A link or other non-regular
+// file fails with ErrNeedsRecovery.
+func OpenPending(dir string, base int64, cfg Config, now time.Time, txn bool) (*Pending, error) {
+	s := newSegment(dir, base, cfg, now)
+	f, size, err := mmapfile.OpenRegular(s.Path(LogSuffix), true)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) || errors.Is(err, mmapfile.ErrNotRegular) {
+			return nil, fmt.Errorf("%w: %w", ErrNeedsRecovery, err)
+		}
+		return nil, err
+	}
+	if err := s.openActiveIndexes(txn); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return &Pending{s: s, log: f, size: size}, nil
+}
+
+// Log returns the open .log and its length, for reading (not for closing).
+func (p *Pending) Log() (*os.File, int64) { return p.log, p.size }
+
+// OffsetIndex returns the offset index opened for appending.
+func (p *Pending) OffsetIndex() *index.OffsetIndex { return p.s.offsetIndex }
+
+// TimeIndex returns the time index opened for appending.
+func (p *Pending) TimeIndex() *index.TimeIndex { return p.s.timeIndex }
+
+// TxnIndex returns the transaction index opened for appending.
+func (p *Pending) TxnIndex() *index.TxnIndex { return p.s.txnIndex }
+
+// BaseOffset is the segment's base offset.
+func (p *Pending) BaseOffset() int64 { return p.s.base }
+
+// Activate returns the active segment, its .log mapped at SegmentBytes as
+// OpenRecovered maps it, with the state t the caller's check of these
+// very files found: nothing is read or checked again. The Pending is
+// consumed (on failure too: every file is then closed).
+func (p *Pending) Activate(t Tail) (*Segment, error) {
+	s, fd := p.s, p.log
+	if fd == nil {
+		return nil, ErrClosed
+	}
+	p.log = nil
+	f, err := mmapfile.MapAhead(s.Path(LogSuffix), fd, p.size, max(s.cfg.SegmentBytes, p.size), p.size)
+	if err != nil {
+		_ = s.closeFiles()
+		return nil, err
+	}
+	s.log = f
+	s.nextOffset = t.NextOffset
+	s.maxTimestamp, s.offsetOfMaxTimestamp = t.MaxTimestamp, t.OffsetOfMaxTimestamp
+	s.rollingTimestamp = t.RollingTimestamp
+	if err := s.activate(p.size); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// Close closes the files of a Pending that was not activated; after
+// Activate it does nothing.
+func (p *Pending) Close() error {
+	if p.log == nil {
+		return nil
+	}
+	err := p.log.Close()
+	p.log = nil
+	return errors.Join(err, p.s.closeFiles())
 }
 
 // loadTail validates the batches after the last offset-index entry and

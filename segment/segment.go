@@ -92,12 +92,14 @@ var (
 // room, never a SIGBUS or a lost writeback (no store or write reaches past
 // the reserved prefix: Append reserves first).
 // A new segment reserves ReserveMinBytes (or SegmentBytes if smaller); a
-// segment reopened after a clean close reserves nothing beyond its data
-// until it is appended to. When an append needs more, the file is extended
-// to the append's end plus the current step (with a prefault window,
-// appends through the mapping take the step while still a step, or half
-// the smallest step for the first one, short of the reserved end, so the
-// prefaulter can populate the pages after it in time); the step doubles when the
+// segment reopened after a clean close reserves nothing beyond its data,
+// and keeps its file's length, until it is appended to (its first step
+// sets the length, mmapfile.OpenAhead). When an append needs more, the
+// file is extended to the append's end plus the current step (with a
+// prefault window, appends through the mapping take the step while still
+// a step, or half the smallest step for the first one, short of the
+// reserved end, so the prefaulter can populate the pages after it in
+// time); the step doubles when the
 // previous one was used up in less than a second and halves otherwise,
 // between ReserveMinBytes and Config.ReserveMaxBytes (16 MiB by default), so
 // a busy partition takes a syscall per 16 MiB while an idle or slow one
@@ -252,7 +254,7 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 	s.log = f
 	// The indexes make their files with their first entry (or at roll and
 	// close), replacing leftovers of the same names then (package index).
-	err = s.openWritableIndexes(true)
+	err = s.openWritableIndexes(true, false)
 	if err == nil {
 		// An idle partition holds no descriptor for its .log (see
 		// mmapfile.File.ParkDescriptor); the first write or sync opens it.
@@ -341,7 +343,11 @@ func OpenSealed(dir string, base int64, cfg Config, now time.Time) (*Segment, er
 // openWritableIndexes opens (or, with create, makes) the offset and time
 // indexes at full capacity, and the transaction index. Caller holds mu or
 // owns s exclusively.
-func (s *Segment) openWritableIndexes(create bool) error {
+//
+// txn says whether the .txnindex may exist: when false (a new segment, or
+// a directory listing without it) it is not looked for; the first aborted
+// transaction creates it.
+func (s *Segment) openWritableIndexes(create, txn bool) error {
 	var err error
 	if create {
 		if s.offsetIndex, err = index.CreateOffsetIndex(s.Path(IndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
@@ -359,6 +365,10 @@ func (s *Segment) openWritableIndexes(create bool) error {
 		if s.timeIndex, err = index.OpenActiveTimeIndex(s.Path(TimeIndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
 			return err
 		}
+	}
+	if !txn {
+		s.txnIndex = index.NewTxnIndex(s.Path(TxnIndexSuffix), s.base)
+		return nil
 	}
 	s.txnIndex, err = index.OpenTxnIndex(s.Path(TxnIndexSuffix), s.base, false)
 	return err

@@ -137,7 +137,7 @@ func syncDir(dir string) error {
 // each chunk is added to the CRC and decoded; the entries are returned only
 // if the CRC matches at the end.
 func Read(path string) ([]Entry, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.Open(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("partlog/snapshot: read: %w", err)
 	}

@@ -7,7 +7,6 @@ package fsutil
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -61,32 +60,76 @@ func ReadSmall(path string) ([]byte, error) {
 }
 
 func readLimit(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// Plain syscalls, no *os.File: the runtime poller's fcntl and epoll
+	// calls would double the cost of reading a checkpoint, twice per
+	// partition at a broker's start. O_NONBLOCK: a FIFO is refused below
+	// instead of blocking the open.
+	fd, err := openFD(path, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if !st.Mode().IsRegular() {
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
 	}
-	if st.Size() > limit {
+	if st.Size > limit {
 		return nil, &fs.PathError{Op: "read", Path: path,
-			Err: fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, st.Size(), limit)}
+			Err: fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, st.Size, limit)}
 	}
 	// The file may grow while it is read: never read past the limit.
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	b := make([]byte, 0, min(st.Size, limit)+1)
+	for {
+		if int64(len(b)) > limit {
+			return nil, &fs.PathError{Op: "read", Path: path,
+				Err: fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)}
+		}
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(int(limit+1)-len(b), max(len(b), 512)))
+		}
+		n, err := syscall.Read(fd, b[len(b):min(cap(b), int(limit+1))])
+		if err == syscall.EINTR || err == syscall.EAGAIN {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return b, nil
+		}
+		b = b[:len(b)+n]
+	}
+}
+
+// Open is os.OpenFile (with O_CLOEXEC) for a regular file or directory,
+// without registering the descriptor with the runtime's poller:
+// os.OpenFile's attempt costs four fcntl and an epoll_ctl per open, all
+// useless for such files (several per partition at a broker's start).
+// flag must not hold O_NONBLOCK (os.NewFile would register it). Errors are
+// *fs.PathError, so errors.Is(err, fs.ErrNotExist) and the like hold.
+func Open(path string, flag int, perm uint32) (*os.File, error) {
+	fd, err := openFD(path, flag, perm)
 	if err != nil {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		return nil, err
 	}
-	if int64(len(b)) > limit {
-		return nil, &fs.PathError{Op: "read", Path: path,
-			Err: fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// openFD is open(2) with O_CLOEXEC, retried on EINTR.
+func openFD(path string, flag int, perm uint32) (int, error) {
+	for {
+		fd, err := syscall.Open(path, flag|syscall.O_CLOEXEC, perm)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		return fd, nil
 	}
-	return b, nil
 }
 
 // ExcerptLen is the most bytes of bad input an error message quotes.

@@ -24,7 +24,7 @@ const module = "github.com/partlog/partlog"
 var allowed = map[string][]string{
 	"internal/unsafeutil": {},
 	"internal/fsutil":     {},
-	"internal/mmapfile":   {"internal/unsafeutil", "internal/testhook"},
+	"internal/mmapfile":   {"internal/fsutil", "internal/unsafeutil", "internal/testhook"},
 	"internal/checkpoint": {"internal/fsutil", "internal/unsafeutil"},
 	"internal/lint":       {},
 	"internal/testhook":   {},

@@ -47,6 +47,7 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/internal/testhook"
 	"golang.org/x/sys/unix"
 )
@@ -112,6 +113,9 @@ type File struct {
 	// noPopulate records that the kernel rejected MADV_POPULATE_*, so
 	// Prefault goes straight to MADV_WILLNEED.
 	noPopulate atomic.Bool
+	// lengthAt, when not 0, is the length the first Grow sets the file to
+	// before it reserves (OpenAhead, MapAhead). Owner only.
+	lengthAt int64
 }
 
 // Create creates a new file at path (failing if it exists), preallocates size
@@ -150,7 +154,7 @@ func createNew(path string, capacity, reserve int64, mapFD func(fd *os.File) (*F
 	if reserve < 0 || capacity < reserve {
 		return nil, pathError(path, "create", fmt.Errorf("reserve %d outside [0, capacity %d]", reserve, capacity))
 	}
-	fd, err := openFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
+	fd, err := fsutil.Open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, pathError(path, "create", err)
 	}
@@ -162,29 +166,11 @@ func createNew(path string, capacity, reserve int64, mapFD func(fd *os.File) (*F
 	return f, nil
 }
 
-// openFile is open(2) with O_CLOEXEC, wrapped in an *os.File that is not
-// registered with the runtime's poller: os.OpenFile's attempt costs four
-// fcntl and an epoll_ctl per open, all useless for a regular file (several
-// per partition at a broker's start). Errors are *os.PathError, so
-// errors.Is(err, fs.ErrNotExist) and the like hold.
-func openFile(path string, flag int, perm uint32) (*os.File, error) {
-	for {
-		fd, err := unix.Open(path, flag|unix.O_CLOEXEC, perm)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "open", Path: path, Err: err}
-		}
-		return os.NewFile(uintptr(fd), path), nil
-	}
-}
-
 // openRegular opens an existing file with flag, never through a symbolic
 // link, and refuses a path that is not a regular file; it returns the
 // file's length.
 func openRegular(path string, flag int) (*os.File, int64, error) {
-	fd, err := openFile(path, flag|unix.O_NOFOLLOW, 0)
+	fd, err := fsutil.Open(path, flag|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, 0, pathError(path, "open", err)
 	}
@@ -209,8 +195,36 @@ func OpenReserved(path string, capacity, reserve int64) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return MapReserved(path, fd, size, capacity, reserve)
+}
+
+// MapReserved is OpenReserved for fd, the file at path opened read-write
+// with OpenRegular, whose length is size. It takes ownership of fd
+// (closing it on failure).
+func MapReserved(path string, fd *os.File, size, capacity, reserve int64) (*File, error) {
 	length := max(size, reserve)
 	return mapFileReserved(path, fd, size, length, max(capacity, length), true)
+}
+
+// SyncPath fdatasyncs the regular file at path (never through a link)
+// through a descriptor opened for the call: File.SyncFile for a file that
+// is not open.
+func SyncPath(path string) error {
+	fd, err := fsutil.Open(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return pathError(path, "open", err)
+	}
+	err = unix.Fdatasync(int(fd.Fd()))
+	if cerr := fd.Close(); err == nil && cerr != nil {
+		return pathError(path, "close", cerr)
+	}
+	if err != nil {
+		return pathError(path, "fdatasync", err)
+	}
+	if h := testhook.Synced.Load(); h != nil {
+		(*h)(path)
+	}
+	return nil
 }
 
 // CreateAhead is CreateReserved with the file's length set to capacity at
@@ -233,13 +247,45 @@ func CreateAhead(path string, capacity, reserve int64) (*File, error) {
 
 // OpenAhead is OpenReserved with the file's length set to the capacity
 // (see CreateAhead). The reserved prefix is max(reserve, current length).
+// When nothing is to be reserved beyond the current length (a segment
+// reopened after a clean close), the length is set by the first Grow
+// instead: an idle reopened file is not changed at all (no ftruncate at
+// the open, none back at the close).
 func OpenAhead(path string, capacity, reserve int64) (*File, error) {
-	fd, size, err := openRegular(path, os.O_RDWR)
+	fd, size, err := OpenRegular(path, true)
 	if err != nil {
 		return nil, err
 	}
+	return MapAhead(path, fd, size, capacity, reserve)
+}
+
+// OpenRegular opens the existing regular file at path (never through a
+// symbolic link; read-write when writable) without mapping it, and
+// returns it with its length, for a caller that reads it before mapping
+// it with MapAhead (one open for both).
+func OpenRegular(path string, writable bool) (*os.File, int64, error) {
+	flag := os.O_RDONLY
+	if writable {
+		flag = os.O_RDWR
+	}
+	return openRegular(path, flag)
+}
+
+// MapAhead is OpenAhead for fd, the file at path opened read-write with
+// OpenRegular, whose length is size. It takes ownership of fd (closing it
+// on failure).
+func MapAhead(path string, fd *os.File, size, capacity, reserve int64) (*File, error) {
 	length := max(size, reserve)
-	return mapFileAhead(path, fd, size, length, max(capacity, length))
+	mapLen := max(capacity, length)
+	if length > size || mapLen == size {
+		return mapFileAhead(path, fd, size, length, mapLen)
+	}
+	f, err := mapFileReserved(path, fd, size, size, mapLen, true)
+	if err != nil {
+		return nil, err
+	}
+	f.lengthAt = mapLen
+	return f, nil
 }
 
 // mapFileAhead reserves [0, length), sets the file's length to mapLen and
@@ -271,11 +317,7 @@ func mapFileAhead(path string, fd *os.File, current, length, mapLen int64) (*Fil
 // mapSize is ignored. A zero length yields a File with no mapping and an empty
 // Bytes.
 func Open(path string, mapSize int64, writable bool) (*File, error) {
-	flag := os.O_RDONLY
-	if writable {
-		flag = os.O_RDWR
-	}
-	fd, size, err := openRegular(path, flag)
+	fd, size, err := OpenRegular(path, writable)
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +409,17 @@ func (f *File) Grow(n int64) error {
 	}
 	// Only the new range: the part below cur is already backed (Create,
 	// Open and the previous Grow reserved it).
-	err := f.withFD(func(fd int) error { return fallocate(fd, 0, cur, n-cur) })
+	err := f.withFD(func(fd int) error {
+		if f.lengthAt > 0 {
+			// The length deferred by OpenAhead (a hole past the
+			// reservation, as CreateAhead leaves it).
+			if err := unix.Ftruncate(fd, f.lengthAt); err != nil {
+				return fmt.Errorf("truncate: %w", err)
+			}
+			f.lengthAt = 0
+		}
+		return fallocate(fd, 0, cur, n-cur)
+	})
 	if err != nil {
 		return pathError(f.path, "fallocate", err)
 	}
@@ -417,7 +469,7 @@ func (f *File) descriptor() (*os.File, error) {
 	if fd := f.fd.Load(); fd != nil || !f.reopen {
 		return fd, nil
 	}
-	fd, err := openFile(f.path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	fd, err := fsutil.Open(f.path, os.O_RDWR|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -446,7 +498,7 @@ func (f *File) withFD(fn func(fd int) error) error {
 	if fd != nil {
 		return fn(int(fd.Fd()))
 	}
-	tmp, err := openFile(f.path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	tmp, err := fsutil.Open(f.path, os.O_RDWR|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
 	}

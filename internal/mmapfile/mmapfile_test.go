@@ -659,13 +659,31 @@ func TestAhead(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// Reopened with nothing to reserve: the file keeps its length until
+	// the first Grow sets it to the capacity.
 	g, err := OpenAhead(path, 8<<20, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	if n, _ := blocks(); n != 8<<20 || g.Size() != 1<<20 || string(g.Bytes()[1<<20-4:]) != "tail" {
-		t.Fatalf("reopened: length %d size %d", n, g.Size())
+	if n, _ := blocks(); n != 1<<20 || g.Size() != 1<<20 || g.Cap() != 8<<20 || string(g.Bytes()[1<<20-4:]) != "tail" {
+		t.Fatalf("reopened: length %d size %d cap %d", n, g.Size(), g.Cap())
+	}
+	if err := g.Truncate(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Grow(2 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if n, a := blocks(); n != 8<<20 || a < 2<<20 || a > 2<<20+4096 || g.Size() != 2<<20 {
+		t.Fatalf("after the first Grow: length %d allocated %d size %d", n, a, g.Size())
+	}
+	copy(g.Bytes()[2<<20-4:], "more")
+	if err := g.Grow(3 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := blocks(); n != 8<<20 || string(g.Bytes()[1<<20-4:1<<20]) != "tail" || string(g.Bytes()[2<<20-4:2<<20]) != "more" {
+		t.Fatalf("after the second Grow: length %d", n)
 	}
 }
 
