@@ -3,7 +3,6 @@ package partlog
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -89,14 +88,7 @@ func TestSyncAcrossTruncation(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			release := make(chan struct{})
-			var flushes atomic.Int64
-			l.flushFault = func() error {
-				if flushes.Add(1) == 1 {
-					<-release
-				}
-				return nil
-			}
+			_, release, flushes := blockFirstFlush(l, nil, nil)
 			done := make(chan error, 1)
 			go func() { done <- l.Sync(context.Background(), 6) }()
 			for l.syncers.Load() == 0 {

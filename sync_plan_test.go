@@ -28,6 +28,34 @@ func waitParked(t *testing.T, l *Log, n int64) {
 	}
 }
 
+// blockFirstFlush makes every flush of l return result, the first one
+// only once release is closed: entered is closed when it waits (it has
+// planned by then), and calls counts the flushes. later, if not nil, runs
+// at the start of each later flush, with its number (2, 3, ...).
+func blockFirstFlush(l *Log, result error, later func(n int64)) (entered, release chan struct{}, calls *atomic.Int64) {
+	entered, release, calls = make(chan struct{}), make(chan struct{}), new(atomic.Int64)
+	l.flushFault = func() error {
+		if n := calls.Add(1); n == 1 {
+			close(entered)
+			<-release
+		} else if later != nil {
+			later(n)
+		}
+		return result
+	}
+	return entered, release, calls
+}
+
+// syncChecked sends l.Sync(offset)'s result to done, and an error when
+// it returned nil before the recovery point reached offset.
+func syncChecked(l *Log, offset int64, done chan<- error) {
+	err := l.Sync(context.Background(), offset)
+	if err == nil && l.RecoveryPoint() < offset {
+		err = errors.New("Sync returned before its offset was durable")
+	}
+	done <- err
+}
+
 // TestSyncNextFlushPlannedAhead: the flush of the group that gathered
 // behind a running flush is planned by that flush as it ends, so its
 // fdatasync starts while an appender holds appendMu (at 64 writers the
@@ -41,20 +69,12 @@ func TestSyncNextFlushPlannedAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entered := make(chan struct{})
-	release := make(chan struct{})
 	second := make(chan struct{})
-	var calls atomic.Int64
-	l.flushFault = func() error {
-		switch calls.Add(1) {
-		case 1:
-			close(entered)
-			<-release
-		case 2:
+	entered, release, calls := blockFirstFlush(l, nil, func(n int64) {
+		if n == 2 {
 			close(second)
 		}
-		return nil
-	}
+	})
 	// When the first flush ends (under appendMu), an appender queues on
 	// appendMu and holds it once it has it.
 	held := make(chan struct{})
@@ -94,13 +114,7 @@ func TestSyncNextFlushPlannedAhead(t *testing.T) {
 			t.Fatal(err)
 		}
 		infos = append(infos, info)
-		go func() {
-			err := l.Sync(context.Background(), info.LastOffset+1)
-			if err == nil && l.RecoveryPoint() <= info.LastOffset {
-				err = errors.New("Sync returned before its offset was durable")
-			}
-			done <- err
-		}()
+		go syncChecked(l, info.LastOffset+1, done)
 	}
 	waitParked(t, l, 2)
 	close(release)
@@ -141,16 +155,7 @@ func TestSyncGroupBehindFailedFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("injected fsync failure")
-	entered := make(chan struct{})
-	release := make(chan struct{})
-	var calls atomic.Int64
-	l.flushFault = func() error {
-		if calls.Add(1) == 1 {
-			close(entered)
-			<-release
-		}
-		return boom
-	}
+	entered, release, calls := blockFirstFlush(l, boom, nil)
 	done := make(chan error, 4)
 	go func() { done <- l.Sync(context.Background(), first.LastOffset+1) }()
 	<-entered
@@ -284,20 +289,12 @@ func TestWritePolicyLoneSyncer(t *testing.T) {
 		t.Error("a plain Flush is marked lone")
 	}
 	// Two callers: the second waits behind the first's flush.
-	entered := make(chan struct{})
-	release := make(chan struct{})
-	var calls atomic.Int64
 	var loneAtSecond atomic.Bool
-	l.flushFault = func() error {
-		switch calls.Add(1) {
-		case 1:
-			close(entered)
-			<-release
-		case 2:
+	entered, release, calls := blockFirstFlush(l, nil, func(n int64) {
+		if n == 2 {
 			loneAtSecond.Store(l.writes.lone.Load())
 		}
-		return nil
-	}
+	})
 	if info, err = l.AppendAsLeader(b, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -335,26 +332,11 @@ func TestSyncCoveredByRunningFlush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entered := make(chan struct{})
-	release := make(chan struct{})
-	var calls atomic.Int64
-	l.flushFault = func() error {
-		if calls.Add(1) == 1 {
-			close(entered)
-			<-release
-		}
-		return nil
-	}
+	entered, release, calls := blockFirstFlush(l, nil, nil)
 	done := make(chan error, 2)
 	go func() { done <- l.Sync(context.Background(), first.LastOffset+1) }()
 	<-entered // planned up to the log end: both appends
-	go func() {
-		err := l.Sync(context.Background(), second.LastOffset+1)
-		if err == nil && l.RecoveryPoint() <= second.LastOffset {
-			err = errors.New("Sync returned before its offset was durable")
-		}
-		done <- err
-	}()
+	go syncChecked(l, second.LastOffset+1, done)
 	waitParked(t, l, 1)
 	select {
 	case err := <-done:

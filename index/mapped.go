@@ -112,13 +112,22 @@ func (m *mapped) materialize() error {
 	if err != nil {
 		return err
 	}
+	if err := m.take(f); err != nil {
+		return err
+	}
+	m.lazy = false
+	return nil
+}
+
+// take makes f, just created or opened, the index's mapping; its
+// descriptor is let go (the mapping stays). On failure f is closed.
+func (m *mapped) take(f *mmapfile.File) error {
 	if err := f.ReleaseDescriptor(); err != nil {
 		_ = f.Close()
 		return err
 	}
 	m.file = f
 	m.buf = f.Bytes()
-	m.lazy = false
 	return nil
 }
 
@@ -133,12 +142,9 @@ func (m *mapped) mapRead() error {
 		_ = f.Close()
 		return fmt.Errorf("partlog/index: %s changed while open: %d bytes, read %d", m.path, f.Size(), len(m.buf))
 	}
-	if err := f.ReleaseDescriptor(); err != nil {
-		_ = f.Close()
+	if err := m.take(f); err != nil {
 		return err
 	}
-	m.file = f
-	m.buf = f.Bytes()
 	m.read = false
 	return nil
 }
