@@ -131,6 +131,19 @@ func (m *mapped) take(f *mmapfile.File) error {
 	return nil
 }
 
+// mapForChange gives a writable index the mapping its first change
+// needs: the file of a lazy index is made (materialize), a read one is
+// mapped (mapRead). Caller holds mu exclusively.
+func (m *mapped) mapForChange() error {
+	switch {
+	case m.lazy:
+		return m.materialize()
+	case m.read:
+		return m.mapRead()
+	}
+	return nil
+}
+
 // mapRead maps a writable index that was read into memory (see mapped),
 // at its capacity, before its first change. Caller holds mu exclusively.
 func (m *mapped) mapRead() error {
@@ -169,15 +182,8 @@ func (m *mapped) grow(n int64, populate bool) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.lazy {
-		if err := m.materialize(); err != nil {
-			return err
-		}
-	}
-	if m.read {
-		if err := m.mapRead(); err != nil {
-			return err
-		}
+	if err := m.mapForChange(); err != nil {
+		return err
 	}
 	if err := m.file.Grow(size); err != nil {
 		return err
@@ -393,17 +399,10 @@ func (m *mapped) resize(size int64) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.lazy {
-		// Resizing is for roll and close (trim) and reopened indexes: the
-		// file is made now, empty.
-		if err := m.materialize(); err != nil {
-			return err
-		}
-	}
-	if m.read {
-		if err := m.mapRead(); err != nil {
-			return err
-		}
+	// Resizing is for roll and close (trim) and reopened indexes: a lazy
+	// index's file is made now, empty.
+	if err := m.mapForChange(); err != nil {
+		return err
 	}
 	cur := m.file.Size()
 	switch {
