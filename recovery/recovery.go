@@ -370,7 +370,7 @@ func (x *run) checkTrusted(s *seg, nextBase int64, last bool) (why string, missi
 	}
 	if last && x.pendingLast(s) {
 		why, err = x.checkPending(s)
-		if why != "" || err != nil {
+		if (why != "" || err != nil) && s.pending != nil { // nil when the open failed
 			_ = s.pending.Close()
 			s.pending = nil
 		}
