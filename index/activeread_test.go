@@ -42,7 +42,7 @@ func TestActiveIndexReadUntilChanged(t *testing.T) {
 		t.Run(change, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "00000000000000001000.index")
 			want := writeOffsetEntries(t, path, base, 20)
-			x, err := OpenActiveOffsetIndex(path, base, DefaultMaxIndexBytes)
+			x, err := OpenActiveOffsetIndex(path, base, DefaultMaxIndexBytes, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +130,7 @@ func TestActiveIndexReadUntilChanged(t *testing.T) {
 func TestActiveIndexLargeIsMapped(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "00000000000000000000.index")
 	writeOffsetEntries(t, path, 0, readSmallBytes/OffsetEntrySize+1)
-	x, err := OpenActiveOffsetIndex(path, 0, DefaultMaxIndexBytes)
+	x, err := OpenActiveOffsetIndex(path, 0, DefaultMaxIndexBytes, true)
 	if err != nil {
 		t.Fatal(err)
 	}

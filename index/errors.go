@@ -37,6 +37,10 @@ var (
 	// ErrSize is returned by Create and Resize for a size that cannot hold
 	// one entry, or that would drop entries.
 	ErrSize = errors.New("partlog/index: invalid index size")
+	// ErrPastCapacity is returned by OpenActiveOffsetIndex and
+	// OpenActiveTimeIndex, without cut, for a file longer than the
+	// capacity asked for.
+	ErrPastCapacity = errors.New("partlog/index: index file longer than its capacity")
 )
 
 // CorruptionError says where an index's bytes break the format.

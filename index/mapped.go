@@ -243,8 +243,10 @@ func (m *mapped) open(path string, baseOffset, entrySize int64, readOnly bool) e
 // capacity maxIndexBytes at once (what open and resize do in two
 // mappings). A missing file gives a lazy index (its file is made by its
 // first entry, see mapped); a file longer than the capacity is cut to it
-// as resize does.
-func (m *mapped) openActive(path string, baseOffset, maxIndexBytes, entrySize int64) error {
+// as resize does (cut), or refused with ErrPastCapacity, unchanged, before
+// anything is read: a caller that has not checked the file yet must not
+// let the cut hide a torn length from its sanity check.
+func (m *mapped) openActive(path string, baseOffset, maxIndexBytes, entrySize int64, cut bool) error {
 	length := maxIndexBytes / entrySize * entrySize
 	fd, size, err := mmapfile.OpenRegular(path, true)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -252,6 +254,10 @@ func (m *mapped) openActive(path string, baseOffset, maxIndexBytes, entrySize in
 	}
 	if err != nil {
 		return err
+	}
+	if size > length && !cut {
+		_ = fd.Close()
+		return fmt.Errorf("%w: %s holds %d bytes, capacity %d", ErrPastCapacity, path, size, length)
 	}
 	if size <= readSmallBytes && size <= length {
 		// Read, mapped by the first change (see mapped).

@@ -44,10 +44,12 @@ func OpenOffsetIndex(path string, baseOffset int64, readOnly bool) (*OffsetIndex
 // OpenActiveOffsetIndex opens an existing offset index for appending with
 // room for maxIndexBytes (OpenOffsetIndex and Resize in one mapping). A
 // missing file gives an empty index whose file is made by its first entry,
-// as CreateOffsetIndex's. Call Sanity before trusting it.
-func OpenActiveOffsetIndex(path string, baseOffset, maxIndexBytes int64) (*OffsetIndex, error) {
+// as CreateOffsetIndex's. A file longer than maxIndexBytes is cut to it
+// (cut: as Kafka resizes the active index at load) or refused with
+// ErrPastCapacity. Call Sanity before trusting it.
+func OpenActiveOffsetIndex(path string, baseOffset, maxIndexBytes int64, cut bool) (*OffsetIndex, error) {
 	x := &OffsetIndex{lastOffset: -1}
-	if err := x.m.openActive(path, baseOffset, maxIndexBytes, OffsetEntrySize); err != nil {
+	if err := x.m.openActive(path, baseOffset, maxIndexBytes, OffsetEntrySize, cut); err != nil {
 		return nil, err
 	}
 	if n := x.m.entries.Load(); n > 0 {

@@ -44,10 +44,12 @@ func OpenTimeIndex(path string, baseOffset int64, readOnly bool) (*TimeIndex, er
 // OpenActiveTimeIndex opens an existing time index for appending with
 // room for maxIndexBytes (OpenTimeIndex and Resize in one mapping). A
 // missing file gives an empty index whose file is made by its first entry,
-// as CreateTimeIndex's. Call Sanity before trusting it.
-func OpenActiveTimeIndex(path string, baseOffset, maxIndexBytes int64) (*TimeIndex, error) {
+// as CreateTimeIndex's. A file longer than maxIndexBytes is cut to it
+// (cut: as Kafka resizes the active index at load) or refused with
+// ErrPastCapacity. Call Sanity before trusting it.
+func OpenActiveTimeIndex(path string, baseOffset, maxIndexBytes int64, cut bool) (*TimeIndex, error) {
 	x := &TimeIndex{last: TimeEntry{Timestamp: NoTimestamp, Offset: baseOffset}}
-	if err := x.m.openActive(path, baseOffset, maxIndexBytes, TimeEntrySize); err != nil {
+	if err := x.m.openActive(path, baseOffset, maxIndexBytes, TimeEntrySize, cut); err != nil {
 		return nil, err
 	}
 	if n := x.m.entries.Load(); n > 0 {

@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,7 +13,7 @@ import (
 // entry (a torn tail): the check through the files opened for appending
 // must find what the read-only check finds, not cut the file first.
 func TestOpenActiveIndexPastCapacity(t *testing.T) {
-	t.Skip("h17: known defect, not fixed: segment.OpenPending cuts an index longer than MaxIndexBytes to it (index openActive) before recovery's sanity check, so a torn over-long index passes a clean reopen")
+
 	dir := fixture(t)
 	idx, _ := filepath.Glob(filepath.Join(dir, "*.timeindex"))
 	sort.Strings(idx)
@@ -56,21 +57,32 @@ func TestOpenActiveIndexPastCapacity(t *testing.T) {
 }
 
 // TestOpenActiveIndexOpenFails: the last segment of a cleanly closed
-// directory cannot be opened for appending (its time index holds more
-// entries than a lowered MaxIndexBytes lets an active index hold): Load
-// with OpenActive must return an error, not panic (checkTrusted closed
-// the Pending that OpenPending had not returned).
+// directory cannot be opened for appending (its time index's open fails,
+// as EACCES or EMFILE would): Load with OpenActive must return the open's
+// error, not panic (checkTrusted closed the Pending that was never
+// made).
 func TestOpenActiveIndexOpenFails(t *testing.T) {
 	dir := fixture(t)
+	idx, _ := filepath.Glob(filepath.Join(dir, "*.timeindex"))
+	sort.Strings(idx)
+	last := idx[len(idx)-1]
 	o := clean()
-	o.Segment.MaxIndexBytes = 24 // two time-index entries; the fixture's last segment has more
 	o.OpenActive = true
+	denied := errors.New("permission denied (injected)")
+	o.hooks = &hooks{open: func(p string) error {
+		if p == last {
+			return denied
+		}
+		return nil
+	}}
 	ld, err := Load(dir, o)
 	if err == nil {
 		if ld.Active != nil {
 			_ = ld.Active.Close()
 		}
-		t.Skip("the fixture's last time index fits: nothing to check")
+		t.Fatal("Load succeeded though the last time index could not be opened")
 	}
-	t.Logf("Load: %v", err)
+	if !errors.Is(err, denied) {
+		t.Fatalf("Load: %v, want the open's error", err)
+	}
 }

@@ -374,7 +374,12 @@ func (x *run) checkTrusted(s *seg, nextBase int64, last bool) (why string, missi
 			_ = s.pending.Close()
 			s.pending = nil
 		}
-		return why, false, err
+		if !errors.Is(err, index.ErrPastCapacity) {
+			return why, false, err
+		}
+		// An index longer than the capacity (segment.index.bytes lowered,
+		// or a torn file): checked read-only, as it is, below; the log's
+		// open cuts it only if it passes.
 	}
 	why, err = x.checkIndexesAndTail(s, nextBase)
 	return why, false, err

@@ -56,7 +56,7 @@ func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, chec
 	case st.Size() != dataLen:
 		return nil, fmt.Errorf("%w: %s holds %d bytes, expected %d", ErrNeedsRecovery, s.Path(LogSuffix), st.Size(), dataLen)
 	}
-	if err := s.openActiveIndexes(true); err != nil {
+	if err := s.openActiveIndexes(true, true); err != nil {
 		return nil, err
 	}
 	if check {
@@ -88,9 +88,11 @@ func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, chec
 // following a link (ELOOP) and refuse any other non-regular file, which
 // fails with ErrNeedsRecovery; an absent offset or time index (Kafka makes
 // them lazily: a segment too small to be indexed) is made by its first
-// entry or at roll and close. On failure nothing is left open.
-func (s *Segment) openActiveIndexes(txn bool) error {
-	if err := s.openWritableIndexes(false, txn); err != nil {
+// entry or at roll and close. An index longer than MaxIndexBytes is cut
+// to it (cut), or the open fails with index.ErrPastCapacity. On failure
+// nothing is left open.
+func (s *Segment) openActiveIndexes(txn, cut bool) error {
+	if err := s.openWritableIndexes(false, txn, cut); err != nil {
 		_ = s.closeFiles()
 		if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EISDIR) || errors.Is(err, mmapfile.ErrNotRegular) {
 			return fmt.Errorf("%w: %w", ErrNeedsRecovery, err)
@@ -152,7 +154,9 @@ type Tail struct {
 // appending: the .log (a regular file, never through a link) without
 // mapping it, and the indexes as an active segment's (txn: whether the
 // directory listing holds its .txnindex). A link or other non-regular
-// file fails with ErrNeedsRecovery.
+// file fails with ErrNeedsRecovery; an index longer than cfg.MaxIndexBytes
+// with index.ErrPastCapacity, unchanged (it is not cut before its owner
+// checked it).
 func OpenPending(dir string, base int64, cfg Config, now time.Time, txn bool) (*Pending, error) {
 	s := newSegment(dir, base, cfg, now)
 	f, size, err := mmapfile.OpenRegular(s.Path(LogSuffix), true)
@@ -162,7 +166,7 @@ func OpenPending(dir string, base int64, cfg Config, now time.Time, txn bool) (*
 		}
 		return nil, err
 	}
-	if err := s.openActiveIndexes(txn); err != nil {
+	if err := s.openActiveIndexes(txn, false); err != nil {
 		_ = f.Close()
 		return nil, err
 	}

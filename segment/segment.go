@@ -254,7 +254,7 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 	s.log = f
 	// The indexes make their files with their first entry (or at roll and
 	// close), replacing leftovers of the same names then (package index).
-	err = s.openWritableIndexes(true, false)
+	err = s.openWritableIndexes(true, false, false)
 	if err == nil {
 		// An idle partition holds no descriptor for its .log (see
 		// mmapfile.File.ParkDescriptor); the first write or sync opens it.
@@ -347,7 +347,7 @@ func OpenSealed(dir string, base int64, cfg Config, now time.Time) (*Segment, er
 // txn says whether the .txnindex may exist: when false (a new segment, or
 // a directory listing without it) it is not looked for; the first aborted
 // transaction creates it.
-func (s *Segment) openWritableIndexes(create, txn bool) error {
+func (s *Segment) openWritableIndexes(create, txn, cut bool) error {
 	var err error
 	if create {
 		if s.offsetIndex, err = index.CreateOffsetIndex(s.Path(IndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
@@ -359,10 +359,10 @@ func (s *Segment) openWritableIndexes(create, txn bool) error {
 	} else {
 		// A missing index (Kafka makes them lazily too) is made by its
 		// first entry or at roll and close.
-		if s.offsetIndex, err = index.OpenActiveOffsetIndex(s.Path(IndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
+		if s.offsetIndex, err = index.OpenActiveOffsetIndex(s.Path(IndexSuffix), s.base, s.cfg.MaxIndexBytes, cut); err != nil {
 			return err
 		}
-		if s.timeIndex, err = index.OpenActiveTimeIndex(s.Path(TimeIndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
+		if s.timeIndex, err = index.OpenActiveTimeIndex(s.Path(TimeIndexSuffix), s.base, s.cfg.MaxIndexBytes, cut); err != nil {
 			return err
 		}
 	}

@@ -141,7 +141,7 @@ func (s *Segment) reactivate(keep, oldSize int64) error {
 			_ = s.offsetIndex.Close()
 			s.offsetIndex = nil
 		}
-		if err := s.openWritableIndexes(false, true); err != nil {
+		if err := s.openWritableIndexes(false, true, true); err != nil {
 			return err
 		}
 		s.active = true
