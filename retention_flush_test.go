@@ -118,3 +118,28 @@ func TestSyncAcrossTruncation(t *testing.T) {
 		})
 	}
 }
+
+// TestFlushAcrossFailure: the log fails while a flush runs (a truncation
+// or retention that broke partway may have removed segments the flush
+// then skipped as deleted). The flush must not advance the recovery point
+// over offsets it cannot vouch for: its Sync callers get ErrFailed.
+func TestFlushAcrossFailure(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	info, err := l.AppendAsLeader(makeBatch(t, 2, 100, 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	injected := errors.New("truncation failed partway (injected)")
+	l.flushed = func(int64, int64) {
+		l.appendMu.Lock()
+		l.failed = injected
+		l.appendMu.Unlock()
+	}
+	if err := l.Sync(context.Background(), info.LastOffset+1); !errors.Is(err, ErrFailed) || !errors.Is(err, injected) {
+		t.Fatalf("Sync across a failure: %v, want ErrFailed wrapping the failure", err)
+	}
+	if rp := l.RecoveryPoint(); rp > info.FirstOffset {
+		t.Fatalf("recovery point %d advanced by a flush the log failed under", rp)
+	}
+	l.flushed = nil
+}

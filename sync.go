@@ -223,6 +223,12 @@ func (l *Log) deleted(s *segment.Segment) bool {
 // finishLocked ends a flush of p whose fsyncs returned err: the recovery
 // point moves to p.leo, or the log is poisoned. Caller holds appendMu.
 func (l *Log) finishLocked(p *flushPlan, err error) error {
+	if err == nil && l.failed != nil {
+		// The log failed while this flush ran (a truncation or retention
+		// that broke partway, which may have removed segments the flush
+		// then skipped): its offsets are not known durable.
+		return l.checkWritable()
+	}
 	if l.truncations.Load() != p.gen {
 		// A truncation ran meanwhile (and may have closed a segment we
 		// were syncing): what was synced may not be what is there now.
