@@ -12,6 +12,22 @@ import (
 	"github.com/partlog/partlog/segment"
 )
 
+// runBothWays runs the read-only recovery of dir with o, and Load with
+// o.OpenActive on a copy of dir (returned, with the same base name), for
+// the caller to compare the two.
+func runBothWays(t *testing.T, dir string, o Options) (want *Report, ld *Loaded, copied string) {
+	t.Helper()
+	copied = filepath.Join(t.TempDir(), filepath.Base(dir))
+	copyDir(t, dir, copied)
+	want = mustRun(t, dir, o)
+	o.OpenActive = true
+	ld, err := Load(copied, o)
+	if err != nil {
+		t.Fatalf("Load with OpenActive: %v", err)
+	}
+	return want, ld, copied
+}
+
 // TestOpenActiveSameVerdict runs every catalogue case (recovery.md §8.2)
 // on two copies of the damaged directory, one with Options.OpenActive: the
 // reports and the files left must be the same, so checking the last
@@ -26,15 +42,8 @@ func TestOpenActiveSameVerdict(t *testing.T) {
 			if c.damage != nil {
 				c.damage(t, dir)
 			}
-			dir2 := filepath.Join(t.TempDir(), filepath.Base(dir))
-			copyDir(t, dir, dir2)
-			want := mustRun(t, dir, c.opts)
+			want, ld, dir2 := runBothWays(t, dir, c.opts)
 			o := c.opts
-			o.OpenActive = true
-			ld, err := Load(dir2, o)
-			if err != nil {
-				t.Fatalf("Load with OpenActive: %v", err)
-			}
 			got := ld.Report
 			gj, err := json.Marshal(got)
 			if err != nil {
@@ -203,15 +212,7 @@ func TestTrustedLargeSegmentChecks(t *testing.T) {
 			if tc.damage != nil {
 				tc.damage(t, dir)
 			}
-			dir2 := filepath.Join(t.TempDir(), "t-0")
-			copyDir(t, dir, dir2)
-			o := Options{Clean: true, RecoveryPoint: 4000, Segment: testCfg, Now: testNow}
-			want := mustRun(t, dir, o)
-			o.OpenActive = true
-			ld, err := Load(dir2, o)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want, ld, _ := runBothWays(t, dir, Options{Clean: true, RecoveryPoint: 4000, Segment: testCfg, Now: testNow})
 			if ld.Active != nil {
 				defer ld.Active.Close()
 			}
