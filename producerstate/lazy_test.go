@@ -101,15 +101,7 @@ func TestCommitWithoutProducersTakesNoLock(t *testing.T) {
 	if len(a.ops) != 0 || len(a.accs) != 0 {
 		t.Fatalf("staged %d ops, %d accumulators for a batch without a producer id", len(a.ops), len(a.accs))
 	}
-	m.mu.Lock()
-	done := make(chan struct{})
-	go func() { m.Commit(&a); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Commit of an append without producers waited for the state lock")
-	}
-	m.mu.Unlock()
+	commitUnderStateLock(t, m, &a, "an append without producers")
 	if got := m.MapEndOffset(); got != 13 {
 		t.Fatalf("MEO %d, want 13", got)
 	}
@@ -127,15 +119,7 @@ func TestCommitOneBatchTakesOnlyTheShardLock(t *testing.T) {
 	if err := m.Validate(&a, build(t, data(5, 0, 2, 3)), l.next); err != nil {
 		t.Fatal(err)
 	}
-	m.mu.Lock()
-	done := make(chan struct{})
-	go func() { m.Commit(&a); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Commit of one batch of a known producer waited for the state lock")
-	}
-	m.mu.Unlock()
+	commitUnderStateLock(t, m, &a, "one batch of a known producer")
 	if e := mustEntry(t, m, 5); e.LastSequence != 4 || e.NumBatches != 2 || e.LastOffset != l.next+2 {
 		t.Fatalf("entry after the commit: %+v", e)
 	}
@@ -165,5 +149,20 @@ func TestCommitOneBatchTakesOnlyTheShardLock(t *testing.T) {
 	}
 	if m.Len() != 2 || len(m.OngoingTransactions()) != 1 {
 		t.Fatalf("%d producers, %d open transactions", m.Len(), len(m.OngoingTransactions()))
+	}
+}
+
+// commitUnderStateLock commits a while the state lock (Manager.mu) is
+// held, and fails the test if the Commit waits for it.
+func commitUnderStateLock(t *testing.T, m *Manager, a *Append, what string) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	done := make(chan struct{})
+	go func() { m.Commit(a); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Commit of %s waited for the state lock", what)
 	}
 }
