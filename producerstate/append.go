@@ -358,7 +358,7 @@ func (a *Append) validateData(h *batch.BatchHeader, baseOffset int64) error {
 type knownBatch struct {
 	stored *entry
 	shard  *shard
-	meta   BatchMetadata
+	meta   BatchMetadata // meta.LastSequence is the entry's seqTop once it is pushed
 }
 
 // validateKnownData is validateData for the case a produce request
@@ -366,35 +366,42 @@ type knownBatch struct {
 // of a Client append that has producer state (nothing staged before it,
 // so no barrier either) is a data batch of a stored producer in its
 // stored epoch (≥ 0), outside a transaction and not transactional, whose
-// sequence follows the stored last sequence and which is in no cached
-// batch (no slot has its last sequence). validateData accepts such a
-// batch and stages one data op (its accumulator holding the stored entry
-// unchanged, the op pending); here the op's content is kept in a.known,
-// and materialize makes both if another batch with producer state
-// follows; the batch's offsets are noted. For every other batch it
-// returns false having done nothing, and validateStaged decides the
-// batch, errors included. TestKnownPathMatchesGeneralPath runs both
-// paths on the same random appends.
+// sequences run from the stored seqTop+1 upwards without wrapping: it
+// follows the newest cached batch and ends above every cached one, so it
+// is no duplicate. That is decided from the entry's first cache line.
+// validateData accepts such a batch and stages one data op (its
+// accumulator holding the stored entry unchanged, the op pending); here
+// the op's content is kept in a.known, and materialize makes both if
+// another batch with producer state follows; the batch's offsets are
+// noted. For every other batch (a wrap to 0 and a cache out of order
+// included) it returns false having done nothing, and validateStaged
+// decides the batch, errors included. TestKnownPathMatchesGeneralPath
+// runs both paths on the same random appends.
 func (a *Append) validateKnownData(h *batch.BatchHeader, baseOffset int64) bool {
 	pid, epoch := h.ProducerID, h.ProducerEpoch
 	sh := a.m.shardFor(pid)
 	st := sh.producers.get(pid)
-	if st == nil || a.m.noKnownPath || h.IsControl() || st.epoch != epoch || epoch < 0 || st.txnFirstOffset >= 0 || h.IsTransactional() {
+	if st == nil || a.m.noKnownPath || h.Attributes&(batch.AttrControl|batch.AttrTransactional) != 0 ||
+		st.epoch != epoch || epoch < 0 || st.txnFirstOffset >= 0 {
 		return false
 	}
-	firstSeq, lastSeq := h.BaseSequence, h.LastSequence()
-	if firstSeq < 0 || st.mayHoldDuplicate(lastSeq) {
-		return false
-	}
-	if prev := int64(st.lastSeq()); !(int64(firstSeq) == prev+1 || (firstSeq == 0 && prev == batch.MaxSequence)) {
+	// firstSeq, delta and lastSeq all ≥ 0: no wrap (the sum of two
+	// non-negative int32 that overflows is negative). seqTop+1 cannot
+	// wrap to a non-negative value, and noSeqTop+1 is negative.
+	firstSeq, delta := h.BaseSequence, h.LastOffsetDelta
+	lastSeq := firstSeq + delta
+	if firstSeq != st.seqTop+1 || firstSeq|delta|lastSeq < 0 {
 		return false
 	}
 	k := &a.known
+	last := baseOffset + int64(delta)
 	k.stored, k.shard = st, sh
-	k.meta.LastSequence, k.meta.OffsetDelta = lastSeq, h.LastOffsetDelta
-	k.meta.LastOffset, k.meta.Timestamp = baseOffset+int64(h.LastOffsetDelta), h.MaxTimestamp
+	k.meta.LastSequence, k.meta.OffsetDelta, k.meta.LastOffset, k.meta.Timestamp = lastSeq, delta, last, h.MaxTimestamp
 	a.tryKnown, a.knownPending = false, true
-	a.noteOffsets(h, baseOffset)
+	if !a.hasOffsets || last > a.lastOffset { // noteOffsets
+		a.lastOffset = last
+	}
+	a.hasOffsets = true
 	return true
 }
 
@@ -601,7 +608,7 @@ func (m *Manager) Commit(a *Append) {
 			// a transaction (validateKnownData): as below, without an op.
 			k := &a.known
 			k.shard.mu.Lock()
-			k.stored.pushBatch(&k.meta)
+			k.stored.push(&k.meta, k.meta.LastSequence)
 			k.shard.mu.Unlock()
 		}
 		m.mapEndOffset.Store(a.lastOffset + 1)

@@ -1,6 +1,10 @@
 package producerstate
 
-import "github.com/partlog/partlog/batch"
+import (
+	"math"
+
+	"github.com/partlog/partlog/batch"
+)
 
 // MaxCachedBatches is the number of most recent data batches kept per
 // producer for duplicate detection (producer-state.md §1.6; Kafka's
@@ -72,22 +76,39 @@ func (e *Entry) FirstSequence() int32 {
 // type of an Append: validation applies batches to a copy with exactly
 // the functions that Commit later applies to the stored entry, so the two
 // cannot disagree.
+//
+// The fields the usual produce request reads (validateKnownData: epoch,
+// open transaction, seqTop) and the ones its commit writes besides the
+// batch slot (n, head, seqTop, lastTimestamp) are the first 32 bytes:
+// entries are 160 bytes (size class 160, or a slab of them), so they
+// start on a 32-byte boundary and those bytes are one cache line.
 type entry struct {
-	producerID       int64
-	lastTimestamp    int64
-	txnFirstOffset   int64 // -1: no open transaction
+	lastTimestamp  int64
+	txnFirstOffset int64 // -1: no open transaction
+	// seqTop is the newest cached batch's last sequence when it is above
+	// the last sequence of every other cached batch, -1 when no batch is
+	// cached, and noSeqTop otherwise (see pushBatch). A batch whose
+	// sequences run from seqTop+1 upwards without wrapping follows the
+	// newest batch and duplicates no cached batch.
+	seqTop           int32
 	coordinatorEpoch int32
 	epoch            int16
 	// The cached batches are a ring: n of them, the oldest at
 	// batches[head], so adding one to a full cache overwrites the oldest
 	// instead of shifting the other four.
-	n, head uint8
-	batches [MaxCachedBatches]BatchMetadata
+	n, head    uint8
+	producerID int64
+	batches    [MaxCachedBatches]BatchMetadata
 }
+
+// noSeqTop is seqTop when the newest cached batch does not have the
+// highest last sequence (after a wrap to 0, or batches of a trusted
+// origin out of order).
+const noSeqTop = math.MinInt32
 
 // blankEntry is the state of a brand-new producer (§1.1 last column).
 func blankEntry(pid int64) entry {
-	return entry{producerID: pid, lastTimestamp: -1, txnFirstOffset: -1, coordinatorEpoch: -1, epoch: -1}
+	return entry{producerID: pid, lastTimestamp: -1, txnFirstOffset: -1, coordinatorEpoch: -1, epoch: -1, seqTop: -1}
 }
 
 // at returns the i-th cached batch, oldest first (i < n).
@@ -113,7 +134,7 @@ func (e *entry) lastSeq() int32 {
 // a different epoch, higher or lower, empties the deque.
 func (e *entry) setEpoch(epoch int16) {
 	if e.epoch != epoch {
-		e.n, e.head = 0, 0
+		e.n, e.head, e.seqTop = 0, 0, -1
 		e.epoch = epoch
 	}
 }
@@ -126,6 +147,19 @@ func (e *entry) addBatch(epoch int16, b BatchMetadata) {
 
 // pushBatch is addBatch of a batch in the entry's epoch.
 func (e *entry) pushBatch(b *BatchMetadata) {
+	// The new batch is above every cached one if it is above the newest
+	// and the newest was above the others (seqTop is -1 when none is
+	// cached).
+	top := b.LastSequence
+	if !(top > e.seqTop && e.seqTop != noSeqTop) {
+		top = e.seqTopAfter(top)
+	}
+	e.push(b, top)
+}
+
+// push adds b to the ring (the oldest goes if it is full); top is the
+// entry's seqTop afterwards (seqTopAfter).
+func (e *entry) push(b *BatchMetadata, top int32) {
 	if e.n == MaxCachedBatches {
 		e.batches[e.head] = *b // the oldest goes
 		if e.head++; e.head == MaxCachedBatches {
@@ -136,6 +170,23 @@ func (e *entry) pushBatch(b *BatchMetadata) {
 		e.n++
 	}
 	e.lastTimestamp = b.Timestamp
+	e.seqTop = top
+}
+
+// seqTopAfter is the entry's seqTop once a batch ending at lastSeq is
+// pushed: lastSeq if it is above every cached batch that stays, else
+// noSeqTop.
+func (e *entry) seqTopAfter(lastSeq int32) int32 {
+	i := 0
+	if e.n == MaxCachedBatches {
+		i = 1 // the oldest goes
+	}
+	for ; i < int(e.n); i++ {
+		if e.at(i).LastSequence >= lastSeq {
+			return noSeqTop
+		}
+	}
+	return lastSeq
 }
 
 // applyMarker implements mutation rule 1.1-2.

@@ -63,7 +63,7 @@ func knownPair() (known, general *Manager) {
 }
 
 // TestKnownPathMatchesGeneralPath: random appends (mostly Client, one to
-// three batches, with retries of cached and evicted batches, gaps, epoch
+// three batches; replicated batches in and out of order, with retries of cached and evicted batches, gaps, epoch
 // bumps and fenced epochs, transactions and their markers, batches
 // without a producer id, barriers, sequences about to wrap) give the
 // same errors and the same state with and without the known path, and
@@ -130,6 +130,16 @@ func TestKnownPathMatchesGeneralPath(t *testing.T) {
 			if r == 2 {
 				specs = []bspec{abort(pid, epoch, 0)}
 			}
+		case r < 5:
+			// A replicated batch near the producer's sequence, in or out
+			// of order (no sequence checks): the cache the next Client
+			// batches meet may not be ascending.
+			s := dataSpec()
+			s.txn = false
+			if s.seq >= 0 {
+				s.seq = max(0, s.seq+int32(rng.IntN(7))-4)
+			}
+			origin, specs = Replication, []bspec{s}
 		default:
 			for range 1 + rng.IntN(3) {
 				if rng.IntN(6) == 0 {
@@ -202,30 +212,46 @@ func TestKnownPathDecisions(t *testing.T) {
 		batch []bspec
 		takes bool
 		ok    bool
+		// replicated: the setup is appended as Replication (no sequence
+		// checks: the cache may be out of order).
+		replicated bool
 	}{
-		{"next sequence", []bspec{data(pid, 0, 0, 2)}, []bspec{data(pid, 0, 2, 3)}, true, true},
+		{"next sequence", []bspec{data(pid, 0, 0, 2)}, []bspec{data(pid, 0, 2, 3)}, true, true, false},
 		{"next sequence, full cache", []bspec{data(pid, 0, 0, 1), data(pid, 0, 1, 1), data(pid, 0, 2, 1), data(pid, 0, 3, 1), data(pid, 0, 4, 1), data(pid, 0, 5, 1)},
-			[]bspec{data(pid, 0, 6, 1)}, true, true},
-		// (A batch ending at sequence 0 would find the unused slots'
-		// zero last sequences and go the general way.)
-		{"wrap to 0", []bspec{data(pid, 0, batch.MaxSequence-1, 2)}, []bspec{data(pid, 0, 0, 2)}, true, true},
-		{"wrap to 0, one record", []bspec{data(pid, 0, batch.MaxSequence-1, 2)}, []bspec{data(pid, 0, 0, 1)}, false, true},
-		{"first of two batches", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 0, 1, 1), data(pid, 0, 2, 1)}, true, true},
-		{"after a batch without producer", []bspec{data(pid, 0, 0, 1)}, []bspec{data(-1, -1, -1, 1), data(pid, 0, 1, 1)}, true, true},
-		{"second batch out of order", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 0, 1, 1), data(pid, 0, 3, 1)}, true, false},
-		{"unknown producer", nil, []bspec{data(pid, 0, 0, 1)}, false, true},
-		{"new epoch", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 1, 0, 1)}, false, true},
-		{"new epoch, bad sequence", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 1, 1, 1)}, false, false},
-		{"fenced epoch", []bspec{data(pid, 1, 0, 1)}, []bspec{data(pid, 0, 1, 1)}, false, false},
-		{"epoch -1", []bspec{data(pid, -1, 0, 1)}, []bspec{data(pid, -1, 1, 1)}, false, true},
-		{"gap", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 0, 2, 1)}, false, false},
-		{"overlap", []bspec{data(pid, 0, 0, 2)}, []bspec{data(pid, 0, 1, 1)}, false, false},
-		{"duplicate", []bspec{data(pid, 0, 0, 2), data(pid, 0, 2, 1)}, []bspec{data(pid, 0, 0, 2)}, false, false},
-		{"no base sequence", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 0, -1, 1)}, false, false},
-		{"transactional", []bspec{data(pid, 0, 0, 1)}, []bspec{txnData(pid, 0, 1, 1)}, false, true},
-		{"open transaction", []bspec{txnData(pid, 0, 0, 1)}, []bspec{txnData(pid, 0, 1, 1)}, false, true},
-		{"open transaction, plain batch", []bspec{txnData(pid, 0, 0, 1)}, []bspec{data(pid, 0, 1, 1)}, false, false},
-		{"after the commit", []bspec{txnData(pid, 0, 0, 1), commit(pid, 0, 0)}, []bspec{data(pid, 0, 1, 1)}, true, true},
+			[]bspec{data(pid, 0, 6, 1)}, true, true, false},
+		{"first batch after a commit without data", []bspec{commit(pid, 0, 0)}, []bspec{data(pid, 0, 0, 1)}, true, true, false},
+		// A wrap goes the general way, and so do the batches while one
+		// that ends above the wrapped ones is cached.
+		{"wrap to 0", []bspec{data(pid, 0, batch.MaxSequence-1, 2)}, []bspec{data(pid, 0, 0, 2)}, false, true, false},
+		{"after a wrap", []bspec{data(pid, 0, batch.MaxSequence-1, 2), data(pid, 0, 0, 1)}, []bspec{data(pid, 0, 1, 1)}, false, true, false},
+		{"after a wrap, evicted", []bspec{data(pid, 0, batch.MaxSequence-1, 2), data(pid, 0, 0, 1), data(pid, 0, 1, 1), data(pid, 0, 2, 1), data(pid, 0, 3, 1), data(pid, 0, 4, 1)},
+			[]bspec{data(pid, 0, 5, 1)}, true, true, false},
+		{"about to wrap", []bspec{data(pid, 0, batch.MaxSequence-3, 2)}, []bspec{data(pid, 0, batch.MaxSequence-1, 3)}, false, true, false},
+		{"up to the last sequence", []bspec{data(pid, 0, batch.MaxSequence-3, 2)}, []bspec{data(pid, 0, batch.MaxSequence-1, 2)}, true, true, false},
+		{"wrap to 0, one record", []bspec{data(pid, 0, batch.MaxSequence-1, 2)}, []bspec{data(pid, 0, 0, 1)}, false, true, false},
+		{"first of two batches", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 0, 1, 1), data(pid, 0, 2, 1)}, true, true, false},
+		{"after a batch without producer", []bspec{data(pid, 0, 0, 1)}, []bspec{data(-1, -1, -1, 1), data(pid, 0, 1, 1)}, true, true, false},
+		{"second batch out of order", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 0, 1, 1), data(pid, 0, 3, 1)}, true, false, false},
+		{"unknown producer", nil, []bspec{data(pid, 0, 0, 1)}, false, true, false},
+		{"new epoch", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 1, 0, 1)}, false, true, false},
+		{"new epoch, bad sequence", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 1, 1, 1)}, false, false, false},
+		{"fenced epoch", []bspec{data(pid, 1, 0, 1)}, []bspec{data(pid, 0, 1, 1)}, false, false, false},
+		{"epoch -1", []bspec{data(pid, -1, 0, 1)}, []bspec{data(pid, -1, 1, 1)}, false, true, false},
+		{"gap", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 0, 2, 1)}, false, false, false},
+		{"overlap", []bspec{data(pid, 0, 0, 2)}, []bspec{data(pid, 0, 1, 1)}, false, false, false},
+		{"duplicate", []bspec{data(pid, 0, 0, 2), data(pid, 0, 2, 1)}, []bspec{data(pid, 0, 0, 2)}, false, false, false},
+		{"no base sequence", []bspec{data(pid, 0, 0, 1)}, []bspec{data(pid, 0, -1, 1)}, false, false, false},
+		{"transactional", []bspec{data(pid, 0, 0, 1)}, []bspec{txnData(pid, 0, 1, 1)}, false, true, false},
+		{"open transaction", []bspec{txnData(pid, 0, 0, 1)}, []bspec{txnData(pid, 0, 1, 1)}, false, true, false},
+		{"open transaction, plain batch", []bspec{txnData(pid, 0, 0, 1)}, []bspec{data(pid, 0, 1, 1)}, false, false, false},
+		{"after the commit", []bspec{txnData(pid, 0, 0, 1), commit(pid, 0, 0)}, []bspec{data(pid, 0, 1, 1)}, true, true, false},
+		// Replicated caches out of order: the newest batch is not the
+		// highest, so the cached batches are looked at.
+		{"replicated out of order, next", []bspec{data(pid, 0, 5, 1), data(pid, 0, 2, 1)}, []bspec{data(pid, 0, 3, 1)}, false, true, true},
+		{"replicated out of order, ends on a cached last sequence", []bspec{data(pid, 0, 3, 1), data(pid, 0, 1, 1)}, []bspec{data(pid, 0, 2, 2)}, false, true, true},
+		{"replicated out of order, duplicate", []bspec{data(pid, 0, 3, 1), data(pid, 0, 1, 1)}, []bspec{data(pid, 0, 3, 1)}, false, false, true},
+		{"replicated in order, next", []bspec{data(pid, 0, 1, 1), data(pid, 0, 7, 1)}, []bspec{data(pid, 0, 8, 1)}, true, true, true},
+		{"replicated without sequences", []bspec{data(pid, 0, -1, 1)}, []bspec{data(pid, 0, 0, 1)}, true, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			known, general := knownPair()
@@ -234,6 +260,9 @@ func TestKnownPathDecisions(t *testing.T) {
 				origin := Client
 				if s.control != 0 {
 					origin = Coordinator
+				}
+				if c.replicated {
+					origin = Replication
 				}
 				v := build(t, s)
 				if err, _, _ := pairedAppend(t, known, general, next, origin, []batch.View{v}); err != nil {
@@ -270,5 +299,49 @@ func TestKnownPathLeavesControlBatches(t *testing.T) {
 	err, took, _ := pairedAppend(t, known, general, 1, Client, []batch.View{c})
 	if took || !errors.Is(err, ErrControlFromClient) {
 		t.Fatalf("known path taken %v, error %v", took, err)
+	}
+}
+
+// TestSeqTop: after any sequence of batches and epoch changes (last
+// sequences ascending, repeated, descending, wrapping, -1), seqTop is
+// what its definition says, computed here from the cached batches.
+func TestSeqTop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	want := func(e *entry) int32 {
+		if e.n == 0 {
+			return -1
+		}
+		top := e.newest().LastSequence
+		for i := 0; i < int(e.n)-1; i++ {
+			if e.at(i).LastSequence >= top {
+				return noSeqTop
+			}
+		}
+		return top
+	}
+	e := blankEntry(1)
+	last := int32(0)
+	for i := range 20000 {
+		r := rng.IntN(20)
+		switch {
+		case r == 0:
+			e.setEpoch(e.epoch + 1)
+		case r == 1:
+			e.applyMarker(e.epoch, 0, int64(i))
+		case r == 2:
+			last = batch.MaxSequence - int32(rng.IntN(3))
+		case r == 3:
+			last = -1
+		case r < 7:
+			last = max(-1, last-int32(rng.IntN(4))) // repeated or below
+		default:
+			last = batch.IncrementSequence(max(last, 0), int32(1+rng.IntN(3)))
+		}
+		if r >= 2 {
+			e.addBatch(e.epoch, BatchMetadata{LastSequence: last, LastOffset: int64(i), Timestamp: int64(i)})
+		}
+		if got := want(&e); e.seqTop != got {
+			t.Fatalf("step %d: seqTop %d, want %d (entry %+v)", i, e.seqTop, got, e.export())
+		}
 	}
 }

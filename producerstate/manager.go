@@ -89,7 +89,11 @@ type shard struct {
 type Manager struct {
 	expirationMs int64
 	shardDrop    uint8 // shardIndex: 63 - log2(len(shards))
-	shards       []shard
+	// noKnownPath sends every batch through the general validation (no
+	// validateKnownData). Test hook only (the two paths are compared);
+	// beside shards so that the known path reads one line of the Manager.
+	noKnownPath bool
+	shards      []shard
 
 	// mu is the state lock. Every mutation holds it (and, for a producer
 	// entry, that producer's shard lock inside it). Readers of the whole
@@ -115,9 +119,6 @@ type Manager struct {
 	// barriersDisabled makes type-7 batches inert, as in Kafka without the
 	// mirroring fork. Test hook only (silent-corruption reproductions).
 	barriersDisabled bool
-	// noKnownPath sends every batch through the general validation (no
-	// validateKnownData). Test hook only (the two paths are compared).
-	noKnownPath bool
 }
 
 // txnRecord is one transaction of ongoing or unreplicated.

@@ -122,10 +122,11 @@ func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, now
 			txnFirstOffset:   max(x.CurrentTxnFirstOffset, -1),
 			coordinatorEpoch: x.CoordinatorEpoch,
 			epoch:            x.ProducerEpoch,
+			seqTop:           -1,
 		})
 		e := &slab[len(slab)-1]
 		if x.LastOffset >= 0 {
-			e.n = 1
+			e.n, e.seqTop = 1, x.LastSequence
 			e.batches[0] = BatchMetadata{LastSequence: x.LastSequence, OffsetDelta: x.OffsetDelta,
 				LastOffset: x.LastOffset, Timestamp: x.Timestamp}
 		}
