@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -154,7 +155,10 @@ func BenchmarkProducerAppend(b *testing.B) {
 // the ratio of their times per append. Goal: idempotent/plain ≤ 1.15.
 // On a shared machine a round where another process takes the CPU from
 // one variant moves the overall ratio by several percent, so the median
-// of the per-round ratios is reported beside it (idempotent/plain-median).
+// of the per-round ratios is reported beside it (idempotent/plain-median),
+// and so is the ratio of each variant's fastest round
+// (idempotent/plain-best): a round nothing else interrupted is near its
+// variant's undisturbed time, whichever rounds the other tenants hit.
 func BenchmarkProducerAppendPaired(b *testing.B) {
 	const n = 1_000
 	var logs [2]*psmLog
@@ -171,6 +175,7 @@ func BenchmarkProducerAppendPaired(b *testing.B) {
 	b.SetBytes(int64(len(logs[0].ib)))
 	b.ReportAllocs()
 	var spent [2]time.Duration
+	best := [2]float64{math.Inf(1), math.Inf(1)} // fastest round, ns per append
 	ratios := make([]float64, 0, b.N/n+1)
 	done := 0
 	b.ResetTimer()
@@ -186,6 +191,7 @@ func BenchmarkProducerAppendPaired(b *testing.B) {
 			}
 			t[m] = time.Since(start)
 			spent[m] += t[m]
+			best[m] = min(best[m], float64(t[m].Nanoseconds())/float64(k))
 		}
 		if t[0] > 0 {
 			ratios = append(ratios, float64(t[1])/float64(t[0]))
@@ -200,6 +206,7 @@ func BenchmarkProducerAppendPaired(b *testing.B) {
 	if len(ratios) > 0 {
 		slices.Sort(ratios)
 		b.ReportMetric(ratios[len(ratios)/2], "idempotent/plain-median")
+		b.ReportMetric(best[1]/best[0], "idempotent/plain-best")
 	}
 }
 

@@ -596,7 +596,9 @@ func applyOp(e *entry, op *stagedOp) {
 // rejected or if no batch was validated. An append that staged nothing
 // (no batch with a producer id) only moves the MEO, without the state
 // lock: no entry changes, so a reader holding the lock sees a consistent
-// state with either value.
+// state with either value. An append whose one batch with producer state
+// the known path staged changes that entry without any lock unless a
+// reader is at work (package doc, Locking).
 func (m *Manager) Commit(a *Append) {
 	if a.m != m || a.failed || a.committed || !a.hasOffsets {
 		return
@@ -605,11 +607,22 @@ func (m *Manager) Commit(a *Append) {
 	if len(a.ops) == 0 {
 		if a.knownPending {
 			// One data batch of a stored producer in its epoch, outside
-			// a transaction (validateKnownData): as below, without an op.
+			// a transaction (validateKnownData): as below, without an op,
+			// and without the shard lock unless a reader is at work. The
+			// MEO, stored as ^MEO, holds readers off until the MEO store
+			// below, which they wait for (beginRead); when one came
+			// first (readers > 0), the entry is written under its shard
+			// lock as readers expect. That is one atomic store more than
+			// an append without producer state, where a lock would be two.
 			k := &a.known
-			k.shard.mu.Lock()
-			k.stored.push(&k.meta, k.meta.LastSequence)
-			k.shard.mu.Unlock()
+			m.mapEndOffset.Store(^m.mapEndOffset.Load()) // appends are serialised: the MEO is not negated
+			if m.readers.Load() == 0 {
+				k.stored.push(&k.meta, k.meta.LastSequence)
+			} else {
+				k.shard.mu.Lock()
+				k.stored.push(&k.meta, k.meta.LastSequence)
+				k.shard.mu.Unlock()
+			}
 		}
 		m.mapEndOffset.Store(a.lastOffset + 1)
 		return

@@ -85,17 +85,33 @@
 // additionally guards its table and entries against Producer(pid), the
 // only reader that does not take Manager.mu.
 // Mutations hold Manager.mu and take one shard lock at a time
-// around each entry update, with two exceptions that change no count,
+// around each entry update, with three exceptions that change no count,
 // transaction or barrier: the Commit of an append that staged nothing
-// (it only stores the MEO, an atomic) and of an append of one data batch
-// of a known producer outside a transaction (it updates that entry under
-// its shard lock alone). So readers of entries (Producers,
+// (it only stores the MEO, an atomic), of an append of one data batch of
+// a known producer outside a transaction (it updates that entry under
+// its shard lock alone), and of an append whose one batch with producer
+// state the known path staged (below). So readers of entries (Producers,
 // SnapshotEntries) hold Manager.mu and take each shard's lock while they
 // read that shard; readers of transactions and offsets (LastStableOffset,
 // …) hold Manager.mu only. A snapshot pairs the entries with the MEO, so
 // TakeSnapshot is serialised with appends by the caller (the log takes it
 // under its append lock). Lock order: the caller's append lock, then
 // Manager.mu, then at most one shard lock; never two shard locks at once.
+//
+// The known batch's commit is the produce request's, so it takes no lock
+// when no reader is at work: it stores ^MEO (negative) in the MEO, loads
+// the count of readers at work, writes the entry (under its shard lock
+// only if that count was not 0) and stores the new MEO. A reader of
+// entries first adds itself to the count and then waits while the MEO is
+// negative (beginRead), and leaves the count when done. All sync/atomic
+// operations are sequentially consistent, so whichever of the two came
+// second sees the other: the commit sees the reader and takes the lock
+// the reader holds while reading, or the reader sees the negative MEO
+// and reads after the commit's last store, which orders the entry writes
+// before its reads (TestKnownCommitsWithReaders runs them under -race).
+// The commit pays one atomic store beyond an append without producer
+// state, where the shard lock's acquire and release were two atomic
+// read-modify-writes.
 //
 // The shard count (DefaultShards = 16) is justified beside the constant:
 // one writer per partition cannot create contention that more stripes

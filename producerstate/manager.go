@@ -2,6 +2,7 @@ package producerstate
 
 import (
 	"math/bits"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -94,6 +95,16 @@ type Manager struct {
 	// beside shards so that the known path reads one line of the Manager.
 	noKnownPath bool
 	shards      []shard
+	// readers counts the readers of entries at work (Producer, Producers,
+	// snapshotEntriesLocked: beginRead … endRead).
+	readers atomic.Int32
+	// mapEndOffset is the MEO (≥ 0), or ^MEO (< 0) while the Commit of a
+	// known batch writes the entry without its shard lock (Commit,
+	// beginRead). It is written by mutations (serialised by the caller)
+	// under mu, except by the Commits of an append that staged nothing or
+	// only a known batch, which store it without mu; readers load it
+	// (loadMEO).
+	mapEndOffset atomic.Int64
 
 	// mu is the state lock. Every mutation holds it (and, for a producer
 	// entry, that producer's shard lock inside it). Readers of the whole
@@ -101,20 +112,15 @@ type Manager struct {
 	// and need no shard lock. A plain Mutex rather than an RWMutex: the
 	// readers' critical sections are short or rare, and an RWMutex costs
 	// the appender two more atomic operations per append.
-	mu           sync.Mutex
-	count        int         // number of producer entries
-	ongoing      []txnRecord // open transactions, ascending firstOffset
-	unreplicated []txnRecord // decided, marker not yet below the high watermark
-	// mapEndOffset is the MEO. It is written by mutations (serialised by
-	// the caller) under mu, except by the Commit of an append that staged
-	// nothing, which changes no entry and stores it without mu; readers
-	// load it.
-	mapEndOffset   atomic.Int64
-	lastSnapOffset int64   // offset of the last snapshot written or loaded
-	logStartOffset int64   // clamps the first unstable offset (§1.4)
-	barriers       []int64 // barrier offsets applied since creation/reset/load
-	orphanedTxns   int64   // open transactions dropped by barriers (R4 metric)
-	slab           []entry // backing store of entries created by LoadSnapshot
+	mu             sync.Mutex
+	count          int         // number of producer entries
+	ongoing        []txnRecord // open transactions, ascending firstOffset
+	unreplicated   []txnRecord // decided, marker not yet below the high watermark
+	lastSnapOffset int64       // offset of the last snapshot written or loaded
+	logStartOffset int64       // clamps the first unstable offset (§1.4)
+	barriers       []int64     // barrier offsets applied since creation/reset/load
+	orphanedTxns   int64       // open transactions dropped by barriers (R4 metric)
+	slab           []entry     // backing store of entries created by LoadSnapshot
 
 	// barriersDisabled makes type-7 batches inert, as in Kafka without the
 	// mirroring fork. Test hook only (silent-corruption reproductions).
@@ -166,8 +172,37 @@ func (m *Manager) shardIndex(pid int64) int {
 // ExpirationMs returns the effective producer.id.expiration.ms.
 func (m *Manager) ExpirationMs() int64 { return m.expirationMs }
 
+// beginRead starts a read of entries: from its return until endRead, the
+// Commit of a known batch takes the entry's shard lock (it sees readers
+// > 0), and one that was writing without it has finished (the MEO is
+// stored back). The reader still takes the shard lock of what it reads.
+// Sync/atomic operations are sequentially consistent, so of the reader's
+// increment and the commit's store of ^MEO, whichever comes second sees
+// the first (loads readers, or the negative MEO). See the package doc,
+// Locking.
+func (m *Manager) beginRead() {
+	m.readers.Add(1)
+	for m.mapEndOffset.Load() < 0 {
+		runtime.Gosched() // a few stores of one entry: about to end
+	}
+}
+
+// endRead ends a read of entries started by beginRead.
+func (m *Manager) endRead() { m.readers.Add(-1) }
+
+// loadMEO returns the MEO, also while a known batch's commit has it
+// stored as ^MEO.
+func (m *Manager) loadMEO() int64 {
+	v := m.mapEndOffset.Load()
+	if v < 0 {
+		v = ^v
+	}
+	return v
+}
+
 // Producer returns a copy of pid's entry. It takes only pid's shard lock.
 func (m *Manager) Producer(pid int64) (Entry, bool) {
+	m.beginRead()
 	s := m.shardFor(pid)
 	s.mu.Lock()
 	e := s.producers.get(pid)
@@ -176,12 +211,14 @@ func (m *Manager) Producer(pid int64) (Entry, bool) {
 		x = e.export()
 	}
 	s.mu.Unlock()
+	m.endRead()
 	return x, e != nil
 }
 
 // Producers returns a consistent copy of every entry, sorted by producer id.
 func (m *Manager) Producers() []Entry {
 	m.mu.Lock()
+	m.beginRead()
 	out := make([]Entry, 0, m.count)
 	for i := range m.shards {
 		s := &m.shards[i]
@@ -193,6 +230,7 @@ func (m *Manager) Producers() []Entry {
 		}
 		s.mu.Unlock()
 	}
+	m.endRead()
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b Entry) int { return cmp64(a.ProducerID, b.ProducerID) })
 	return out
@@ -207,9 +245,7 @@ func (m *Manager) Len() int {
 
 // MapEndOffset returns the MEO: the state reflects exactly the batches
 // with offset below it.
-func (m *Manager) MapEndOffset() int64 {
-	return m.mapEndOffset.Load()
-}
+func (m *Manager) MapEndOffset() int64 { return m.loadMEO() }
 
 // SetMapEndOffset sets the MEO (a roll forces it to the new segment base;
 // a rebuild sets it to its target).
@@ -293,7 +329,7 @@ func (m *Manager) OnLogStartOffsetIncremented(logStart int64) {
 	defer m.mu.Unlock()
 	m.logStartOffset = logStart
 	m.unreplicated = slices.DeleteFunc(m.unreplicated, func(t txnRecord) bool { return t.lastOffset < logStart })
-	m.mapEndOffset.Store(max(m.mapEndOffset.Load(), logStart))
+	m.mapEndOffset.Store(max(m.loadMEO(), logStart))
 }
 
 // OnHighWatermarkUpdated drops the decided transactions whose marker is

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/partlog/partlog/batch"
 )
@@ -96,4 +97,162 @@ func TestConcurrentReaders(t *testing.T) {
 	}
 	stop.Store(true)
 	wg.Wait()
+}
+
+// TestKnownCommitsWithReaders: Client appends of the next batch of known
+// producers (the known path, whose commit writes the entry without its
+// shard lock unless a reader is at work) while readers copy entries
+// (Producer, Producers, SnapshotEntries) and load the MEO. Every copy
+// must be a state some commit left: the cached batches one sequence
+// apart and one offset apart per producer's turn, the derived fields
+// those of the newest batch, the MEO never going back. Run it with
+// -race: the readers and the lock-free commits must be ordered by the
+// atomics alone.
+func TestKnownCommitsWithReaders(t *testing.T) {
+	const producers = 8
+	m := New(Config{Shards: 2})
+	d := build(t, data(0, 0, 0, 1))
+	var a Append
+	off := int64(0)
+	appendNext := func(pid int64, seq int32) {
+		setPIDSeq(d, pid, seq)
+		m.Begin(&a, Client, 0)
+		if err := m.Validate(&a, d, off); err != nil {
+			t.Fatal(err)
+		}
+		m.Commit(&a)
+		off++
+	}
+	for pid := range int64(producers) {
+		appendNext(pid, 0)
+	}
+	check := func(e Entry) {
+		bs := e.CachedBatches()
+		if len(bs) == 0 || len(bs) > MaxCachedBatches {
+			t.Errorf("producer %d: %d cached batches", e.ProducerID, len(bs))
+			return
+		}
+		for i := 1; i < len(bs); i++ {
+			if bs[i].LastSequence != bs[i-1].LastSequence+1 || bs[i].LastOffset != bs[i-1].LastOffset+producers {
+				t.Errorf("producer %d: torn cache %+v", e.ProducerID, bs)
+			}
+		}
+		last := bs[len(bs)-1]
+		if e.LastSequence != last.LastSequence || e.LastOffset != last.LastOffset || e.LastOffset%producers != e.ProducerID {
+			t.Errorf("producer %d: entry %+v does not match its newest batch", e.ProducerID, e)
+		}
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for r := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			meo := int64(0)
+			for i := 0; !stop.Load(); i++ {
+				switch (i + r) % 4 {
+				case 0:
+					if e, ok := m.Producer(int64(i % producers)); ok {
+						check(e)
+					}
+				case 1:
+					for _, e := range m.Producers() {
+						check(e)
+					}
+				case 2:
+					for _, x := range m.SnapshotEntries() {
+						if x.LastOffset%producers != x.ProducerID {
+							t.Errorf("snapshot entry %+v", x)
+						}
+					}
+				case 3:
+					if v := m.MapEndOffset(); v < meo {
+						t.Errorf("MEO %d after %d", v, meo)
+					} else {
+						meo = v
+					}
+				}
+			}
+		}()
+	}
+	iters := 200_000
+	if testing.Short() {
+		iters = 20_000
+	}
+	for i := range iters {
+		appendNext(int64(i%producers), int32(1+i/producers))
+	}
+	stop.Store(true)
+	wg.Wait()
+	if got, want := m.MapEndOffset(), off; got != want {
+		t.Fatalf("MEO %d, want %d", got, want)
+	}
+}
+
+// TestKnownCommitLocksOnlyForReaders: the commit of a known batch writes
+// the entry without its shard lock when no reader is at work (it
+// completes while another goroutine holds that lock), and under the lock
+// when one is (it waits for the lock); a reader that starts while such a
+// commit has the MEO negated waits for the commit's end.
+func TestKnownCommitLocksOnlyForReaders(t *testing.T) {
+	m := New(Config{})
+	d := build(t, data(5, 0, 0, 1))
+	var a Append
+	stage := func(seq int32, off int64) {
+		setPIDSeq(d, 5, seq)
+		m.Begin(&a, Client, 0)
+		if err := m.Validate(&a, d, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stage(0, 0)
+	m.Commit(&a)
+	sh := m.shardFor(5)
+
+	// No reader: done while the shard lock is held elsewhere.
+	stage(1, 1)
+	if !a.knownPending {
+		t.Fatal("the known path did not stage the batch")
+	}
+	sh.mu.Lock()
+	done := make(chan struct{})
+	go func() { m.Commit(&a); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Commit of a known batch waited for the shard lock without readers")
+	}
+	sh.mu.Unlock()
+
+	// A reader at work: the commit waits for the shard lock.
+	stage(2, 2)
+	m.readers.Add(1)
+	sh.mu.Lock()
+	done = make(chan struct{})
+	go func() { m.Commit(&a); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("Commit of a known batch did not take the shard lock while a reader was at work")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if m.mapEndOffset.Load() >= 0 {
+		t.Fatal("the MEO is not negated while the commit writes")
+	}
+	// A reader starting now waits for the commit.
+	read := make(chan Entry)
+	go func() { e, _ := m.Producer(5); read <- e }()
+	select {
+	case e := <-read:
+		t.Fatalf("Producer returned %+v while a commit was writing", e)
+	case <-time.After(50 * time.Millisecond):
+	}
+	sh.mu.Unlock()
+	<-done
+	m.readers.Add(-1)
+	if e := <-read; e.LastSequence != 2 || e.LastOffset != 2 {
+		t.Fatalf("reader after the commit: %+v", e)
+	}
+	if got := m.MapEndOffset(); got != 3 {
+		t.Fatalf("MEO %d, want 3", got)
+	}
 }

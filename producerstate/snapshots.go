@@ -23,6 +23,8 @@ func (m *Manager) snapshotEntriesLocked() []snapshot.Entry {
 	// Each shard fills its own range of out. With many producers the
 	// walk is bound by memory latency (a table walk chasing entry
 	// pointers), so the shards are split between two goroutines.
+	m.beginRead()
+	defer m.endRead()
 	starts := make([]int, len(m.shards)+1)
 	for i := range m.shards {
 		starts[i+1] = starts[i] + m.shards[i].producers.count
@@ -159,7 +161,7 @@ func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, now
 // batches; see the package doc, Locking).
 func (m *Manager) TakeSnapshot(dir string) error {
 	m.mu.Lock()
-	offset := m.mapEndOffset.Load()
+	offset := m.loadMEO()
 	if offset <= m.lastSnapOffset {
 		m.mu.Unlock()
 		return nil
