@@ -356,8 +356,7 @@ func (a *Append) validateData(h *batch.BatchHeader, baseOffset int64) error {
 // knownBatch is the one batch staged by validateKnownData: what Commit
 // needs to add it to the stored entry.
 type knownBatch struct {
-	stored *entry
-	shard  *shard
+	stored *entry        // its shard is not kept: Commit and materialize rarely need it
 	meta   BatchMetadata // meta.LastSequence is the entry's seqTop once it is pushed
 }
 
@@ -395,7 +394,7 @@ func (a *Append) validateKnownData(h *batch.BatchHeader, baseOffset int64) bool 
 	}
 	k := &a.known
 	last := baseOffset + int64(delta)
-	k.stored, k.shard = st, sh
+	k.stored = st
 	k.meta.LastSequence, k.meta.OffsetDelta, k.meta.LastOffset, k.meta.Timestamp = lastSeq, delta, last, h.MaxTimestamp
 	a.tryKnown, a.knownPending = false, true
 	if !a.hasOffsets || last > a.lastOffset { // noteOffsets
@@ -411,18 +410,19 @@ func (a *Append) validateKnownData(h *batch.BatchHeader, baseOffset int64) bool 
 func (a *Append) materialize() {
 	k := &a.known
 	st := k.stored
+	sh := a.m.shardFor(st.producerID)
 	op := a.newOp()
 	op.kind, op.aborted, op.startsTxn = opData, false, false
 	op.epoch, op.coordinatorEpoch, op.pid, op.offset, op.timestamp = st.epoch, 0, st.producerID, k.meta.FirstOffset(), 0
 	op.meta = k.meta
-	op.stored, op.shard = st, k.shard
+	op.stored, op.shard = st, sh
 	if cap(a.accs) > 0 {
 		a.accs = a.accs[:1]
 	} else {
 		a.accs = append(a.accs, accumulator{})
 	}
 	acc := &a.accs[0]
-	acc.pid, acc.shard, acc.stored, acc.pending, acc.copied = st.producerID, k.shard, st, 0, false
+	acc.pid, acc.shard, acc.stored, acc.pending, acc.copied = st.producerID, sh, st, 0, false
 	acc.present, acc.origEpoch = true, st.epoch
 	a.knownPending = false
 }
@@ -619,9 +619,10 @@ func (m *Manager) Commit(a *Append) {
 			if m.readers.Load() == 0 {
 				k.stored.push(&k.meta, k.meta.LastSequence)
 			} else {
-				k.shard.mu.Lock()
+				sh := m.shardFor(k.stored.producerID)
+				sh.mu.Lock()
 				k.stored.push(&k.meta, k.meta.LastSequence)
-				k.shard.mu.Unlock()
+				sh.mu.Unlock()
 			}
 		}
 		m.mapEndOffset.Store(a.lastOffset + 1)
