@@ -345,3 +345,24 @@ func TestSeqTop(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryHotFieldsShareALine: what the known path reads and its
+// commit writes besides the batch slot is in the entry's first 32 bytes,
+// and the entry is 160 bytes, so every entry (size class 160, or a slab
+// of them: all the size classes above are multiples of 32) starts on a
+// 32-byte boundary and those fields are one cache line.
+func TestEntryHotFieldsShareALine(t *testing.T) {
+	typ := reflect.TypeFor[entry]()
+	if typ.Size() != 160 {
+		t.Fatalf("entry is %d bytes, want 160", typ.Size())
+	}
+	for _, name := range []string{"lastTimestamp", "txnFirstOffset", "seqTop", "epoch", "n", "head"} {
+		f, ok := typ.FieldByName(name)
+		if !ok {
+			t.Fatalf("no field %s", name)
+		}
+		if f.Offset+f.Type.Size() > 32 {
+			t.Errorf("%s at bytes [%d, %d), beyond the first 32", name, f.Offset, f.Offset+f.Type.Size())
+		}
+	}
+}
