@@ -112,6 +112,9 @@ func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan)
 		if ts := h.MaxTimestamp; ts > s.maxTimestamp {
 			s.maxTimestamp = ts
 		}
+		if it.Offset() == len(records) {
+			break // the last batch: no call to find the end (Err is nil)
+		}
 	}
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidRecords, err)
