@@ -194,7 +194,11 @@ func (s *Segment) makeRoom(end int64, st Stamp) error {
 
 // indexRoom reserves room for an offset and a time index entry.
 func (s *Segment) indexRoom() error {
-	return errors.Join(s.offsetIndex.EnsureRoom(), s.timeIndex.EnsureRoom())
+	e1, e2 := s.offsetIndex.EnsureRoom(), s.timeIndex.EnsureRoom()
+	if e1 == nil && e2 == nil {
+		return nil // the usual case, without errors.Join's variadic call
+	}
+	return errors.Join(e1, e2)
 }
 
 // appendIndexes adds the index entries of an append at pos whose last
