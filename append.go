@@ -56,24 +56,31 @@ func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan)
 	// offset it will have: as fetched, or assigned from the log end.
 	l.psm.Begin(&l.stage, origin, 0) // the manager does not read the clock
 	next := l.logEndOffset.Load()
-	// Each batch's header is decoded once, by the iterator; the rules,
-	// the producer state and the scan read it from h.
-	it := batch.NewIterator(records, 0)
-	h := it.Header()
+	// Each batch's header is decoded once, by batch.CheckAt (an
+	// Iterator's step, called here directly); the rules, the producer
+	// state and the scan read it from h.
+	var hdr batch.BatchHeader
+	h := &hdr
 	prevLast := int64(-1)
-	for v, ok := it.Next(); ok; v, ok = it.Next() {
+	for p := 0; p < len(records); {
+		v, err := batch.CheckAt(records[p:], int64(p), h)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidRecords, err)
+		}
+		pos := int64(p) // the batch's position in records, for errors
+		p += len(v)
 		if leader {
 			// The rules of leaderRules, inline for a batch that passes
 			// them (the call is made to name the failure, or to walk
 			// the records).
 			if int64(len(v)) > l.opts.MaxBatchBytes || h.IsControl() || h.RecordsCount <= 0 ||
 				int64(h.LastOffsetDelta)+1 != int64(h.RecordsCount) || h.ProducerID >= 0 && h.BaseSequence < 0 || l.opts.ValidateRecords {
-				if err := l.leaderRules(v, h, it.Position()-int64(len(v))); err != nil {
+				if err := l.leaderRules(v, h, pos); err != nil {
 					return err
 				}
 			}
 		} else if origin == OriginCoordinator {
-			if err := coordinatorRules(h, it.Position()-int64(len(v))); err != nil {
+			if err := coordinatorRules(h, pos); err != nil {
 				return err
 			}
 		} else if keptOffsets && s.batches > 0 && h.BaseOffset <= prevLast {
@@ -112,9 +119,6 @@ func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan)
 		if ts := h.MaxTimestamp; ts > s.maxTimestamp {
 			s.maxTimestamp = ts
 		}
-	}
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidRecords, err)
 	}
 	if int64(len(records)) > l.opts.SegmentBytes {
 		return fmt.Errorf("%w: append of %d bytes exceeds the segment size %d", ErrRecordListTooLarge, len(records), l.opts.SegmentBytes)

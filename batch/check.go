@@ -23,16 +23,19 @@ import "encoding/binary"
 // Errors are *TornTailError or *CorruptionError with Position 0.
 func Check(b []byte) (View, error) {
 	var h BatchHeader
-	return checkAt(b, 0, &h)
+	return CheckAt(b, 0, &h)
 }
 
-// checkAt is Check with positions reported relative to pos; it leaves the
-// decoded header in h (valid when the error is nil). A well-formed batch
+// CheckAt is Check with positions reported relative to pos (the batch's
+// position in its request or file); it leaves the decoded header in h
+// (valid when the error is nil). It is the step of an Iterator, for a
+// caller that walks a region itself (the append path: one call less per
+// batch). A well-formed batch
 // takes one pass: the header decoded, every framing and field rule in one
 // expression, the CRC. Anything else goes through checkSlow, which applies
 // the rules one by one in the documented order to name the first that
 // fails.
-func checkAt(b []byte, pos int64, h *BatchHeader) (View, error) {
+func CheckAt(b []byte, pos int64, h *BatchHeader) (View, error) {
 	if len(b) >= HeaderSize {
 		View(b).DecodeHeader(h)
 		size := int64(h.BatchLength) + LogOverhead
@@ -55,7 +58,7 @@ func fieldsValid(h *BatchHeader, size int64) bool {
 		h.ProducerEpoch >= NoProducerEpoch && h.BaseSequence >= NoSequence
 }
 
-// checkSlow is checkAt rule by rule, for a batch the fast path refused.
+// checkSlow is CheckAt rule by rule, for a batch the fast path refused.
 func checkSlow(b []byte, pos int64, h *BatchHeader) (View, error) {
 	n, err := frameAt(b, pos)
 	if err != nil {

@@ -563,6 +563,28 @@ func TestIteratorPositions(t *testing.T) {
 						te.Position, te.Remaining, te.Zero, base+prefix, tc.remaining, tc.zero)
 				}
 			}
+			// A walk with CheckAt (what the append path does instead of an
+			// Iterator) sees the same batches, headers and error.
+			var h BatchHeader
+			walked, p := 0, 0
+			var werr error
+			for p < len(tc.region) {
+				v, err := CheckAt(tc.region[p:], base+int64(p), &h)
+				if err != nil {
+					werr = err
+					break
+				}
+				var want BatchHeader
+				v.DecodeHeader(&want)
+				if h != want || &v[0] != &tc.region[p] {
+					t.Fatalf("CheckAt at %d: header %+v, want %+v", p, h, want)
+				}
+				p += len(v)
+				walked++
+			}
+			if walked != n || p != tc.end || (werr == nil) != (err == nil) || werr != nil && werr.Error() != err.Error() {
+				t.Errorf("CheckAt walk: %d batches to %d, %v; Iterator: %d to %d, %v", walked, p, werr, n, tc.end, err)
+			}
 			// Next stays false and the error sticks.
 			if _, ok := it.Next(); ok {
 				t.Error("Next returned a batch after the end")

@@ -269,7 +269,7 @@ func FuzzCheck(f *testing.F) {
 		var hs BatchHeader
 		vs, serr := checkSlow(data, 0, &hs)
 		if len(vs) != len(v) || (err == nil) != (serr == nil) || err != nil && err.Error() != serr.Error() {
-			t.Fatalf("checkAt: %d bytes, %v; checkSlow: %d bytes, %v", len(v), err, len(vs), serr)
+			t.Fatalf("CheckAt: %d bytes, %v; checkSlow: %d bytes, %v", len(v), err, len(vs), serr)
 		}
 		if err != nil {
 			checkErrKind(t, err)

@@ -30,7 +30,7 @@ func (it *Iterator) Next() (View, bool) {
 	if it.err != nil || it.pos >= len(it.region) {
 		return nil, false
 	}
-	v, err := checkAt(it.region[it.pos:], it.base+int64(it.pos), &it.hdr)
+	v, err := CheckAt(it.region[it.pos:], it.base+int64(it.pos), &it.hdr)
 	if err != nil {
 		it.err = err
 		return nil, false

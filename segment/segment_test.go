@@ -864,3 +864,29 @@ func TestSegmentAppendLines(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyHeader: copyHeader (the header's inline moves in Append)
+// copies exactly the 61 header bytes, whatever the alignment, and
+// nothing past them.
+func TestCopyHeader(t *testing.T) {
+	src := make([]byte, 128)
+	for i := range src {
+		src[i] = byte(i*7 + 1)
+	}
+	for off := 0; off < 8; off++ {
+		dst := make([]byte, 128)
+		for i := range dst {
+			dst[i] = 0xee
+		}
+		copyHeader(dst[off:], src[off:])
+		for i := range dst {
+			want := byte(0xee)
+			if i >= off && i < off+batch.HeaderSize {
+				want = src[i]
+			}
+			if dst[i] != want {
+				t.Fatalf("offset %d: byte %d is %#x, want %#x", off, i, dst[i], want)
+			}
+		}
+	}
+}
