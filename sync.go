@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/partlog/partlog/internal/testhook"
 	"github.com/partlog/partlog/segment"
@@ -37,7 +38,48 @@ type syncGroup struct {
 	// behind whose offset it covers waits for this group's flush rather
 	// than its own.
 	target atomic.Int64
+	// members counts the callers that led or joined the group (under
+	// syncMu while it gathers); planned covers the first covered of them.
+	members, covered int
+	// took is how long the group's fsyncs took, set by its flush.
+	took time.Duration
 }
+
+// syncGather decides how long a group's leader lets the group grow
+// before its flush starts (gatherWait). Under syncMu.
+type syncGather struct {
+	// off makes every leader flush at once; num/den, when set, replace
+	// gatherNum/gatherDen (tests, and the in-process comparison in
+	// BenchmarkSyncGather).
+	off      bool
+	num, den time.Duration
+	// released is how many members the last flush released, at when,
+	// after fsyncs that took took; back counts the callers that led or
+	// joined a group since.
+	released, back int
+	at, last       time.Time // last: when the last of back came
+	took           time.Duration
+	// waiting: a leader waits in gatherWait, woken through wake (one
+	// slot) when back reaches released, or by timer.
+	waiting bool
+	wake    chan struct{}
+	timer   *time.Timer
+	// flushes counts the group flushes that ended, waited the leaders'
+	// time in gatherWait and timeouts the waits that ran out (the
+	// comparison reports them per flush).
+	flushes, timeouts int64
+	waited            time.Duration
+}
+
+// gatherBound is how long, as a fraction of the last flush's fsyncs
+// (gatherNum/gatherDen), a leader waits from that flush's end for the
+// members it released to come back.
+const gatherNum, gatherDen time.Duration = 1, 1
+
+// gatherGaps is how many mean gaps between the members coming back a
+// leader waits after the last one came (a member that does not come back,
+// such as a writer that is done, costs that rather than the whole bound).
+const gatherGaps = 4
 
 // flushPlan is what one flush makes durable, read under appendMu: the
 // segments from the one holding the recovery point to the active one,
@@ -170,6 +212,7 @@ func (l *Log) planLocked(p *flushPlan) error {
 // during the fsyncs.
 func (l *Log) syncPlan(p *flushPlan, g *syncGroup) (*syncGroup, error) {
 	var err error
+	start := time.Now()
 	if l.flushFault != nil {
 		err = l.flushFault()
 	}
@@ -196,9 +239,11 @@ func (l *Log) syncPlan(p *flushPlan, g *syncGroup) (*syncGroup, error) {
 
 	var next *syncGroup
 	if g != nil {
+		g.took = time.Since(start)
 		// Whoever joined so far appended before joining, so the plan made
-		// below covers them.
-		next = l.endGathering()
+		// below covers them. The group goes on gathering (until its
+		// leader's gatherWait ends) unless gathering is off.
+		next = l.nextGroup(!l.gather.off)
 	}
 	l.writes.lone.Store(g != nil && next == nil && l.syncers.Load() <= 1)
 
@@ -310,6 +355,10 @@ func (l *Log) Sync(ctx context.Context, offset int64) error {
 		}
 		if wait != nil {
 			// Join the gathering group (or wait for the running flush).
+			if wait == l.syncNext {
+				wait.members++
+				l.arrived()
+			}
 			l.syncMu.Unlock()
 			l.parked.Add(1)
 			select {
@@ -324,7 +373,8 @@ func (l *Log) Sync(ctx context.Context, offset int64) error {
 			}
 			continue
 		}
-		g := &syncGroup{done: make(chan struct{}), prev: l.syncing}
+		g := &syncGroup{done: make(chan struct{}), prev: l.syncing, members: 1}
+		l.arrived()
 		if g.prev != nil {
 			g.ready = make(chan struct{})
 		} else {
@@ -378,18 +428,15 @@ func (l *Log) leadGroup(g *syncGroup) error {
 		// A failed flush poisoned the log: g's members get that error
 		// itself, not one of a flush of their own on the failed log.
 		err = g.prev.err
-	} else {
-		l.syncMu.Lock()
-		if l.syncNext == g {
-			l.syncNext = nil
-		}
-		l.syncMu.Unlock()
 	}
+	// Let the group grow (when nothing failed), then end its gathering.
+	members := l.gatherWait(g, err == nil)
 	var next *syncGroup
 	ended := false
 	if err == nil {
 		l.flushMu.Lock()
-		if !g.planned {
+		if !g.planned || members > g.covered {
+			// Members joined after the plan made ahead: plan again.
 			l.appendMu.Lock()
 			if err = l.planLocked(&g.plan); err == nil {
 				g.target.Store(g.plan.leo)
@@ -410,6 +457,11 @@ func (l *Log) leadGroup(g *syncGroup) error {
 	l.syncMu.Lock()
 	g.err = err
 	close(g.done)
+	if ended {
+		l.gather.released, l.gather.back = members, 0
+		l.gather.at, l.gather.took = time.Now(), g.took
+		l.gather.flushes++
+	}
 	if next != nil {
 		close(next.ready)
 	}
@@ -429,10 +481,114 @@ func (l *Log) leadGroup(g *syncGroup) error {
 // endGathering ends the gathering of the group behind the running flush
 // and makes it the next to flush: later callers form the group after it.
 func (l *Log) endGathering() *syncGroup {
+	return l.nextGroup(false)
+}
+
+// nextGroup makes the group gathering behind the running flush the next
+// to flush and returns it; with gathering, it goes on gathering (its
+// leader ends that), else later callers form the group after it. The
+// members it has now are those a plan made from here on covers.
+func (l *Log) nextGroup(gathering bool) *syncGroup {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	next := l.syncNext
-	l.syncNext = nil
+	if !gathering {
+		l.syncNext = nil
+	}
 	l.syncing = next
+	if next != nil {
+		next.covered = next.members
+	}
 	return next
+}
+
+// arrived counts a caller that led or joined a group, and wakes the
+// leader waiting in gatherWait once the members the last flush released
+// are back. Caller holds syncMu.
+func (l *Log) arrived() {
+	w := &l.gather
+	if w.back >= w.released {
+		return // nobody waits for more
+	}
+	w.back++
+	w.last = time.Now()
+	if w.waiting && w.back >= w.released {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// gatherWait lets g grow before its flush (if grow), then ends its
+// gathering and returns how many members it has.
+//
+// With one flush in flight and W writers that each append and sync, a
+// group that flushes as soon as the previous flush ends holds the W/2
+// appends made while that flush ran, and the members it releases append
+// again during the next flush, which does not cover them: each flush
+// carries half the writers. When an fdatasync takes about as long for W
+// batches as for W/2 (its time is latency, not bytes), waiting for the
+// released members to append again and flushing all W in one group
+// doubles the batches per flush for a small delay (their appends). The
+// leader waits until as many callers came back (led or joined a group)
+// as the last flush released, and at most the last flush's fsync time
+// after it ended (gatherNum/gatherDen of it): a caller that does not come
+// back costs one such wait, and the next group expects one fewer. A lone
+// writer is back as soon as it leads, so it never waits; nor does the
+// first Sync after an idle spell (the bound has passed).
+func (l *Log) gatherWait(g *syncGroup, grow bool) int {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	w := &l.gather
+	for grow && !w.off && !w.waiting && w.back < w.released && l.syncNext == g {
+		num, den := gatherNum, gatherDen
+		if w.den != 0 {
+			num, den = w.num, w.den
+		}
+		deadline := w.at.Add(w.took * num / den)
+		if w.back > 0 {
+			// Members are coming back: wait on only while they keep
+			// coming (gatherGaps times their mean gap since the release).
+			if d := w.last.Add(w.last.Sub(w.at) * gatherGaps / time.Duration(w.back)); d.Before(deadline) {
+				deadline = d
+			}
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		if w.wake == nil {
+			w.wake = make(chan struct{}, 1)
+			w.timer = time.NewTimer(left)
+		} else {
+			w.timer.Reset(left)
+		}
+		w.waiting = true
+		l.syncMu.Unlock()
+		l.parked.Add(1)
+		start := time.Now()
+		timeout := false
+		select {
+		case <-w.wake:
+		case <-w.timer.C:
+			timeout = true
+		}
+		w.timer.Stop()
+		l.parked.Add(-1)
+		l.syncMu.Lock()
+		w.waiting = false
+		w.waited += time.Since(start)
+		if timeout {
+			w.timeouts++
+		}
+	}
+	select {
+	case <-w.wake: // a wake-up that came too late for this wait
+	default:
+	}
+	if l.syncNext == g {
+		l.syncNext = nil
+	}
+	return g.members
 }
