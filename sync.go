@@ -48,11 +48,12 @@ type syncGroup struct {
 // syncGather decides how long a group's leader lets the group grow
 // before its flush starts (gatherWait). Under syncMu.
 type syncGather struct {
-	// off makes every leader flush at once; num/den, when set, replace
-	// gatherNum/gatherDen (tests, and the in-process comparison in
+	// off makes every leader flush at once; bound, when set, replaces
+	// the last fsync time as the longest wait, and the wait does not end
+	// when members stop coming (tests, and the in-process comparison in
 	// BenchmarkSyncGather).
-	off      bool
-	num, den time.Duration
+	off   bool
+	bound time.Duration
 	// released is how many members the last flush released, at when,
 	// after fsyncs that took took; back counts the callers that led or
 	// joined a group since.
@@ -64,17 +65,12 @@ type syncGather struct {
 	waiting bool
 	wake    chan struct{}
 	timer   *time.Timer
-	// flushes counts the group flushes that ended, waited the leaders'
-	// time in gatherWait and timeouts the waits that ran out (the
-	// comparison reports them per flush).
-	flushes, timeouts int64
-	waited            time.Duration
+	// flushes counts the group flushes that ended, waits the leaders
+	// that waited in gatherWait, waited their time and fsyncs the
+	// flushes' (tests, and the comparison reports them per flush).
+	flushes, waits int64
+	waited, fsyncs time.Duration
 }
-
-// gatherBound is how long, as a fraction of the last flush's fsyncs
-// (gatherNum/gatherDen), a leader waits from that flush's end for the
-// members it released to come back.
-const gatherNum, gatherDen time.Duration = 1, 1
 
 // gatherGaps is how many mean gaps between the members coming back a
 // leader waits after the last one came (a member that does not come back,
@@ -461,6 +457,7 @@ func (l *Log) leadGroup(g *syncGroup) error {
 		l.gather.released, l.gather.back = members, 0
 		l.gather.at, l.gather.took = time.Now(), g.took
 		l.gather.flushes++
+		l.gather.fsyncs += g.took
 	}
 	if next != nil {
 		close(next.ready)
@@ -533,7 +530,7 @@ func (l *Log) arrived() {
 // doubles the batches per flush for a small delay (their appends). The
 // leader waits until as many callers came back (led or joined a group)
 // as the last flush released, and at most the last flush's fsync time
-// after it ended (gatherNum/gatherDen of it): a caller that does not come
+// after it ended: a caller that does not come
 // back costs one such wait, and the next group expects one fewer. A lone
 // writer is back as soon as it leads, so it never waits; nor does the
 // first Sync after an idle spell (the bound has passed).
@@ -541,13 +538,12 @@ func (l *Log) gatherWait(g *syncGroup, grow bool) int {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	w := &l.gather
+	counted := false
 	for grow && !w.off && !w.waiting && w.back < w.released && l.syncNext == g {
-		num, den := gatherNum, gatherDen
-		if w.den != 0 {
-			num, den = w.num, w.den
-		}
-		deadline := w.at.Add(w.took * num / den)
-		if w.back > 0 {
+		deadline := w.at.Add(w.took)
+		if w.bound != 0 {
+			deadline = w.at.Add(w.bound)
+		} else if w.back > 0 {
 			// Members are coming back: wait on only while they keep
 			// coming (gatherGaps times their mean gap since the release).
 			if d := w.last.Add(w.last.Sub(w.at) * gatherGaps / time.Duration(w.back)); d.Before(deadline) {
@@ -568,19 +564,17 @@ func (l *Log) gatherWait(g *syncGroup, grow bool) int {
 		l.syncMu.Unlock()
 		l.parked.Add(1)
 		start := time.Now()
-		timeout := false
 		select {
 		case <-w.wake:
 		case <-w.timer.C:
-			timeout = true
 		}
 		w.timer.Stop()
 		l.parked.Add(-1)
 		l.syncMu.Lock()
 		w.waiting = false
 		w.waited += time.Since(start)
-		if timeout {
-			w.timeouts++
+		if !counted {
+			w.waits, counted = w.waits+1, true
 		}
 	}
 	select {
