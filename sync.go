@@ -307,20 +307,15 @@ func (l *Log) finishLocked(p *flushPlan, err error) error {
 // Group commit: concurrent callers share flushes. While one flush runs,
 // the next group gathers: the first caller to find no gathering group
 // leads it, every later one joins it. The leader waits for the running
-// flush to end and then flushes at once for everyone who joined meanwhile:
-// the disk never idles while callers wait, and with W writers that each
-// append and sync, a group holds the appends made during the previous
-// flush (W/2 on average). Waiting for more members first leaves the disk
-// idle: in three interleaved pairs of runs of BenchmarkDurableAppend at 8
-// writers, waiting for as many members as the last group had (up to half
-// a flush) gave partlog/limit 0.32, 0.54, 0.40, flushing at once 0.75,
-// 0.47, 0.77 (64 writers: 0.26, 0.38, 0.24 against 0.40, 0.37, 0.23);
-// waiting for the previous group's members to come back was worse still.
-// The running flush ends the gathering and plans the next group's flush
-// in the critical section where it advances the recovery point, then
-// hands over to the next leader, which starts its fdatasync without
-// taking appendMu (the previous members' appends are queueing on it by
-// then). A single writer never waits.
+// flush to end, which plans the next group's flush in the critical
+// section where it advances the recovery point and hands over to the
+// leader. The group goes on gathering until the members that flush
+// released have appended again and joined, bounded by that flush's fsync
+// time and by their pace (gatherWait): with W writers that each append
+// and sync, a flush then carries all W rather than the W/2 that append
+// while the previous flush runs. If nobody joined after the plan, the
+// leader starts its fdatasync without taking appendMu. A single writer
+// never waits.
 //
 // A truncation below offset while the caller waits (a follower's
 // TruncateTo, a mirror's alignment) removed the bytes it waits for, which
