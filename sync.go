@@ -72,6 +72,15 @@ type syncGather struct {
 	waited, fsyncs time.Duration
 }
 
+// release records a flush of n members whose fsyncs took took, ending
+// now. Caller holds syncMu.
+func (w *syncGather) release(n int, took time.Duration, now time.Time) {
+	w.released, w.back = n, 0
+	w.at, w.took = now, took
+	w.flushes++
+	w.fsyncs += took
+}
+
 // gatherGaps is how many mean gaps between the members coming back a
 // leader waits after the last one came (a member that does not come back,
 // such as a writer that is done, costs that rather than the whole bound).
@@ -449,10 +458,7 @@ func (l *Log) leadGroup(g *syncGroup) error {
 	g.err = err
 	close(g.done)
 	if ended {
-		l.gather.released, l.gather.back = members, 0
-		l.gather.at, l.gather.took = time.Now(), g.took
-		l.gather.flushes++
-		l.gather.fsyncs += g.took
+		l.gather.release(members, g.took, time.Now())
 	}
 	if next != nil {
 		close(next.ready)

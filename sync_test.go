@@ -533,7 +533,7 @@ func TestWritePolicy(t *testing.T) {
 // BenchmarkSyncGather compares, in one process, durable 16 KiB appends
 // (AppendAsLeader, then Sync of the batch's offset, by W closed-loop
 // writers) to logs whose group leaders wait for the released members
-// (gatherWait) or flush at once (off), with write+fdatasync per batch
+// (gather, the default) or flush at once (off), with write+fdatasync per batch
 // under one mutex and the disk's limit (one pwrite+fdatasync of W
 // batches), interleaved in blocks of block batches per writer and
 // rotating the order. It reports each variant's batches/s over the
@@ -656,6 +656,7 @@ func benchSyncGather(b *testing.B, src []byte, writers, block int) {
 			b.ReportMetric(float64(done)/float64(w.flushes), names[i]+"-batches/flush")
 			b.ReportMetric(float64(w.waited.Microseconds())/float64(w.flushes), names[i]+"-wait-µs/flush")
 			b.ReportMetric(float64(w.fsyncs.Microseconds())/float64(w.flushes), names[i]+"-fsync-µs/flush")
+			b.ReportMetric(float64(w.waits)/float64(w.flushes), names[i]+"-waits/flush")
 		}
 	}
 	for m, name := range names {
