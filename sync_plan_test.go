@@ -475,3 +475,73 @@ func TestSyncLoneWriterNeverWaits(t *testing.T) {
 		t.Fatalf("%d flushes, %d waits, last released %d; want 10, 0, 1", w.flushes, w.waits, w.released)
 	}
 }
+
+// TestSyncTruncatedDuringGather: a truncation while a group's leader
+// waits for the member the last flush released removes the offsets its
+// members wait for: they get ErrTruncated, the member that then comes
+// back (appending past the truncation) joins and its flush makes it
+// durable, and nothing hangs.
+func TestSyncTruncatedDuringGather(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	l.gather.bound = 10 * time.Second // only the member coming back ends the wait
+	b := makeBatch(t, 1, 50, 1)
+	first, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release, calls := blockFirstFlush(l, nil, nil)
+	firstDone, again, done := make(chan error, 1), make(chan struct{}), make(chan error, 1)
+	go func() {
+		firstDone <- l.Sync(context.Background(), first.LastOffset+1)
+		<-again
+		info, err := l.AppendAsLeader(b, 0)
+		if err != nil {
+			done <- err
+			return
+		}
+		syncChecked(l, info.LastOffset+1, done)
+	}()
+	<-entered
+	cut := make(chan error, 2)
+	for range 2 {
+		info, err := l.AppendAsLeader(b, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { cut <- l.Sync(context.Background(), info.LastOffset+1) }()
+	}
+	waitParked(t, l, 2)
+	close(release)
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		l.syncMu.Lock()
+		waiting := l.gather.waiting
+		l.syncMu.Unlock()
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second group's leader does not wait for the released member")
+		}
+	}
+	if err := l.TruncateTo(first.LastOffset + 1); err != nil {
+		t.Fatal(err)
+	}
+	close(again)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-cut; !errors.Is(err, ErrTruncated) {
+			t.Fatalf("a member whose offset was truncated got %v, want ErrTruncated", err)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d flushes, want 2", n)
+	}
+	if rp, leo := l.RecoveryPoint(), l.LogEndOffset(); rp != leo {
+		t.Fatalf("recovery point %d, log end %d", rp, leo)
+	}
+}
