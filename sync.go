@@ -531,12 +531,14 @@ func (l *Log) arrived() {
 // against 2·lat/W + per without (an fsync of n batches taking lat +
 // per·n, R the time the W appends take one after another under
 // appendMu), so it pays when R < lat. In BenchmarkSyncGather (one
-// process, blocks of 16 batches per writer, six runs) 8 writers had 6.4
-// to 7.3 batches per flush against 3.6 to 4.0 and 1.4x to 2.1x the
-// batches/s in five runs of six; 64 writers 48 to 58 against 28 to 31,
-// but there the fsync time grew with the bytes and the appends took
-// 1.0-1.9 ms, so the batches/s were within -18% to +29% (ahead in four
-// runs of seven). The leader waits until as many callers came back (led
+// process, blocks of 16 batches per writer, seven runs) 8 writers had
+// 6.4 to 7.3 batches per flush against 3.6 to 4.0, and 1.4x to 2.1x the
+// batches/s in six runs (0.88x in one); 64 writers 49 to 58 against 28
+// to 31, but there the fsync time grew with the bytes and the appends
+// took 1.4-1.9 ms, so the batches/s were 0.82x to 1.21x (ahead in five
+// runs). In blocks of 2 batches per writer (BenchmarkDurableAppend's),
+// where every block ends with a wait for writers that are done, it was
+// 0.59x to 1.27x at 8 writers and 0.90x to 0.96x at 64 (seven runs). The leader waits until as many callers came back (led
 // or joined a group) as the last flush released, at most the last
 // flush's fsync time after it ended, and only while they keep coming: a
 // caller that does not come back (a writer that is done) costs a few of
