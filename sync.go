@@ -538,13 +538,15 @@ func (l *Log) arrived() {
 // took 1.4-1.9 ms, so the batches/s were 0.82x to 1.21x (ahead in five
 // runs). In blocks of 2 batches per writer (BenchmarkDurableAppend's),
 // where every block ends with a wait for writers that are done, it was
-// 0.59x to 1.27x at 8 writers and 0.90x to 0.96x at 64 (seven runs). The leader waits until as many callers came back (led
-// or joined a group) as the last flush released, at most the last
-// flush's fsync time after it ended, and only while they keep coming: a
-// caller that does not come back (a writer that is done) costs a few of
-// their gaps, and the next group expects one fewer. A lone writer is
-// back as soon as it leads, so it never waits; nor does the first Sync
-// after an idle spell (the bound has passed).
+// 0.59x to 1.27x at 8 writers and 0.90x to 0.96x at 64 (seven runs).
+//
+// The leader waits until as many callers came back (led or joined a
+// group) as the last flush released, at most the last flush's fsync time
+// after it ended, and only while they keep coming: a caller that does
+// not come back (a writer that is done) costs a few of their gaps, and
+// the next group expects one fewer. A lone writer is back as soon as it
+// leads, so it never waits; nor does the first Sync after an idle spell
+// (the bound has passed).
 func (l *Log) gatherWait(g *syncGroup, grow bool) int {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
