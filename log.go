@@ -83,6 +83,9 @@ type Log struct {
 	syncing *syncGroup // the flush Sync callers currently share, if any
 	// syncNext is the group gathering for the next flush (sync.go).
 	syncNext *syncGroup
+	// gather is how long a group's leader lets its group grow before its
+	// flush starts (sync.go), under syncMu.
+	gather syncGather
 	// syncers counts the callers inside Sync; parked, those of them
 	// waiting for a flush to end or, as a group's leader, to start
 	// (tests wait on it: a caller inside Sync may not have joined yet).

@@ -354,3 +354,194 @@ func TestSyncCoveredByRunningFlush(t *testing.T) {
 		t.Fatalf("%d flushes: the covered caller flushed again", n)
 	}
 }
+
+// TestSyncGroupWaitsForReleased: the group gathering behind a flush
+// waits, before its own flush, for the member that flush released to
+// append again and join, so one flush covers every writer rather than
+// the ones that gathered while the first flush ran (on the code before,
+// the returning member's append needed a third flush).
+func TestSyncGroupWaitsForReleased(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	l.gather.bound = 10 * time.Second // only the member coming back ends the wait
+	b := makeBatch(t, 1, 50, 1)
+	first, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release, calls := blockFirstFlush(l, nil, nil)
+	done := make(chan error, 4)
+	go func() {
+		if err := l.Sync(context.Background(), first.LastOffset+1); err != nil {
+			done <- err
+			return
+		}
+		// Released by the first flush: append again and sync.
+		info, err := l.AppendAsLeader(b, 0)
+		if err != nil {
+			done <- err
+			return
+		}
+		syncChecked(l, info.LastOffset+1, done)
+	}()
+	<-entered
+	for range 3 {
+		info, err := l.AppendAsLeader(b, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go syncChecked(l, info.LastOffset+1, done)
+	}
+	waitParked(t, l, 3)
+	close(release)
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d flushes, want 2: the second group did not wait for the member the first released", n)
+	}
+	l.syncMu.Lock()
+	released, waits := l.gather.released, l.gather.waits
+	l.syncMu.Unlock()
+	if released != 4 || waits != 1 {
+		t.Fatalf("the last flush released %d members after %d waits, want 4 after 1", released, waits)
+	}
+	if rp, leo := l.RecoveryPoint(), l.LogEndOffset(); rp != leo {
+		t.Fatalf("recovery point %d, log end %d", rp, leo)
+	}
+}
+
+// TestSyncGroupWaitBounded: a member the last flush released that does
+// not come back (a writer that is done) delays the next group's flush by
+// at most the bound; the flush covers the others, and the group after
+// expects the members that did come.
+func TestSyncGroupWaitBounded(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	b := makeBatch(t, 1, 50, 1)
+	first, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release, calls := blockFirstFlush(l, nil, nil)
+	done := make(chan error, 3)
+	go func() { done <- l.Sync(context.Background(), first.LastOffset+1) }()
+	<-entered
+	for range 2 {
+		info, err := l.AppendAsLeader(b, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go syncChecked(l, info.LastOffset+1, done)
+	}
+	waitParked(t, l, 2)
+	close(release)
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d flushes, want 2", n)
+	}
+	l.syncMu.Lock()
+	released := l.gather.released
+	l.syncMu.Unlock()
+	if released != 2 {
+		t.Fatalf("the last flush released %d members, want 2", released)
+	}
+}
+
+// TestSyncLoneWriterNeverWaits: one writer that syncs each append is back
+// as soon as it leads the next group, so its leader never waits for
+// anyone (with a bound that long, a wait would show).
+func TestSyncLoneWriterNeverWaits(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	l.gather.bound = 10 * time.Second
+	b := makeBatch(t, 1, 50, 1)
+	for range 10 {
+		info, err := l.AppendAsLeader(b, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Sync(context.Background(), info.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.syncMu.Lock()
+	w := l.gather
+	l.syncMu.Unlock()
+	if w.flushes != 10 || w.waits != 0 || w.released != 1 {
+		t.Fatalf("%d flushes, %d waits, last released %d; want 10, 0, 1", w.flushes, w.waits, w.released)
+	}
+}
+
+// TestSyncTruncatedDuringGather: a truncation while a group's leader
+// waits for the member the last flush released removes the offsets its
+// members wait for: they get ErrTruncated, the member that then comes
+// back (appending past the truncation) joins and its flush makes it
+// durable, and nothing hangs.
+func TestSyncTruncatedDuringGather(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	l.gather.bound = 10 * time.Second // only the member coming back ends the wait
+	b := makeBatch(t, 1, 50, 1)
+	first, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release, calls := blockFirstFlush(l, nil, nil)
+	firstDone, again, done := make(chan error, 1), make(chan struct{}), make(chan error, 1)
+	go func() {
+		firstDone <- l.Sync(context.Background(), first.LastOffset+1)
+		<-again
+		info, err := l.AppendAsLeader(b, 0)
+		if err != nil {
+			done <- err
+			return
+		}
+		syncChecked(l, info.LastOffset+1, done)
+	}()
+	<-entered
+	cut := make(chan error, 2)
+	for range 2 {
+		info, err := l.AppendAsLeader(b, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { cut <- l.Sync(context.Background(), info.LastOffset+1) }()
+	}
+	waitParked(t, l, 2)
+	close(release)
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		l.syncMu.Lock()
+		waiting := l.gather.waiting
+		l.syncMu.Unlock()
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second group's leader does not wait for the released member")
+		}
+	}
+	if err := l.TruncateTo(first.LastOffset + 1); err != nil {
+		t.Fatal(err)
+	}
+	close(again)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-cut; !errors.Is(err, ErrTruncated) {
+			t.Fatalf("a member whose offset was truncated got %v, want ErrTruncated", err)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d flushes, want 2", n)
+	}
+	if rp, leo := l.RecoveryPoint(), l.LogEndOffset(); rp != leo {
+		t.Fatalf("recovery point %d, log end %d", rp, leo)
+	}
+}

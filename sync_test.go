@@ -1,8 +1,11 @@
 package partlog
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/partlog/partlog/internal/testhook"
 	"github.com/partlog/partlog/segment"
+	"golang.org/x/sys/unix"
 )
 
 // TestSyncGroupCommit runs concurrent appenders that each wait for their
@@ -523,5 +527,144 @@ func TestWritePolicy(t *testing.T) {
 	}
 	if w.write(WriteMapped, 256) {
 		t.Fatal("WriteMapped used pwritev")
+	}
+}
+
+// BenchmarkSyncGather compares, in one process, durable 16 KiB appends
+// (AppendAsLeader, then Sync of the batch's offset, by W closed-loop
+// writers) to logs whose group leaders wait for the released members
+// (gather, the default) or flush at once (off), with write+fdatasync per batch
+// under one mutex and the disk's limit (one pwrite+fdatasync of W
+// batches), interleaved in blocks of block batches per writer and
+// rotating the order. It reports each variant's batches/s over the
+// mutex's, and for each log its batches, wait and fsync time per flush.
+func BenchmarkSyncGather(b *testing.B) {
+	src := makeBatch(b, 120, 120, 1)
+	for _, writers := range []int{1, 8, 64} {
+		for _, block := range []int{2, 16} {
+			b.Run(fmt.Sprintf("writers=%d/block=%d", writers, block), func(b *testing.B) {
+				benchSyncGather(b, src, writers, block)
+			})
+		}
+	}
+}
+
+func benchSyncGather(b *testing.B, src []byte, writers, block int) {
+	names := []string{"off", "gather", "mutex", "limit"}
+	logs := make([]*Log, 2)
+	for i := range logs {
+		c, err := NewMappingCache(1 << 30)
+		if err != nil {
+			b.Fatal(err)
+		}
+		logs[i], _ = openTestLog(b, &Options{MappingCache: c})
+	}
+	logs[0].gather.off = true
+	dir := b.TempDir()
+	open := func(name string) (*os.File, *int64) {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = f.Close() })
+		return f, new(int64)
+	}
+	mf, moff := open("mutex")
+	lf, loff := open("limit")
+	group := bytes.Repeat(src, writers)
+	var mu sync.Mutex
+	split := func(n int, one func(count int)) {
+		var wg sync.WaitGroup
+		for w := range writers {
+			count := n / writers
+			if w < n%writers {
+				count++
+			}
+			wg.Go(func() { one(count) })
+		}
+		wg.Wait()
+	}
+	appendSync := func(l *Log, n int) {
+		split(n, func(count int) {
+			for range count {
+				info, err := l.AppendAsLeader(src, 1)
+				if err == nil {
+					err = l.Sync(context.Background(), info.LastOffset+1)
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	variants := []func(n int){
+		func(n int) { appendSync(logs[0], n) },
+		func(n int) { appendSync(logs[1], n) },
+		func(n int) {
+			split(n, func(count int) {
+				for range count {
+					mu.Lock()
+					_, err := mf.WriteAt(src, *moff)
+					if err == nil {
+						err = unix.Fdatasync(int(mf.Fd()))
+					}
+					*moff += int64(len(src))
+					mu.Unlock()
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		},
+		func(n int) {
+			for n > 0 {
+				k := min(n, writers)
+				if _, err := lf.WriteAt(group[:k*len(src)], *loff); err != nil {
+					b.Fatal(err)
+				}
+				if err := unix.Fdatasync(int(lf.Fd())); err != nil {
+					b.Fatal(err)
+				}
+				*loff += int64(k * len(src))
+				n -= k
+			}
+		},
+	}
+	b.SetBytes(int64(len(src)))
+	spent := make([]time.Duration, len(variants))
+	done := 0
+	b.ResetTimer()
+	for round := 0; done < b.N; round++ {
+		n := min(block*writers, b.N-done)
+		for k := range variants {
+			m := (round + k) % len(variants)
+			start := time.Now()
+			variants[m](n)
+			spent[m] += time.Since(start)
+		}
+		done += n
+	}
+	b.StopTimer()
+	mutex := float64(done) / spent[2].Seconds()
+	for i, l := range logs {
+		l.syncMu.Lock()
+		w := l.gather
+		l.syncMu.Unlock()
+		if w.flushes > 0 {
+			b.ReportMetric(float64(done)/float64(w.flushes), names[i]+"-batches/flush")
+			b.ReportMetric(float64(w.waited.Microseconds())/float64(w.flushes), names[i]+"-wait-µs/flush")
+			b.ReportMetric(float64(w.fsyncs.Microseconds())/float64(w.flushes), names[i]+"-fsync-µs/flush")
+			b.ReportMetric(float64(w.waits)/float64(w.flushes), names[i]+"-waits/flush")
+		}
+	}
+	for m, name := range names {
+		rate := float64(done) / spent[m].Seconds()
+		if m == 2 {
+			b.ReportMetric(rate, "mutex-batches/s")
+			continue
+		}
+		b.ReportMetric(rate/mutex, name+"/mutex")
 	}
 }
