@@ -973,9 +973,9 @@ func (l *mirrorLink) refreshMetadata(ctx context.Context) error {
 	}
 	var recreated []*mirrorPart
 	defer func() {
-		// Outside l.mu (Fail takes the partition's lock).
+		// Outside l.mu (FailMirror takes the partition's lock).
 		for _, mp := range recreated {
-			_ = mp.p.mirror.Fail(fmt.Errorf("the source's topic %s has id %v now, the session mirrors id %v (deleted and created again at the source): the partition would mix two topics",
+			_ = mp.p.mirror.FailMirror(mp.session, fmt.Errorf("the source's topic %s has id %v now, the session mirrors id %v (deleted and created again at the source): the partition would mix two topics",
 				mp.p.tp.Topic, partlog.TopicID(mp.topicID), partlog.TopicID(mp.p.mirror.Checkpoint().TopicID)))
 		}
 	}()
@@ -1286,9 +1286,13 @@ func wholeBatchesFrom(b []byte, from int64) []byte {
 }
 
 // fail moves a fetched partition to FAILED (read-only, reason kept) and
-// stops fetching it; a new start recovers it. It returns err.
+// stops fetching it; a new start recovers it. It returns err. Only the
+// session mp fetched for is failed (FailMirror): the verdict of a fetch
+// that a stop overtook (the stop's barrier puts the log end one past the
+// source's, so the loop's next fetch is out of range and looks like a
+// divergence) must not make the stopped partition read-only again.
 func (l *mirrorLink) fail(mp *mirrorPart, err error) error {
-	_ = mp.p.mirror.Fail(err)
+	_ = mp.p.mirror.FailMirror(mp.session, err)
 	l.mu.Lock()
 	mp.stopped = true
 	l.mu.Unlock()
