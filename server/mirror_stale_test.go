@@ -70,9 +70,9 @@ func TestMirrorStaleFetchVerdictAfterStop(t *testing.T) {
 			l := b.links["dr"]
 			b.lmu.RUnlock()
 			l.mu.Lock()
-			mp := l.parts[tp] // as the loop's round holds it
-			leader := mp.leader
+			held := *l.parts[tp] // as the loop's round holds it
 			l.mu.Unlock()
+			mp := &held // the link's own may change until it is closed
 			if _, err := b.StopMirror(context.Background(), MirrorStopRequest{Topics: []string{"st"}}); err != nil {
 				t.Fatal(err)
 			}
@@ -86,9 +86,6 @@ func TestMirrorStaleFetchVerdictAfterStop(t *testing.T) {
 			if _, err := kmsg.NewPtrMetadataRequest().RequestWith(context.Background(), cl); err != nil {
 				t.Fatal(err) // the brokers, as the loop's client knows them
 			}
-			// The close's cancel failed the loop's last fetch, which forgot
-			// the leader; the round before it knew it.
-			mp.leader = leader
 			stale := &mirrorLink{name: l.name, source: l.source, sourceCluster: l.sourceCluster, cl: cl,
 				parts: map[partlog.TopicPartition]*mirrorPart{tp: mp}}
 			tc.verdict(t, a, b, stale, mp)
