@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/mirror"
@@ -111,5 +112,60 @@ func TestMirrorStaleFetchVerdictAfterStop(t *testing.T) {
 				t.Fatalf("after the restart: %+v", st)
 			}
 		})
+	}
+}
+
+// TestMirrorSourceTopicAbsentAtRefresh: a link that learns no source
+// leader for any of its partitions (the source topic deleted, or not
+// there for a while) must ask the source again. The loop waited for the
+// next start's wake instead: after a restart whose metadata refresh found
+// the topic absent at the source, the partition stayed MIRRORING and
+// fetched nothing ever again, with nothing in its status to say why
+// (TestMirrorSourceTopicRecreated hung that way when the loop's refresh
+// fell between the source's delete and create).
+func TestMirrorSourceTopicAbsentAtRefresh(t *testing.T) {
+	a := startTest(t, Config{})
+	dir := t.TempDir()
+	b := startTest(t, Config{Dir: dir})
+	ra := dial(t, a.addr)
+	createTopic(t, ra, "ab", 1)
+	produceOK(t, ra, "ab", 0, records(t, 3, -1, 0, 0, false, 10))
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"ab"}, Name: "dr"}); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, b, a, "ab", 0)
+	b.close(t)
+	// The topic is gone from the source while B is down: B's first
+	// refresh after the restart (a resumed link knows no leaders) finds
+	// it absent.
+	id := a.topicByName("ab").id
+	if err := a.deleteTopic("ab"); err != nil {
+		t.Fatal(err)
+	}
+	b = startTest(t, Config{Dir: dir})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := b.MirrorStatus()
+		if len(st) == 1 && strings.Contains(st[0].Error, "source metadata") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the source has no topic ab, the status does not say so: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The source answers for the topic again (same id and offsets, as
+	// after a leader election there) and has more records.
+	a.cmu.Lock()
+	err := a.createTopicLocked("ab", id, 0, 1, nil)
+	a.cmu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceOK(t, ra, "ab", 0, records(t, 3, -1, 0, 0, false, 10))
+	produceOK(t, ra, "ab", 0, records(t, 5, -1, 0, 0, false, 10))
+	waitMirrored(t, b, a, "ab", 0)
+	if st := b.MirrorStatus(); len(st) != 1 || st[0].State != "MIRRORING" || st[0].Error != "" {
+		t.Fatalf("after the source topic came back: %+v", st)
 	}
 }
