@@ -480,7 +480,8 @@ func (p *Partition) Resume() (SessionID, error) {
 
 // Fail moves the partition to FAILED with reason (for example where the
 // prototype would enter ULE_RECOVERY). It stays read-only until Start,
-// Resume or Stop.
+// Resume or Stop. It fails the partition in any state; a session's
+// fetcher uses FailMirror.
 func (p *Partition) Fail(reason error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
