@@ -15,13 +15,14 @@ var (
 	// mirror.md §2.2 (e.g. a second mirror started for a partition that
 	// is MIRRORING). Returned inside a *StateError; nothing changed.
 	ErrTransition = errors.New("partlog/mirror: state transition not allowed")
-	// ErrNotMirroring: AppendMirror outside MIRRORING (STOPPING included:
-	// the fetcher is fenced at S1). Returned inside a *StateError; nothing
-	// was written and the state is unchanged.
+	// ErrNotMirroring: AppendMirror, AdvanceLogStart or FailMirror outside
+	// MIRRORING (STOPPING included: the fetcher is fenced at S1). Returned
+	// inside a *StateError; nothing was written and the state is unchanged.
 	ErrNotMirroring = errors.New("partlog/mirror: partition is not mirroring")
-	// ErrFencedSession: AppendMirror from a session older (or other) than
-	// the current one, e.g. a late fetch response of a stopped fetch loop
-	// (T30). Nothing was written and the state is unchanged.
+	// ErrFencedSession: AppendMirror, AdvanceLogStart or FailMirror from a
+	// session older (or other) than the current one, e.g. a late fetch
+	// response of a stopped fetch loop (T30). Nothing was written and the
+	// state is unchanged.
 	ErrFencedSession = errors.New("partlog/mirror: mirror session is fenced")
 	// ErrEpochFenced: a fetched batch carried a partition leader epoch
 	// above the local leader epoch. Nothing was written; the partition went

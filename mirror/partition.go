@@ -480,7 +480,8 @@ func (p *Partition) Resume() (SessionID, error) {
 
 // Fail moves the partition to FAILED with reason (for example where the
 // prototype would enter ULE_RECOVERY). It stays read-only until Start,
-// Resume or Stop.
+// Resume or Stop. It fails the partition in any state; a session's
+// fetcher uses FailMirror.
 func (p *Partition) Fail(reason error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -488,6 +489,30 @@ func (p *Partition) Fail(reason error) error {
 		return ErrCrashed
 	}
 	p.failLocked("operator", reason)
+	return nil
+}
+
+// FailMirror is Fail for the fetcher of a session: it moves the partition
+// to FAILED with reason only while it is MIRRORING in that session, and
+// is refused without effect otherwise (ErrNotMirroring, ErrFencedSession),
+// as AppendMirror is. A fetcher's verdict (divergence, a topic created
+// again at the source) is about the session it fetched for: once a stop
+// ended that session it must not make the stopped, writable partition
+// read-only again, nor fail a newer session.
+func (p *Partition) FailMirror(session SessionID, reason error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.crashed {
+		return ErrCrashed
+	}
+	if p.cp.State != StateMirroring {
+		return &StateError{Op: "mirror fail", State: p.cp.State, Err: ErrNotMirroring}
+	}
+	if session != p.cp.Session {
+		return &StateError{Op: fmt.Sprintf("mirror fail of session %d (current %d)", session, p.cp.Session),
+			State: p.cp.State, Err: ErrFencedSession}
+	}
+	p.failLocked("mirror fetch", reason)
 	return nil
 }
 

@@ -852,9 +852,19 @@ func (s *Server) runLink(ctx context.Context, l *mirrorLink) {
 				backoff = min(2*backoff, 5*time.Second)
 				continue
 			}
-			byLeader, _ = l.fetchable()
+			byLeader, needMeta = l.fetchable()
 		}
 		if len(byLeader) == 0 {
+			if needMeta {
+				// The source named no leader for any partition (a topic
+				// deleted there, an election): ask it again after the
+				// backoff, not only at the next start's wake.
+				if !l.pause(ctx, backoff) {
+					return
+				}
+				backoff = min(2*backoff, 5*time.Second)
+				continue
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -973,9 +983,9 @@ func (l *mirrorLink) refreshMetadata(ctx context.Context) error {
 	}
 	var recreated []*mirrorPart
 	defer func() {
-		// Outside l.mu (Fail takes the partition's lock).
+		// Outside l.mu (FailMirror takes the partition's lock).
 		for _, mp := range recreated {
-			_ = mp.p.mirror.Fail(fmt.Errorf("the source's topic %s has id %v now, the session mirrors id %v (deleted and created again at the source): the partition would mix two topics",
+			_ = mp.p.mirror.FailMirror(mp.session, fmt.Errorf("the source's topic %s has id %v now, the session mirrors id %v (deleted and created again at the source): the partition would mix two topics",
 				mp.p.tp.Topic, partlog.TopicID(mp.topicID), partlog.TopicID(mp.p.mirror.Checkpoint().TopicID)))
 		}
 	}()
@@ -985,7 +995,18 @@ func (l *mirrorLink) refreshMetadata(ctx context.Context) error {
 		return fmt.Errorf("source at %s is cluster %s, not %s", l.source, *resp.ClusterID, l.sourceCluster)
 	}
 	for _, t := range resp.Topics {
-		if t.Topic == nil || t.ErrorCode != 0 {
+		if t.Topic == nil {
+			continue
+		}
+		if t.ErrorCode != 0 {
+			// No leader to fetch from (the topic deleted at the source,
+			// say): the status says why nothing is fetched.
+			for tp, mp := range l.parts {
+				if tp.Topic == *t.Topic && !mp.stopped {
+					mp.lastErr = "source metadata: " + kerr.ErrorForCode(t.ErrorCode).Error()
+					mp.sourceHW = -1
+				}
+			}
 			continue
 		}
 		for _, sp := range t.Partitions {
@@ -996,6 +1017,8 @@ func (l *mirrorLink) refreshMetadata(ctx context.Context) error {
 			mp.leader, mp.topicID = sp.Leader, t.TopicID
 			if sp.ErrorCode != 0 {
 				mp.leader = -1
+				mp.lastErr = "source metadata: " + kerr.ErrorForCode(sp.ErrorCode).Error()
+				mp.sourceHW = -1
 			}
 			// The session's topic id is the one of its Start: another id
 			// is another topic under the same name, whose offsets start
@@ -1286,9 +1309,13 @@ func wholeBatchesFrom(b []byte, from int64) []byte {
 }
 
 // fail moves a fetched partition to FAILED (read-only, reason kept) and
-// stops fetching it; a new start recovers it. It returns err.
+// stops fetching it; a new start recovers it. It returns err. Only the
+// session mp fetched for is failed (FailMirror): the verdict of a fetch
+// that a stop overtook (the stop's barrier puts the log end one past the
+// source's, so the loop's next fetch is out of range and looks like a
+// divergence) must not make the stopped partition read-only again.
 func (l *mirrorLink) fail(mp *mirrorPart, err error) error {
-	_ = mp.p.mirror.Fail(err)
+	_ = mp.p.mirror.FailMirror(mp.session, err)
 	l.mu.Lock()
 	mp.stopped = true
 	l.mu.Unlock()
