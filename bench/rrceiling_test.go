@@ -73,10 +73,10 @@ func ceilingFile(b *testing.B, dir string, name string, size, capacity int64) *m
 // BenchmarkRoundRobin's goal of 0.8 is to be read against these ratios.
 // The timed loop starts right after the prefault and warm: on the
 // reference VM, prefaulted pages left idle for 15–40 s before the copies
-// were 3–15x slower to write (the flusher had written the zeros back and
-// write-protected the pages, so each first store took a page_mkwrite
-// fault). The files take 4 × b.N KiB of page cache. 100 partitions with
-// -short.
+// were 3–25x slower to write in most runs (in a profile after 40 s, most
+// of the loop was write-protect faults, do_wp_page and ext4_page_mkwrite:
+// the flusher had written the zeros back and write-protected the pages).
+// The files take 4 × b.N KiB of page cache. 100 partitions with -short.
 func BenchmarkRoundRobinCeiling(b *testing.B) {
 	n := partitionCount(1000, 100)
 	src := batchOfSize(b, 1<<10)
