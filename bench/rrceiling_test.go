@@ -21,6 +21,17 @@ type ceilingPart struct {
 	n    int64 // appends, so the object is written as well as read
 }
 
+// ceilingPages is the number of heap pages of the rr+pages variant's
+// per-partition state beside the data page.
+const ceilingPages = 6
+
+// ceilingPaged is a per-partition state of the rr+pages variant: a
+// ceilingPart and ceilingPages blocks of a page each, allocated apart.
+type ceilingPaged struct {
+	ceilingPart
+	pages [ceilingPages]*[512]int64
+}
+
 // ceilingFile creates a file under dir whose first size bytes are
 // fallocated, mapped and prefaulted (every page populated for writing),
 // and returns it with its descriptor released (the mapping stays). The
@@ -64,19 +75,28 @@ func ceilingFile(b *testing.B, dir string, name string, size, capacity int64) *m
 //     default segment.bytes: the mappings are spread over 1 TiB of
 //     address space instead of packed, so each copy's page walk shares
 //     less with the others'.
+//   - rr+pages: as rr+state, but each copy also reads and writes a word
+//     in each of ceilingPages other per-partition heap blocks of 4 KiB
+//     (about as many pages as an append of the engine touches besides
+//     the data page: the Log, the Segment, the producer state, the
+//     offset index's object and mapping at index entries), to show what
+//     a working set of that many pages per partition costs once it no
+//     longer fits the TLB.
 //
 // It reports each variant's time per copy and its throughput ratio to
 // single, overall and as the median of the per-round ratios (see
-// BenchmarkRoundRobin). What rr loses here (a cold destination
-// line, a TLB miss per copy, no sequential store stream) is what any
-// design with one mapped file per partition pays on this machine, so
-// BenchmarkRoundRobin's goal of 0.8 is to be read against these ratios.
+// BenchmarkRoundRobin). What rr and rr+state lose here (a cold
+// destination line, a TLB miss per copy, no sequential store stream) is
+// what any design with one mapped file per partition pays on this
+// machine, so BenchmarkRoundRobin's goal of 0.8 is to be read against
+// those ratios; rr+1GiB and rr+pages price two properties of the
+// engine's layout.
 // The timed loop starts right after the prefault and warm: on the
 // reference VM, prefaulted pages left idle for 15–40 s before the copies
 // were 3–25x slower to write in most runs (in a profile after 40 s, most
 // of the loop was write-protect faults, do_wp_page and ext4_page_mkwrite:
 // the flusher had written the zeros back and write-protected the pages).
-// The files take 4 × b.N KiB of page cache. 100 partitions with -short.
+// The files take 5 × b.N KiB of page cache. 100 partitions with -short.
 func BenchmarkRoundRobinCeiling(b *testing.B) {
 	n := partitionCount(1000, 100)
 	src := batchOfSize(b, 1<<10)
@@ -101,10 +121,19 @@ func BenchmarkRoundRobinCeiling(b *testing.B) {
 		for i := range n {
 			wideData[i] = ceilingFile(b, dir, "wide-"+strconv.Itoa(i), perPart, 1<<30).Bytes()
 		}
-		warm(b, int64(b.N)*size*4)
+		paged := make([]*ceilingPaged, n)
+		for i := range n {
+			paged[i] = &ceilingPaged{ceilingPart: ceilingPart{data: ceilingFile(b, dir, "paged-"+strconv.Itoa(i), perPart, 0).Bytes()}}
+		}
+		for j := range ceilingPages { // page j of every partition, then j+1: apart, as separate objects are
+			for _, p := range paged {
+				p.pages[j] = new([512]int64)
+			}
+		}
+		warm(b, int64(b.N)*size*5)
 		b.SetBytes(size)
 		b.ReportAllocs()
-		const variants = 4
+		const variants = 5
 		var spent [variants]time.Duration
 		var ratios [variants][]float64 // per round: single's time / the variant's
 		for m := 1; m < variants; m++ {
@@ -136,6 +165,14 @@ func BenchmarkRoundRobinCeiling(b *testing.B) {
 					for i := range k {
 						widePos[i] += copy(wideData[i][widePos[i]:], src)
 					}
+				case 4:
+					for _, p := range paged[:k] {
+						for _, pg := range p.pages {
+							pg[p.n&511]++
+						}
+						p.pos += copy(p.data[p.pos:], src)
+						p.n++
+					}
 				}
 				t[m] = time.Since(start)
 				spent[m] += t[m]
@@ -155,9 +192,12 @@ func BenchmarkRoundRobinCeiling(b *testing.B) {
 		b.ReportMetric(per(0)/per(1), "rr/single")
 		b.ReportMetric(per(3), "rr+1GiB-ns/op")
 		b.ReportMetric(per(0)/per(2), "rr+state/single")
+		b.ReportMetric(per(4), "rr+pages-ns/op")
 		b.ReportMetric(per(0)/per(3), "rr+1GiB/single")
+		b.ReportMetric(per(0)/per(4), "rr+pages/single")
 		reportMedian(b, ratios[1], "rr/single-median")
 		reportMedian(b, ratios[2], "rr+state/single-median")
 		reportMedian(b, ratios[3], "rr+1GiB/single-median")
+		reportMedian(b, ratios[4], "rr+pages/single-median")
 	})
 }
