@@ -23,7 +23,7 @@ type ceilingPart struct {
 
 // ceilingPages is the number of heap pages of the rr+pages variant's
 // per-partition state beside the data page.
-const ceilingPages = 6
+const ceilingPages = 2
 
 // ceilingPaged is a per-partition state of the rr+pages variant: a
 // ceilingPart and ceilingPages blocks of a page each, allocated apart.
@@ -77,11 +77,12 @@ func ceilingFile(b *testing.B, dir string, name string, size, capacity int64) *m
 //     less with the others'.
 //   - rr+pages: as rr+state, but each copy also reads and writes a word
 //     in each of ceilingPages other per-partition heap blocks of 4 KiB
-//     (about as many pages as an append of the engine touches besides
-//     the data page: the Log, the Segment, the producer state, the
-//     offset index's object and mapping at index entries), to show what
-//     a working set of that many pages per partition costs once it no
-//     longer fits the TLB.
+//     (about what an append of the engine adds to the data page: with
+//     1 000 partitions a round touches ~320 pages of Log objects, 1 280
+//     bytes each, ~100 of Segments, ~50 of producer-state managers, and
+//     250 offset-index pages and their objects at index entries), to show
+//     what that working set of pages costs once it no longer fits the
+//     TLB.
 //
 // It reports each variant's time per copy and its throughput ratio to
 // single, overall and as the median of the per-round ratios (see
