@@ -340,15 +340,8 @@ func (p *Partition) AppendFollower(records []byte) (partlog.AppendInfo, error) {
 func (p *Partition) AppendMirror(session SessionID, records []byte) (partlog.AppendInfo, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.crashed {
-		return partlog.AppendInfo{}, ErrCrashed
-	}
-	if p.cp.State != StateMirroring {
-		return partlog.AppendInfo{}, &StateError{Op: "mirror append", State: p.cp.State, Err: ErrNotMirroring}
-	}
-	if session != p.cp.Session {
-		return partlog.AppendInfo{}, &StateError{Op: fmt.Sprintf("mirror append of session %d (current %d)", session, p.cp.Session),
-			State: p.cp.State, Err: ErrFencedSession}
+	if err := p.sessionLocked("mirror append", session); err != nil {
+		return partlog.AppendInfo{}, err
 	}
 	if top, ok := maxBatchEpoch(records); ok && top > p.localEpoch-epochMargin {
 		// Slow path, rare: validate before acting on header fields.
@@ -502,17 +495,27 @@ func (p *Partition) Fail(reason error) error {
 func (p *Partition) FailMirror(session SessionID, reason error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err := p.sessionLocked("mirror fail", session); err != nil {
+		return err
+	}
+	p.failLocked("mirror fetch", reason)
+	return nil
+}
+
+// sessionLocked refuses op by the fetcher of session unless the partition
+// is MIRRORING in that session (ErrNotMirroring, ErrFencedSession): the
+// check of every call a session's fetcher makes. Caller holds mu.
+func (p *Partition) sessionLocked(op string, session SessionID) error {
 	if p.crashed {
 		return ErrCrashed
 	}
 	if p.cp.State != StateMirroring {
-		return &StateError{Op: "mirror fail", State: p.cp.State, Err: ErrNotMirroring}
+		return &StateError{Op: op, State: p.cp.State, Err: ErrNotMirroring}
 	}
 	if session != p.cp.Session {
-		return &StateError{Op: fmt.Sprintf("mirror fail of session %d (current %d)", session, p.cp.Session),
+		return &StateError{Op: fmt.Sprintf("%s of session %d (current %d)", op, session, p.cp.Session),
 			State: p.cp.State, Err: ErrFencedSession}
 	}
-	p.failLocked("mirror fetch", reason)
 	return nil
 }
 
@@ -524,14 +527,8 @@ func (p *Partition) FailMirror(session SessionID, reason error) error {
 func (p *Partition) AdvanceLogStart(session SessionID, sourceLogStart int64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.crashed {
-		return ErrCrashed
-	}
-	if p.cp.State != StateMirroring {
-		return &StateError{Op: "advance log start", State: p.cp.State, Err: ErrNotMirroring}
-	}
-	if session != p.cp.Session {
-		return &StateError{Op: "advance log start", State: p.cp.State, Err: ErrFencedSession}
+	if err := p.sessionLocked("advance log start", session); err != nil {
+		return err
 	}
 	if sourceLogStart > p.log.LogEndOffset() {
 		if err := p.log.TruncateFullyAndStartAt(sourceLogStart); err != nil {
