@@ -1,6 +1,7 @@
 package partlog
 
 import (
+	"encoding/binary"
 	"fmt"
 	"testing"
 
@@ -60,5 +61,14 @@ func makeFollowerBatch(t testing.TB, baseOffset int64, epoch int32, n, valueSize
 	v := batch.View(b)
 	v.SetBaseOffset(baseOffset)
 	v.SetPartitionLeaderEpoch(epoch)
+	return b
+}
+
+// edited applies f to the header of batch b and stores the CRC of the
+// result, so that a batch breaking one rule passes the CRC check.
+func edited(b []byte, f func(v batch.View)) []byte {
+	v := batch.View(b)
+	f(v)
+	binary.BigEndian.PutUint32(v[batch.OffCRC:], v.ComputeCRC())
 	return b
 }

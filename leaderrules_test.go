@@ -14,13 +14,7 @@ import (
 // error, and nothing is appended; with ValidateRecords a batch with a
 // broken record is refused, without it accepted (the CRC was fixed).
 func TestLeaderRulesInline(t *testing.T) {
-	edit := func(f func(v batch.View)) []byte {
-		b := makeBatch(t, 3, 20, 1000)
-		v := batch.View(b)
-		f(v)
-		binary.BigEndian.PutUint32(v[batch.OffCRC:], v.ComputeCRC())
-		return b
-	}
+	edit := func(f func(v batch.View)) []byte { return edited(makeBatch(t, 3, 20, 1000), f) }
 	cases := []struct {
 		name     string
 		records  []byte
