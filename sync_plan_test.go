@@ -56,6 +56,25 @@ func syncChecked(l *Log, offset int64, done chan<- error) {
 	done <- err
 }
 
+// appendSyncing appends b as leader and starts a syncChecked of it that
+// reports to done.
+func appendSyncing(t *testing.T, l *Log, b []byte, done chan<- error) AppendInfo {
+	t.Helper()
+	info, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go syncChecked(l, info.LastOffset+1, done)
+	return info
+}
+
+// gatherOf returns a copy of l's gathering state, read under syncMu.
+func gatherOf(l *Log) syncGather {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	return l.gather
+}
+
 // TestSyncNextFlushPlannedAhead: the flush of the group that gathered
 // behind a running flush is planned by that flush as it ends, so its
 // fdatasync starts while an appender holds appendMu (at 64 writers the
@@ -109,12 +128,7 @@ func TestSyncNextFlushPlannedAhead(t *testing.T) {
 	<-entered
 	var infos []AppendInfo
 	for range 2 {
-		info, err := l.AppendAsLeader(b, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		infos = append(infos, info)
-		go syncChecked(l, info.LastOffset+1, done)
+		infos = append(infos, appendSyncing(t, l, b, done))
 	}
 	waitParked(t, l, 2)
 	close(release)
@@ -385,11 +399,7 @@ func TestSyncGroupWaitsForReleased(t *testing.T) {
 	}()
 	<-entered
 	for range 3 {
-		info, err := l.AppendAsLeader(b, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go syncChecked(l, info.LastOffset+1, done)
+		appendSyncing(t, l, b, done)
 	}
 	waitParked(t, l, 3)
 	close(release)
@@ -401,11 +411,8 @@ func TestSyncGroupWaitsForReleased(t *testing.T) {
 	if n := calls.Load(); n != 2 {
 		t.Fatalf("%d flushes, want 2: the second group did not wait for the member the first released", n)
 	}
-	l.syncMu.Lock()
-	released, waits := l.gather.released, l.gather.waits
-	l.syncMu.Unlock()
-	if released != 4 || waits != 1 {
-		t.Fatalf("the last flush released %d members after %d waits, want 4 after 1", released, waits)
+	if w := gatherOf(l); w.released != 4 || w.waits != 1 {
+		t.Fatalf("the last flush released %d members after %d waits, want 4 after 1", w.released, w.waits)
 	}
 	if rp, leo := l.RecoveryPoint(), l.LogEndOffset(); rp != leo {
 		t.Fatalf("recovery point %d, log end %d", rp, leo)
@@ -428,11 +435,7 @@ func TestSyncGroupWaitBounded(t *testing.T) {
 	go func() { done <- l.Sync(context.Background(), first.LastOffset+1) }()
 	<-entered
 	for range 2 {
-		info, err := l.AppendAsLeader(b, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go syncChecked(l, info.LastOffset+1, done)
+		appendSyncing(t, l, b, done)
 	}
 	waitParked(t, l, 2)
 	close(release)
@@ -444,11 +447,8 @@ func TestSyncGroupWaitBounded(t *testing.T) {
 	if n := calls.Load(); n != 2 {
 		t.Fatalf("%d flushes, want 2", n)
 	}
-	l.syncMu.Lock()
-	released := l.gather.released
-	l.syncMu.Unlock()
-	if released != 2 {
-		t.Fatalf("the last flush released %d members, want 2", released)
+	if w := gatherOf(l); w.released != 2 {
+		t.Fatalf("the last flush released %d members, want 2", w.released)
 	}
 }
 
@@ -468,10 +468,7 @@ func TestSyncLoneWriterNeverWaits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l.syncMu.Lock()
-	w := l.gather
-	l.syncMu.Unlock()
-	if w.flushes != 10 || w.waits != 0 || w.released != 1 {
+	if w := gatherOf(l); w.flushes != 10 || w.waits != 0 || w.released != 1 {
 		t.Fatalf("%d flushes, %d waits, last released %d; want 10, 0, 1", w.flushes, w.waits, w.released)
 	}
 }
@@ -516,10 +513,7 @@ func TestSyncTruncatedDuringGather(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		l.syncMu.Lock()
-		waiting := l.gather.waiting
-		l.syncMu.Unlock()
-		if waiting {
+		if gatherOf(l).waiting {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -649,10 +649,7 @@ func benchSyncGather(b *testing.B, src []byte, writers, block int) {
 	b.StopTimer()
 	mutex := float64(done) / spent[2].Seconds()
 	for i, l := range logs {
-		l.syncMu.Lock()
-		w := l.gather
-		l.syncMu.Unlock()
-		if w.flushes > 0 {
+		if w := gatherOf(l); w.flushes > 0 {
 			b.ReportMetric(float64(done)/float64(w.flushes), names[i]+"-batches/flush")
 			b.ReportMetric(float64(w.waited.Microseconds())/float64(w.flushes), names[i]+"-wait-µs/flush")
 			b.ReportMetric(float64(w.fsyncs.Microseconds())/float64(w.flushes), names[i]+"-fsync-µs/flush")
