@@ -68,6 +68,17 @@ func appendSyncing(t *testing.T, l *Log, b []byte, done chan<- error) AppendInfo
 	return info
 }
 
+// waitDone waits for n results on done and fails the test on the
+// first error.
+func waitDone(t *testing.T, done <-chan error, n int) {
+	t.Helper()
+	for range n {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // gatherOf returns a copy of l's gathering state, read under syncMu.
 func gatherOf(l *Log) syncGather {
 	l.syncMu.Lock()
@@ -143,11 +154,7 @@ func TestSyncNextFlushPlannedAhead(t *testing.T) {
 	// before the holder above does, and end: the recovery point is not
 	// checked here.)
 	release2()
-	for range 3 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitDone(t, done, 3)
 	if n := calls.Load(); n != 2 {
 		t.Fatalf("%d flushes for two groups", n)
 	}
@@ -321,11 +328,7 @@ func TestWritePolicyLoneSyncer(t *testing.T) {
 	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
 	waitParked(t, l, 1)
 	close(release)
-	for range 2 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitDone(t, done, 2)
 	l.flushFault = nil
 	if calls.Load() != 2 || loneAtSecond.Load() {
 		t.Errorf("%d flushes; the flush that ended with a group behind it marked lone: %v", calls.Load(), loneAtSecond.Load())
@@ -358,11 +361,7 @@ func TestSyncCoveredByRunningFlush(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 	close(release)
-	for range 2 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitDone(t, done, 2)
 	l.flushFault = nil
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("%d flushes: the covered caller flushed again", n)
@@ -403,11 +402,7 @@ func TestSyncGroupWaitsForReleased(t *testing.T) {
 	}
 	waitParked(t, l, 3)
 	close(release)
-	for range 4 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitDone(t, done, 4)
 	if n := calls.Load(); n != 2 {
 		t.Fatalf("%d flushes, want 2: the second group did not wait for the member the first released", n)
 	}
@@ -439,11 +434,7 @@ func TestSyncGroupWaitBounded(t *testing.T) {
 	}
 	waitParked(t, l, 2)
 	close(release)
-	for range 3 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitDone(t, done, 3)
 	if n := calls.Load(); n != 2 {
 		t.Fatalf("%d flushes, want 2", n)
 	}
