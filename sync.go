@@ -452,7 +452,7 @@ func (l *Log) leadGroup(g *syncGroup) error {
 	}
 	if !ended {
 		// No flush: the group gathering behind g gets g's error.
-		next = l.endGathering()
+		next = l.nextGroup(false)
 	}
 
 	l.syncMu.Lock()
@@ -475,12 +475,6 @@ func (l *Log) leadGroup(g *syncGroup) error {
 		runtime.Gosched()
 	}
 	return err
-}
-
-// endGathering ends the gathering of the group behind the running flush
-// and makes it the next to flush: later callers form the group after it.
-func (l *Log) endGathering() *syncGroup {
-	return l.nextGroup(false)
 }
 
 // nextGroup makes the group gathering behind the running flush the next
