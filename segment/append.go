@@ -217,8 +217,9 @@ func (s *Segment) appendIndexes(last, pos int64) error {
 
 // copyHeader copies the 61-byte batch header at the start of src to dst
 // in moves of 16, 8, 4 and 1 bytes, which the compiler does inline: a
-// [61]byte (or [32]byte) assignment is a call to memmove (its size dispatch, and the
-// spills of everything live across the call, cost more than the moves).
+// [61]byte (or [32]byte) assignment is a call to memmove, whose size
+// dispatch and the spills of everything live across the call cost more
+// than the moves.
 func copyHeader(dst, src []byte) {
 	dst, src = dst[:batch.HeaderSize:batch.HeaderSize], src[:batch.HeaderSize:batch.HeaderSize]
 	*(*[16]byte)(dst) = [16]byte(src)
