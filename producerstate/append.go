@@ -244,6 +244,12 @@ func (m *Manager) ValidateHeader(a *Append, v batch.View, h *batch.BatchHeader, 
 	if a.failed || a.committed {
 		return fmt.Errorf("partlog/producerstate: Validate on a failed or committed append")
 	}
+	if baseOffset < 0 {
+		// Offsets are ≥ 0; a negative MEO is also a known commit's mark
+		// (beginRead), which a Commit of this batch would store.
+		a.failed = true
+		return fmt.Errorf("partlog/producerstate: Validate of a batch at negative base offset %d", baseOffset)
+	}
 	if h.ProducerID < 0 && !h.IsControl() {
 		// §2.1: only PID > -1 touches producer state (R11); nothing is
 		// staged for the batch.

@@ -251,9 +251,14 @@ func (m *Manager) MapEndOffset() int64 { return m.loadMEO() }
 // a rebuild sets it to its target).
 func (m *Manager) SetMapEndOffset(o int64) {
 	m.mu.Lock()
-	m.mapEndOffset.Store(o)
+	m.setMEOLocked(o)
 	m.mu.Unlock()
 }
+
+// setMEOLocked sets the MEO to o, or to 0 if o is negative: offsets are
+// ≥ 0, and a negative MEO is the mark of a known batch's commit in flight,
+// which readers of entries wait out (beginRead). Caller holds mu.
+func (m *Manager) setMEOLocked(o int64) { m.mapEndOffset.Store(max(o, 0)) }
 
 // LastSnapshotOffset returns the offset of the last snapshot written by
 // TakeSnapshot or loaded by LoadSnapshot (0 initially).
@@ -411,8 +416,8 @@ func (m *Manager) reset(offset int64) {
 	m.clearLocked()
 	m.unreplicated = m.unreplicated[:0]
 	m.barriers = nil
-	m.mapEndOffset.Store(offset)
-	m.lastSnapOffset = offset
+	m.setMEOLocked(offset)
+	m.lastSnapOffset = m.loadMEO()
 }
 
 // clearLocked removes every producer and open transaction (the barrier's

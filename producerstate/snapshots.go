@@ -93,8 +93,8 @@ func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, now
 	m.clearLocked()
 	m.unreplicated = m.unreplicated[:0]
 	m.barriers = nil
-	m.mapEndOffset.Store(mapEndOffset)
-	m.lastSnapOffset = mapEndOffset
+	m.setMEOLocked(mapEndOffset)
+	m.lastSnapOffset = m.loadMEO()
 
 	// One backing array for all entries keeps a million-producer load to
 	// a handful of allocations.
