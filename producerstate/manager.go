@@ -248,7 +248,7 @@ func (m *Manager) Len() int {
 func (m *Manager) MapEndOffset() int64 { return m.loadMEO() }
 
 // SetMapEndOffset sets the MEO (a roll forces it to the new segment base;
-// a rebuild sets it to its target).
+// a rebuild sets it to its target). A negative o counts as 0.
 func (m *Manager) SetMapEndOffset(o int64) {
 	m.mu.Lock()
 	m.setMEOLocked(o)
@@ -407,7 +407,8 @@ func (m *Manager) OngoingTransactions() []CompletedTxn {
 func (m *Manager) TruncateAndReset() { m.reset(0) }
 
 // Reset empties the state at mapEndOffset (full truncation, §4.5): no
-// producers, no transactions, MEO and last snapshot offset = mapEndOffset.
+// producers, no transactions, MEO and last snapshot offset = mapEndOffset
+// (0 if it is negative).
 func (m *Manager) Reset(mapEndOffset int64) { m.reset(mapEndOffset) }
 
 func (m *Manager) reset(offset int64) {
