@@ -79,6 +79,21 @@ func waitDone(t *testing.T, done <-chan error, n int) {
 	}
 }
 
+// gatherLog opens a test log whose gathering wait is bounded by bound
+// (0: the last flush's fsync time, as outside tests) and appends one
+// batch b to it; first is that append.
+func gatherLog(t *testing.T, bound time.Duration) (l *Log, b []byte, first AppendInfo) {
+	t.Helper()
+	l, _ = openTestLog(t, smallOpts(t))
+	l.gather.bound = bound
+	b = makeBatch(t, 1, 50, 1)
+	first, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, b, first
+}
+
 // gatherOf returns a copy of l's gathering state, read under syncMu.
 func gatherOf(l *Log) syncGather {
 	l.syncMu.Lock()
@@ -374,13 +389,7 @@ func TestSyncCoveredByRunningFlush(t *testing.T) {
 // the ones that gathered while the first flush ran (on the code before,
 // the returning member's append needed a third flush).
 func TestSyncGroupWaitsForReleased(t *testing.T) {
-	l, _ := openTestLog(t, smallOpts(t))
-	l.gather.bound = 10 * time.Second // only the member coming back ends the wait
-	b := makeBatch(t, 1, 50, 1)
-	first, err := l.AppendAsLeader(b, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, b, first := gatherLog(t, 10*time.Second) // only the member coming back ends the wait
 	entered, release, calls := blockFirstFlush(l, nil, nil)
 	done := make(chan error, 4)
 	go func() {
@@ -419,12 +428,7 @@ func TestSyncGroupWaitsForReleased(t *testing.T) {
 // at most the bound; the flush covers the others, and the group after
 // expects the members that did come.
 func TestSyncGroupWaitBounded(t *testing.T) {
-	l, _ := openTestLog(t, smallOpts(t))
-	b := makeBatch(t, 1, 50, 1)
-	first, err := l.AppendAsLeader(b, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, b, first := gatherLog(t, 0) // the bound: the last flush's fsync time
 	entered, release, calls := blockFirstFlush(l, nil, nil)
 	done := make(chan error, 3)
 	go func() { done <- l.Sync(context.Background(), first.LastOffset+1) }()
@@ -470,13 +474,7 @@ func TestSyncLoneWriterNeverWaits(t *testing.T) {
 // back (appending past the truncation) joins and its flush makes it
 // durable, and nothing hangs.
 func TestSyncTruncatedDuringGather(t *testing.T) {
-	l, _ := openTestLog(t, smallOpts(t))
-	l.gather.bound = 10 * time.Second // only the member coming back ends the wait
-	b := makeBatch(t, 1, 50, 1)
-	first, err := l.AppendAsLeader(b, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, b, first := gatherLog(t, 10*time.Second) // only the member coming back ends the wait
 	entered, release, calls := blockFirstFlush(l, nil, nil)
 	firstDone, again, done := make(chan error, 1), make(chan struct{}), make(chan error, 1)
 	go func() {
