@@ -65,8 +65,8 @@ func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, chec
 			return nil, fmt.Errorf("%w: %w", ErrNeedsRecovery, err)
 		}
 	}
-	// Mapped at SegmentBytes, nothing reserved beyond the data until the
-	// first append needs it (see "Disk reservation" in the Segment doc).
+	// Mapped over its data, nothing reserved beyond it until the first
+	// append needs it (see "Disk reservation" in the Segment doc).
 	f, err := mmapfile.OpenAhead(s.Path(LogSuffix), max(cfg.SegmentBytes, dataLen), dataLen)
 	if err != nil {
 		_ = s.closeFiles()
@@ -188,8 +188,8 @@ func (p *Pending) TxnIndex() *index.TxnIndex { return p.s.txnIndex }
 // BaseOffset is the segment's base offset.
 func (p *Pending) BaseOffset() int64 { return p.s.base }
 
-// Activate returns the active segment, its .log mapped at SegmentBytes as
-// OpenRecovered maps it, with the state t the caller's check of these
+// Activate returns the active segment, its .log mapped over its data as
+// OpenRecovered maps it (the mapping grows with the reservation), with the state t the caller's check of these
 // very files found: nothing is read or checked again. The Pending is
 // consumed (on failure too: every file is then closed).
 func (p *Pending) Activate(t Tail) (*Segment, error) {

@@ -76,17 +76,18 @@ var (
 //
 // The .log bytes:
 //
-//   - Active segment: a writable mapping of a file preallocated to
-//     SegmentBytes. The published size (an atomic) is advanced with a
+//   - Active segment: a writable mapping of the file's reserved prefix
+//     (see "Disk reservation"). The published size (an atomic) is advanced with a
 //     release store only after a whole append has been copied and its
 //     headers stamped, so a reader that loads it (acquire) never sees a
 //     partly written batch.
 //   - Sealed segment: the file trimmed to its data, mapped read-only on
 //     demand (and unmapped again by the owner's cache through Unmap).
 //
-// Disk reservation: the active .log is mapped at SegmentBytes from the
-// start (address space only) and its length is SegmentBytes (a hole past
-// the reservation, mmapfile.CreateAhead), but its blocks are reserved with
+// Disk reservation: the active .log's length is SegmentBytes from the
+// start (a hole past the reservation, mmapfile.CreateAhead), but it is
+// mapped only over its reservation, and mapped again at twice the length
+// when a step outgrows the mapping (mapFor), and its blocks are reserved with
 // fallocate in steps ahead of the write position, so disk use grows with
 // the data and a full disk is the error of the append that needed the
 // room, never a SIGBUS or a lost writeback (no store or write reaches past
@@ -401,6 +402,9 @@ func (s *Segment) reserve(need int64) error {
 	}
 	s.reservedAt = now
 	size := min(need+s.reserveStep, s.log.Cap())
+	if err := s.mapFor(size); err != nil {
+		return err
+	}
 	err := s.log.Grow(size)
 	if err != nil && size > need {
 		// Too little room for the step (a nearly full disk): reserve
@@ -411,6 +415,39 @@ func (s *Segment) reserve(need int64) error {
 	s.noteReserved() // also after a failed step: the policy changed
 	return err
 }
+
+// mapFor makes the active .log's mapping reach size bytes (≤ Cap), by
+// mapping the file again (mmapfile.File.Remap) at twice the old length or
+// size, whichever is more, up to the capacity: a segment written to its
+// end is mapped anew about log2(SegmentBytes/ReserveMinBytes) times (12 at
+// the defaults), while an idle or slow partition's mapping stays the size
+// of its reservation, beside its neighbours' in the address space. The
+// old File goes to its readers (they keep their references; the owner's
+// is dropped), the prefaulter moves to the new one, and the swap is made
+// under mu, where readers take their references. Owner only.
+func (s *Segment) mapFor(size int64) error {
+	old := s.log
+	if size <= old.MapLen() {
+		return nil
+	}
+	n := min(old.Cap(), max(size, 2*old.MapLen()))
+	n = min(old.Cap(), (n+pageSize-1)&^(pageSize-1))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := old.Remap(n)
+	if err != nil {
+		return err
+	}
+	if s.prefaulter != nil {
+		s.prefaulter.Retarget(f)
+	}
+	s.log = f
+	s.noteReserved()
+	return old.Close()
+}
+
+// pageSize aligns the length of the .log's mappings.
+var pageSize = int64(os.Getpagesize())
 
 // startPrefault gives the active segment a Prefaulter. It populates
 // nothing until the first append reports a position.

@@ -890,3 +890,107 @@ func TestCopyHeader(t *testing.T) {
 		}
 	}
 }
+
+// logMappings counts the mappings of the segment's .log in /proc/self/maps.
+func logMappings(t *testing.T, s *Segment) int {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(maps), " "+s.Path(LogSuffix)+"\n")
+}
+
+// TestSegmentMappingGrows: the active .log is mapped over its reservation,
+// not at SegmentBytes, and mapped again (doubling) as the reservation
+// grows; a reader holding a range of the old mapping keeps reading it
+// after the owner moved on, the old mapping goes with its release (one
+// mapping of the .log at rest), and readers racing with appends that remap
+// always see whole batches (run with -race). Reopened, the .log is mapped
+// over its data.
+func TestSegmentMappingGrows(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{SegmentBytes: 64 << 20, MaxIndexBytes: 1 << 20, IndexIntervalBytes: 4096, Prefault: 1 << 20}
+	s, err := Create(dir, 0, cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := s.log.MapLen(); m > ReserveMinBytes {
+		t.Fatalf("a new segment maps %d bytes", m)
+	}
+	written := segFill(t, s, 1)
+	held, err := s.Read(0, 1, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := s.log
+	stop := make(chan struct{})
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(readErr)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			r, err := s.Read(0, 1, math.MaxInt64)
+			if err != nil {
+				readErr <- err
+				return
+			}
+			if _, err := batch.Check(r.Bytes); err != nil {
+				r.Release()
+				readErr <- err
+				return
+			}
+			r.Release()
+		}
+	}()
+	maps := []int64{s.log.MapLen()}
+	for s.log.Size() < 4<<20 {
+		written = append(written, segFill(t, s, 20)...)
+		if m := s.log.MapLen(); m != maps[len(maps)-1] {
+			maps = append(maps, m)
+		}
+	}
+	close(stop)
+	if err := <-readErr; err != nil {
+		t.Fatalf("reader during remaps: %v", err)
+	}
+	if s.log == first || len(maps) < 3 {
+		t.Fatalf("mapping lengths %v: not mapped again", maps)
+	}
+	for i := 1; i < len(maps); i++ {
+		if maps[i] < 2*maps[i-1] || maps[i] > cfg.SegmentBytes {
+			t.Fatalf("mapping lengths %v: not doubling", maps)
+		}
+	}
+	if m := s.log.MapLen(); m < s.log.Size() || m > 2*s.log.Size()+ReserveMinBytes {
+		t.Fatalf("mapped %d for %d reserved", m, s.log.Size())
+	}
+	if n := logMappings(t, s); n != 2 {
+		t.Fatalf("%d mappings of the .log while a reader holds the first", n)
+	}
+	if !bytes.Equal(held.Bytes[:len(written[0].bytes)], written[0].bytes) {
+		t.Fatal("a reader's range of the old mapping changed")
+	}
+	held.Release()
+	if n := logMappings(t, s); n != 1 {
+		t.Fatalf("%d mappings of the .log at rest", n)
+	}
+	segCheckReads(t, s, written)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenActive(dir, 0, cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if m := s.log.MapLen(); m != s.Size() {
+		t.Fatalf("reopened: mapped %d for %d bytes of data", m, s.Size())
+	}
+	more := segFill(t, s, 5)
+	segCheckReads(t, s, append(written, more...))
+}

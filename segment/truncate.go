@@ -76,8 +76,9 @@ func (s *Segment) TruncateTo(offset int64, now time.Time) (int64, error) {
 }
 
 // reactivate makes the segment writable with its .log holding exactly
-// [0, keep) of valid data, mapped at SegmentBytes (the reservation grows
-// from keep with the next appends), and with writable indexes. Owner only.
+// [0, keep) of valid data, mapped over it (the reservation and the
+// mapping grow from keep with the next appends), and with writable
+// indexes. Owner only.
 func (s *Segment) reactivate(keep, oldSize int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -34,7 +34,13 @@
 //     reserves more blocks inside the existing mapping. A growable file
 //     (CreateReserved, OpenReserved) is mapped at its full capacity from the
 //     start, with only the reserved prefix backed by the file; the rest of
-//     the mapping is address space that Bytes never reaches.
+//     the mapping is address space that Bytes never reaches. A file made
+//     "ahead" (CreateAhead, OpenAhead, MapAhead) is mapped only over its
+//     reserved prefix; Remap maps it again, longer, as a new File that
+//     takes over the descriptor and the owner's role; the owner closes the
+//     old one, whose readers keep their slices until they release them (the
+//     file is never shortened under them: Truncate is the owner's, after
+//     the readers of that range are gone, as above).
 //
 // Mutating methods (Grow, Truncate, Sync, Close) belong to the owner and must
 // not run concurrently with each other. Bytes, Size, Cap, Acquire, Release and
@@ -116,6 +122,9 @@ type File struct {
 	// lengthAt, when not 0, is the length the first Grow sets the file to
 	// before it reserves (OpenAhead, MapAhead). Owner only.
 	lengthAt int64
+	// capacity is the largest size Grow (after a Remap, for a file made
+	// ahead) may give the file: len(data), or more for a file made ahead.
+	capacity int64
 }
 
 // Create creates a new file at path (failing if it exists), preallocates size
@@ -239,6 +248,12 @@ func SyncPath(path string) error {
 // extend its length cost 1.5x (1.52, 1.44) those into a file reserved
 // whole, and 1.14 and 0.83x with the length set once. A crash leaves the
 // file at capacity, ending in zeros, which recovery cuts.
+//
+// Only the reserved prefix is mapped (Cap is capacity, MapLen is reserve):
+// growing past the mapping takes a Remap first. Thousands of files mapped
+// at a capacity of 1 GiB each spread their pages over a terabyte of
+// address space, a page-table page or two of their own for each file's
+// written tail; mapped at what they hold they lie side by side.
 func CreateAhead(path string, capacity, reserve int64) (*File, error) {
 	return createNew(path, capacity, reserve, func(fd *os.File) (*File, error) {
 		return mapFileAhead(path, fd, 0, reserve, capacity)
@@ -276,21 +291,23 @@ func OpenRegular(path string, writable bool) (*os.File, int64, error) {
 // on failure).
 func MapAhead(path string, fd *os.File, size, capacity, reserve int64) (*File, error) {
 	length := max(size, reserve)
-	mapLen := max(capacity, length)
-	if length > size || mapLen == size {
-		return mapFileAhead(path, fd, size, length, mapLen)
+	capacity = max(capacity, length)
+	if length > size || capacity == size {
+		return mapFileAhead(path, fd, size, length, capacity)
 	}
-	f, err := mapFileReserved(path, fd, size, size, mapLen, true)
+	f, err := mapFileReserved(path, fd, size, size, size, true)
 	if err != nil {
 		return nil, err
 	}
-	f.lengthAt = mapLen
+	f.capacity = capacity
+	f.lengthAt = capacity
 	return f, nil
 }
 
-// mapFileAhead reserves [0, length), sets the file's length to mapLen and
-// maps it. It takes ownership of fd and closes it on failure.
-func mapFileAhead(path string, fd *os.File, current, length, mapLen int64) (*File, error) {
+// mapFileAhead reserves [0, length), sets the file's length to capacity
+// and maps the reserved length. It takes ownership of fd and closes it on
+// failure.
+func mapFileAhead(path string, fd *os.File, current, length, capacity int64) (*File, error) {
 	if length > current {
 		if err := fallocate(int(fd.Fd()), 0, 0, length); err != nil {
 			_ = fd.Close()
@@ -298,13 +315,18 @@ func mapFileAhead(path string, fd *os.File, current, length, mapLen int64) (*Fil
 		}
 		current = length
 	}
-	if mapLen > current {
-		if err := fd.Truncate(mapLen); err != nil {
+	if capacity > current {
+		if err := fd.Truncate(capacity); err != nil {
 			_ = fd.Close()
 			return nil, pathError(path, "truncate", err)
 		}
 	}
-	return mapFileReserved(path, fd, mapLen, length, mapLen, true)
+	f, err := mapFileReserved(path, fd, capacity, length, length, true)
+	if err != nil {
+		return nil, err
+	}
+	f.capacity = capacity
+	return f, nil
 }
 
 // Open maps an existing file. A symbolic link is never followed (its
@@ -364,6 +386,7 @@ func mapFileReserved(path string, fd *os.File, current, length, mapLen int64, wr
 		}
 		f.data = data
 	}
+	f.capacity = mapLen
 	f.size.Store(length)
 	f.refs.Store(1)
 	return f, nil
@@ -391,10 +414,16 @@ func (f *File) Bytes() []byte {
 // length at open, lowered by Truncate and raised by Grow.
 func (f *File) Size() int64 { return f.size.Load() }
 
-// Cap returns the length of the mapping, the largest size Grow accepts.
-func (f *File) Cap() int64 { return int64(len(f.data)) }
+// Cap returns the largest size the file may grow to: the length of the
+// mapping, or for a file made ahead (CreateAhead) its capacity, which
+// growth past MapLen reaches through Remap.
+func (f *File) Cap() int64 { return f.capacity }
 
-// Grow extends the file to n bytes (n ≤ Cap) with fallocate, making the
+// MapLen returns the length of the mapping, the largest size Grow accepts
+// without a Remap.
+func (f *File) MapLen() int64 { return int64(len(f.data)) }
+
+// Grow extends the file to n bytes (n ≤ MapLen) with fallocate, making the
 // mapping usable up to n. A smaller or equal n is a no-op.
 func (f *File) Grow(n int64) error {
 	if err := f.checkWritable("grow"); err != nil {
@@ -404,8 +433,8 @@ func (f *File) Grow(n int64) error {
 	if n <= cur {
 		return nil
 	}
-	if n > f.Cap() {
-		return pathError(f.path, "grow", fmt.Errorf("%w: %d > mapped %d", ErrCapacity, n, f.Cap()))
+	if n > f.MapLen() {
+		return pathError(f.path, "grow", fmt.Errorf("%w: %d > mapped %d (capacity %d)", ErrCapacity, n, f.MapLen(), f.Cap()))
 	}
 	// Only the new range: the part below cur is already backed (Create,
 	// Open and the previous Grow reserved it).
@@ -425,6 +454,53 @@ func (f *File) Grow(n int64) error {
 	}
 	f.size.Store(n)
 	return nil
+}
+
+// Remap maps the file again over mapLen bytes (Size ≤ mapLen ≤ Cap) and
+// returns the new File, which takes over f's descriptor (a parked one
+// stays parked), its reserved size and its deferred length: the owner
+// goes on with it, and closes f once nothing else uses f (a Prefaulter is
+// moved with Retarget first). The old mapping then goes when its last
+// reader releases it, so slices readers took from it stay valid until
+// then (both mappings share the page cache: what is stored through one is
+// seen through the other). Only Close, Bytes, Size, Cap, MapLen, Acquire,
+// Release and Prefault may be called on f after Remap. On failure f is
+// unchanged. Owner only, not concurrently with any other method of f but
+// those.
+func (f *File) Remap(mapLen int64) (*File, error) {
+	if err := f.checkWritable("remap"); err != nil {
+		return nil, err
+	}
+	if mapLen < f.size.Load() || mapLen > f.capacity {
+		return nil, pathError(f.path, "remap", fmt.Errorf("%w: %d not in [%d, %d]", ErrCapacity, mapLen, f.size.Load(), f.capacity))
+	}
+	if mapLen != int64(int(mapLen)) {
+		return nil, pathError(f.path, "remap", fmt.Errorf("length %d does not fit in memory", mapLen))
+	}
+	g := &File{path: f.path, writable: true, reopen: f.reopen, lengthAt: f.lengthAt, capacity: f.capacity}
+	if mapLen > 0 {
+		fd := f.fd.Load()
+		if fd == nil {
+			// Parked or released: a descriptor for the mmap only.
+			tmp, err := fsutil.Open(f.path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+			if err != nil {
+				return nil, pathError(f.path, "remap", err)
+			}
+			defer tmp.Close()
+			fd = tmp
+		}
+		data, err := unix.Mmap(int(fd.Fd()), 0, int(mapLen), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			return nil, pathError(f.path, "mmap", err)
+		}
+		g.data = data
+	}
+	g.noPopulate.Store(f.noPopulate.Load())
+	g.size.Store(f.size.Load())
+	g.refs.Store(1)
+	g.fd.Store(f.fd.Swap(nil))
+	f.reopen = false
+	return g, nil
 }
 
 // ReleaseDescriptor closes the File's descriptor and keeps the mapping
@@ -615,7 +691,7 @@ func (f *File) syncFdatasync() error {
 // syncMsync flushes the page-aligned range around [off, off+n) with
 // msync(MS_SYNC). Kept for the benchmark that justifies Sync's choice.
 func (f *File) syncMsync(off, n int64) error {
-	start, end := alignRange(off, n, f.Cap())
+	start, end := alignRange(off, n, f.MapLen())
 	if start >= end {
 		return nil
 	}

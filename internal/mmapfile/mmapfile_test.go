@@ -640,12 +640,16 @@ func TestAhead(t *testing.T) {
 		}
 		return st.Size, st.Blocks * 512
 	}
-	if n, a := blocks(); n != 8<<20 || a < 64<<10 || a > 64<<10+4096 || f.Size() != 64<<10 || len(f.Bytes()) != 64<<10 {
-		t.Fatalf("length %d allocated %d size %d", n, a, f.Size())
+	if n, a := blocks(); n != 8<<20 || a < 64<<10 || a > 64<<10+4096 || f.Size() != 64<<10 || len(f.Bytes()) != 64<<10 || f.MapLen() != 64<<10 || f.Cap() != 8<<20 {
+		t.Fatalf("length %d allocated %d size %d mapped %d", n, a, f.Size(), f.MapLen())
 	}
 	if err := f.WriteAt(nil, make([]byte, 10), 64<<10-5); !errors.Is(err, ErrCapacity) {
 		t.Fatalf("WriteAt past the reservation: %v", err)
 	}
+	if err := f.Grow(1 << 20); !errors.Is(err, ErrCapacity) {
+		t.Fatalf("Grow past the mapping: %v", err)
+	}
+	f = remap(t, f, 1<<20)
 	if err := f.Grow(1 << 20); err != nil {
 		t.Fatal(err)
 	}
@@ -665,12 +669,16 @@ func TestAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer g.Close()
-	if n, _ := blocks(); n != 1<<20 || g.Size() != 1<<20 || g.Cap() != 8<<20 || string(g.Bytes()[1<<20-4:]) != "tail" {
-		t.Fatalf("reopened: length %d size %d cap %d", n, g.Size(), g.Cap())
+	if n, _ := blocks(); n != 1<<20 || g.Size() != 1<<20 || g.Cap() != 8<<20 || g.MapLen() != 1<<20 || string(g.Bytes()[1<<20-4:]) != "tail" {
+		t.Fatalf("reopened: length %d size %d cap %d mapped %d", n, g.Size(), g.Cap(), g.MapLen())
 	}
 	if err := g.Truncate(1 << 20); err != nil {
 		t.Fatal(err)
+	}
+	g = remap(t, g, 4<<20)
+	defer g.Close()
+	if n, _ := blocks(); n != 1<<20 {
+		t.Fatalf("a Remap changed the deferred length: %d", n)
 	}
 	if err := g.Grow(2 << 20); err != nil {
 		t.Fatal(err)
@@ -717,6 +725,10 @@ func TestParkDescriptor(t *testing.T) {
 	if !f.Descriptors() {
 		t.Fatal("no descriptor kept after WriteAt and Sync")
 	}
+	f = remap(t, f, 128<<10)
+	if !f.Descriptors() {
+		t.Fatal("Remap lost the descriptor")
+	}
 	if err := f.Grow(128 << 10); err != nil {
 		t.Fatal(err)
 	}
@@ -738,5 +750,144 @@ func TestParkDescriptor(t *testing.T) {
 	}
 	if string(data) != "stored\x00\x00head" {
 		t.Fatalf("file holds %q", data)
+	}
+}
+
+// remap maps f again at n bytes and closes the old File, as its owner does.
+func remap(t *testing.T, f *File, n int64) *File {
+	t.Helper()
+	g, err := f.Remap(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if g.MapLen() != n || g.Size() != f.Size() || g.Cap() != f.Cap() {
+		t.Fatalf("remapped: mapped %d size %d cap %d", g.MapLen(), g.Size(), g.Cap())
+	}
+	return g
+}
+
+// mappingsOf counts the mappings of path in /proc/self/maps.
+func mappingsOf(t *testing.T, path string) int {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(maps), " "+path+"\n")
+}
+
+// TestRemap: a file made ahead is mapped over its reservation only; Remap
+// maps it longer as a new File that keeps the descriptor's state, stores
+// through either mapping are seen through the other, a reader of the old
+// mapping keeps its slice after the owner has moved on and closed it, and
+// the old mapping goes with the reader's Release. Out-of-range lengths are
+// refused and leave the File as it was.
+func TestRemap(t *testing.T) {
+	path := tempPath(t, "r")
+	f, err := CreateAhead(path, 4<<20, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.ParkDescriptor(); err != nil {
+		t.Fatal(err)
+	}
+	copy(f.Bytes(), "old mapping")
+	if !f.Acquire() {
+		t.Fatal("Acquire failed")
+	}
+	held := f.Bytes()
+	for _, n := range []int64{32 << 10, 4<<20 + 1} {
+		if _, err := f.Remap(n); !errors.Is(err, ErrCapacity) {
+			t.Fatalf("Remap(%d): %v", n, err)
+		}
+	}
+	if mappingsOf(t, path) != 1 {
+		t.Fatalf("%d mappings before Remap", mappingsOf(t, path))
+	}
+	g := remap(t, f, 1<<20)
+	if g.Descriptors() {
+		t.Fatal("a parked File holds a descriptor after Remap")
+	}
+	if f.Acquire() {
+		t.Fatal("Acquire on the replaced File succeeded")
+	}
+	if n := mappingsOf(t, path); n != 2 {
+		t.Fatalf("%d mappings while a reader holds the old one", n)
+	}
+	if string(g.Bytes()[:11]) != "old mapping" {
+		t.Fatalf("new mapping reads %q", g.Bytes()[:11])
+	}
+	copy(g.Bytes()[20:], "new")
+	if string(held[:11]) != "old mapping" || string(held[20:23]) != "new" {
+		t.Fatalf("old mapping reads %q", held[:23])
+	}
+	f.Release()
+	if n := mappingsOf(t, path); n != 1 {
+		t.Fatalf("%d mappings after the reader released the old one", n)
+	}
+	if err := g.Grow(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	copy(g.Bytes()[1<<20-3:], "end")
+	if err := g.Truncate(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) != 1<<20 || string(data[:11]) != "old mapping" || string(data[20:23]) != "new" || string(data[1<<20-3:]) != "end" {
+		t.Fatalf("file: %d bytes", len(data))
+	}
+}
+
+// TestPrefaulterRetarget: a writer whose file is mapped again keeps its
+// Prefaulter: after Retarget it populates the new mapping from the
+// writer's position on, past the old mapping's end, and the old File's
+// Close does not stop it.
+func TestPrefaulterRetarget(t *testing.T) {
+	f, err := CreateAhead(tempPath(t, "t"), 8<<20, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := NewPrefaultPool(1, 64<<20)
+	p := pool.NewPrefaulter(f, 2<<20)
+	p.Advance(4096)
+	waitDone := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for prefaulterDone(p) < want && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if d := prefaulterDone(p); d < want {
+			t.Fatalf("populated to %d, want %d", d, want)
+		}
+	}
+	waitDone(1 << 20)
+	g, err := f.Remap(4 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Retarget(g)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Grow(4 << 20); err != nil {
+		t.Fatal(err)
+	}
+	p.Grew()
+	p.Advance(512 << 10)
+	waitDone(512<<10 + 2<<20)
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -130,8 +130,9 @@ func (pp *PrefaultPool) work() {
 		}
 		p.busy = true
 		pp.flight += n
+		f := p.f // Retarget changes it only while p is not busy
 		pp.mu.Unlock()
-		err := p.f.Prefault(start, n)
+		err := f.Prefault(start, n)
 		pp.mu.Lock()
 		pp.flight -= n
 		p.busy = false
@@ -147,8 +148,8 @@ func (pp *PrefaultPool) work() {
 		}
 		if p.stopped {
 			pp.release(p)
-			p.idle.Broadcast()
 		}
+		p.idle.Broadcast() // Stop and Retarget wait for busy to go
 	}
 	if len(pp.queue) == 0 {
 		pp.queue = pp.queue[:0:0] // let a long queue's array go
@@ -212,7 +213,7 @@ type Prefaulter struct {
 	busy    bool // a worker is populating a chunk of it
 	stopped bool
 	err     error      // first error other than the File being closed
-	idle    *sync.Cond // signalled when busy goes false after Stop
+	idle    *sync.Cond // signalled when busy goes false
 }
 
 // NewPrefaulter returns a Prefaulter of f in the default pool.
@@ -258,6 +259,25 @@ func (p *Prefaulter) Advance(pos int64) {
 	pp.recount(p)
 	pp.enqueue(p)
 	pp.mu.Unlock()
+}
+
+// Retarget moves p to f, the File its writer's file was mapped again as
+// (File.Remap), once a chunk being populated in the old mapping is done;
+// the caller closes the old File after Retarget returns.
+// The new mapping has none of the old one's pages mapped, so population
+// starts again from the writer's position, and p's share is recounted
+// from there; the next Advance queues p. Writer only.
+func (p *Prefaulter) Retarget(f *File) {
+	pp := p.pool
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	for p.busy {
+		p.idle.Wait()
+	}
+	p.f = f
+	p.done = 0
+	pp.recount(p)
+	p.next = 0
 }
 
 // Grew tells p that its file's reserved size grew, so the next Advance
