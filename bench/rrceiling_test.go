@@ -36,13 +36,21 @@ type ceilingPaged struct {
 // fallocated, mapped and prefaulted (every page populated for writing),
 // and returns it with its descriptor released (the mapping stays). The
 // mapping is size bytes long, or capacity bytes if capacity > size (the
-// file's length then too, a hole past size: an active segment's layout,
-// mmapfile.CreateAhead).
+// file's length then too, a hole past size: an active segment's layout
+// before its mapping grew with its reservation).
 func ceilingFile(b *testing.B, dir string, name string, size, capacity int64) *mmapfile.File {
 	var f *mmapfile.File
 	var err error
 	if capacity > size {
 		f, err = mmapfile.CreateAhead(filepath.Join(dir, name), capacity, size)
+		if err == nil {
+			// CreateAhead maps the reservation only: map the capacity.
+			var g *mmapfile.File
+			if g, err = f.Remap(capacity); err == nil {
+				err = f.Close()
+				f = g
+			}
+		}
 	} else {
 		f, err = mmapfile.Create(filepath.Join(dir, name), size)
 	}
@@ -71,8 +79,9 @@ func ceilingFile(b *testing.B, dir string, name string, size, capacity int64) *m
 //   - rr+state: as rr, but each partition's mapping and position live
 //     in a small heap object of its own, read and written by each copy;
 //   - rr+1GiB: as rr, but each file is mapped (and sized, a hole past
-//     the prefaulted part) at 1 GiB, as an active segment is at the
-//     default segment.bytes: the mappings are spread over 1 TiB of
+//     the prefaulted part) at 1 GiB, as an active segment was at the
+//     default segment.bytes before its mapping grew with its
+//     reservation: the mappings are spread over 1 TiB of
 //     address space instead of packed, so each copy's page walk shares
 //     less with the others'.
 //   - rr+pages: as rr+state, but each copy also reads and writes a word
