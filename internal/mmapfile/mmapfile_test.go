@@ -891,3 +891,97 @@ func TestPrefaulterRetarget(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPrefaultWindowFollowsRate: a writer's window is about a second of
+// its measured rate (at most its own window), and when the windows asked
+// for exceed the budget they are scaled by one factor: a writer with 6.4
+// times the rate of another gets about 3.2 times its window (its own
+// window caps it at 4 MiB), where an equal split gave both 1 MiB, and the
+// slow one holds no more than its share populated ahead of it.
+func TestPrefaultWindowFollowsRate(t *testing.T) {
+	var clock atomic.Int64
+	orig := prefaultClock
+	prefaultClock = clock.Load
+	t.Cleanup(func() { prefaultClock = orig })
+	pool := NewPrefaultPool(1, 2<<20)
+	var ps [2]*Prefaulter
+	for i := range ps {
+		f, err := Create(tempPath(t, fmt.Sprint("r", i)), 16<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		ps[i] = pool.NewPrefaulter(f, 4<<20)
+	}
+	idle := func() {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for pool.Workers() > 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	window := func(p *Prefaulter) int64 { return 4 * p.step.Load() }
+	clock.Store(int64(time.Millisecond))
+	fast, slow := ps[0], ps[1]
+	fast.Advance(4096)
+	slow.Advance(4096)
+	idle()
+	if window(fast) != 1<<20 || window(slow) != 1<<20 {
+		t.Fatalf("rates unknown: windows %d and %d, want the equal split", window(fast), window(slow))
+	}
+	clock.Add(int64(time.Second))
+	fast.Advance(4096 + 8<<20)    // 8 MiB/s: asks for its own 4 MiB
+	slow.Advance(4096 + 1280<<10) // 1.25 MiB/s
+	idle()
+	fast.Advance(4096 + 9<<20) // a turn with both rates known
+	idle()
+	if w := window(fast); w < 1400<<10 || w > 1600<<10 {
+		t.Fatalf("fast writer's window %d, want ~4 MiB × 2/5.25", w)
+	}
+	if w := window(slow); w < 450<<10 || w > 530<<10 {
+		t.Fatalf("slow writer's window %d, want ~1.25 MiB × 2/5.25", w)
+	}
+	if d := prefaulterDone(slow) - (4096 + 1280<<10); d > window(slow)+pageSize {
+		t.Fatalf("slow writer has %d bytes populated ahead", d)
+	}
+	if a := pool.Ahead(); a > 2<<20 {
+		t.Fatalf("%d bytes ahead, budget 2 MiB", a)
+	}
+	for _, p := range ps {
+		if err := p.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pool.demand != 0 || pool.Ahead() != 0 {
+		t.Fatalf("demand %d ahead %d after every writer stopped", pool.demand, pool.Ahead())
+	}
+}
+
+// TestPrefaultUrgentFirst: a writer left less than a quarter window ahead
+// of its position is queued before the writers that are further ahead.
+func TestPrefaultUrgentFirst(t *testing.T) {
+	f, err := Create(tempPath(t, "u"), 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pool := NewPrefaultPool(1, 64<<20)
+	ahead, behind := pool.NewPrefaulter(f, 1<<20), pool.NewPrefaulter(f, 1<<20)
+	pool.mu.Lock()
+	ahead.pos.Store(4096)
+	ahead.done = 4096 + 512<<10
+	behind.pos.Store(4096)
+	behind.done = 4096 + 64<<10
+	pool.enqueue(ahead)
+	pool.enqueue(behind)
+	if len(pool.urgent) != 1 || pool.urgent[0] != behind || len(pool.queue) != 1 || pool.queue[0] != ahead {
+		pool.mu.Unlock()
+		t.Fatal("the writer behind is not queued first")
+	}
+	pool.mu.Unlock()
+	for _, p := range []*Prefaulter{ahead, behind} {
+		if err := p.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DefaultPrefaultWindow is the distance a Prefaulter keeps populated ahead of
@@ -33,11 +34,24 @@ const prefaultChunk = 1 << 20
 // was opened is never queued, so it holds no populated pages ahead of its
 // data.
 //
-// Fair share: each writer's window is its own (Prefaulter's window) or
-// the budget divided among the writers that have appended, whichever is
-// smaller (but at least 64 KiB), so a thousand partitions appending round
-// robin each get pages ahead of them instead of the first few taking the
-// whole budget.
+// Rate-aware windows: a worker measures each writer's rate (bytes per
+// second, between two of its turns at least 10 ms apart, averaged with
+// the previous figure) and the window it keeps is about a second of that
+// rate (prefaultHorizon), at least 64 KiB and at most the Prefaulter's own
+// window. A slow writer then holds few populated pages ahead of it (pages
+// populated long before they are written are written back as zeros by
+// the flusher, write-protected, and fault again on the store), and a fast
+// one among many slow ones asks for a large window. Until its rate is
+// known a writer gets its own window or the budget divided among the
+// writers that have appended, whichever is smaller.
+//
+// Fair share: when the windows asked for add up to more than the budget,
+// each is scaled down by the same factor (but not below 64 KiB), so a
+// thousand partitions appending round robin each get pages ahead of them
+// instead of the first few taking the whole budget, and the writer with
+// a thousand times their rate gets a thousand times their window. A
+// writer that a worker leaves less than a quarter of its window ahead of
+// its position is served before those that are further ahead.
 //
 // Budget bounds the sum over writers of the populated bytes ahead of their
 // positions (each writer's share is recounted whenever a worker serves it,
@@ -53,6 +67,8 @@ type PrefaultPool struct {
 
 	mu      sync.Mutex
 	queue   []*Prefaulter // writers waiting for a worker, FIFO
+	urgent  []*Prefaulter // as queue, for writers less than step ahead
+	demand  int64         // sum of the writers' rate-based windows
 	running int           // live worker goroutines
 	ahead   int64         // sum of the writers' counted shares
 	flight  int64         // bytes being populated by workers right now
@@ -62,6 +78,20 @@ type PrefaultPool struct {
 // minFairWindow is the smallest window a writer gets when the budget is
 // shared among many (16 pages).
 const minFairWindow = 64 << 10
+
+// prefaultHorizon is how long, at a writer's measured rate, its window
+// lasts; rateInterval is the shortest time over which a rate is measured.
+const (
+	prefaultHorizon = time.Second
+	rateInterval    = 10 * time.Millisecond
+)
+
+// clockBase and prefaultClock are the pool's monotonic clock, in
+// nanoseconds (tests replace prefaultClock).
+var (
+	clockBase     = time.Now()
+	prefaultClock = func() int64 { return int64(time.Since(clockBase)) }
+)
 
 // NewPrefaultPool returns a pool of at most workers goroutines (≤ 0: one per
 // CPU, GOMAXPROCS) that keeps at most budget bytes (≤ 0:
@@ -109,8 +139,12 @@ func (pp *PrefaultPool) enqueue(p *Prefaulter) {
 		return
 	}
 	p.queued = true
-	pp.queue = append(pp.queue, p)
-	if pp.running < pp.workers && pp.running < len(pp.queue) {
+	if p.done-p.pos.Load() < p.step.Load() {
+		pp.urgent = append(pp.urgent, p)
+	} else {
+		pp.queue = append(pp.queue, p)
+	}
+	if pp.running < pp.workers && pp.running < len(pp.queue)+len(pp.urgent) {
 		pp.running++
 		go pp.work()
 	}
@@ -119,10 +153,14 @@ func (pp *PrefaultPool) enqueue(p *Prefaulter) {
 // work serves queued writers one chunk at a time until the queue is empty.
 func (pp *PrefaultPool) work() {
 	pp.mu.Lock()
-	for len(pp.queue) > 0 {
-		p := pp.queue[0]
-		pp.queue[0] = nil
-		pp.queue = pp.queue[1:]
+	for len(pp.queue)+len(pp.urgent) > 0 {
+		q := &pp.urgent
+		if len(*q) == 0 {
+			q = &pp.queue
+		}
+		p := (*q)[0]
+		(*q)[0] = nil
+		*q = (*q)[1:]
 		p.queued = false
 		start, n := p.nextChunk()
 		if n <= 0 {
@@ -151,9 +189,8 @@ func (pp *PrefaultPool) work() {
 		}
 		p.idle.Broadcast() // Stop and Retarget wait for busy to go
 	}
-	if len(pp.queue) == 0 {
-		pp.queue = pp.queue[:0:0] // let a long queue's array go
-	}
+	pp.queue = pp.queue[:0:0] // let a long queue's array go
+	pp.urgent = pp.urgent[:0:0]
 	pp.running--
 	pp.mu.Unlock()
 }
@@ -171,6 +208,8 @@ func (pp *PrefaultPool) recount(p *Prefaulter) {
 func (pp *PrefaultPool) release(p *Prefaulter) {
 	pp.ahead -= p.share
 	p.share = 0
+	pp.demand -= p.demand
+	p.demand = 0
 	if p.counted {
 		p.counted = false
 		pp.writers--
@@ -212,6 +251,13 @@ type Prefaulter struct {
 	queued  bool
 	busy    bool // a worker is populating a chunk of it
 	stopped bool
+	// rate is the writer's measured rate in bytes per second (0: not yet
+	// known), from ratePos at rateAt (prefaultClock) to the latest turn;
+	// demand is the window that rate asks for, as counted in pool.demand.
+	rate    int64
+	ratePos int64
+	rateAt  int64
+	demand  int64
 	err     error      // first error other than the File being closed
 	idle    *sync.Cond // signalled when busy goes false
 }
@@ -296,11 +342,40 @@ func (p *Prefaulter) nextChunk() (start, n int64) {
 	pos := p.pos.Load()
 	pp.recount(p)
 	start = max(p.done, pos)
-	window := min(p.window, max(pp.budget/int64(max(pp.writers, 1)), minFairWindow))
+	window := p.windowAt(pos)
 	p.step.Store(window / 4)
 	target := min(pos+window, p.f.Size())
 	n = min(target-start, prefaultChunk, pp.budget-pp.ahead-pp.flight)
 	return start, n
+}
+
+// windowAt measures p's rate at its position pos and returns the window
+// it gets now (see PrefaultPool, rate-aware windows and fair share).
+// Caller holds pool.mu.
+func (p *Prefaulter) windowAt(pos int64) int64 {
+	pp := p.pool
+	now := prefaultClock()
+	switch dt := now - p.rateAt; {
+	case p.rateAt == 0 || pos < p.ratePos:
+		p.rateAt, p.ratePos = now, pos // first turn, or a rewind
+	case dt >= int64(rateInterval):
+		r := int64(float64(pos-p.ratePos) * float64(time.Second) / float64(dt))
+		if p.rate > 0 {
+			r = (r + p.rate) / 2
+		}
+		p.rate, p.rateAt, p.ratePos = max(r, 1), now, pos
+	}
+	if p.rate == 0 {
+		return min(p.window, max(pp.budget/int64(max(pp.writers, 1)), minFairWindow))
+	}
+	demand := int64(float64(p.rate) * float64(prefaultHorizon) / float64(time.Second))
+	demand = min(max(demand, minFairWindow), p.window)
+	pp.demand += demand - p.demand
+	p.demand = demand
+	if pp.demand <= pp.budget {
+		return demand
+	}
+	return max(int64(float64(demand)*float64(pp.budget)/float64(pp.demand)), minFairWindow)
 }
 
 // Stop takes p out of its pool, waits for a chunk being populated for it,
