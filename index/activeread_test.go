@@ -3,6 +3,7 @@ package index
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -126,7 +127,8 @@ func TestActiveIndexReadUntilChanged(t *testing.T) {
 }
 
 // TestActiveIndexLargeIsMapped checks that an active index above a page is
-// mapped at open, as before.
+// mapped at open, as before, over its first indexMapMin bytes rather than
+// its capacity.
 func TestActiveIndexLargeIsMapped(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "00000000000000000000.index")
 	writeOffsetEntries(t, path, 0, readSmallBytes/OffsetEntrySize+1)
@@ -135,7 +137,41 @@ func TestActiveIndexLargeIsMapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer x.Close()
-	if x.m.read || x.m.file == nil || x.m.file.Cap() != DefaultMaxIndexBytes {
-		t.Fatalf("read %v, file %v", x.m.read, x.m.file)
+	if x.m.read || x.m.file == nil || x.m.file.Cap() != indexMapMin || x.MaxEntries() != DefaultMaxIndexBytes/OffsetEntrySize {
+		t.Fatalf("read %v, mapped %v", x.m.read, x.m.file != nil)
+	}
+}
+
+// TestActiveIndexMappingGrows: a new active index is mapped over
+// indexMapMin bytes, not its capacity, and mapped again (doubling, up to
+// the capacity) as its entries outgrow the mapping; every entry stays
+// readable, and the index fills to its capacity.
+func TestActiveIndexMappingGrows(t *testing.T) {
+	const capacity = 1 << 20
+	x, err := CreateOffsetIndex(filepath.Join(t.TempDir(), "00000000000000000000.index"), 0, capacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	var maps []int64
+	for i := int64(0); i < capacity/OffsetEntrySize; i++ {
+		if err := x.Append(i*2, int32(i*100)); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		if c := x.m.file.Cap(); len(maps) == 0 || c != maps[len(maps)-1] {
+			maps = append(maps, c)
+		}
+	}
+	want := []int64{indexMapMin, 2 * indexMapMin, 4 * indexMapMin, 8 * indexMapMin, capacity}
+	if !slices.Equal(maps, want) {
+		t.Fatalf("mapping lengths %v, want %v", maps, want)
+	}
+	if !x.IsFull() || x.Append(capacity, 0) == nil {
+		t.Fatal("a full index took another entry")
+	}
+	for i := int64(0); i < x.Entries(); i += 977 {
+		if o, p := x.Lookup(i*2 + 1); o != i*2 || p != int32(i*100) {
+			t.Fatalf("lookup %d: %d at %d", i*2+1, o, p)
+		}
 	}
 }

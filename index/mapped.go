@@ -24,8 +24,13 @@ import (
 // first entry leaves the segment without indexes, which recovery rebuilds
 // as Kafka's load does.
 //
-// An active (writable) index is mapped at its full capacity (MaxIndexBytes)
-// from its creation, but its file holds only the entries plus a reservation
+// An active (writable) index is mapped over its first indexMapMin bytes
+// (or its file, if longer), and mapped again at twice the length when a
+// step outgrows the mapping (mapAgain, under mu held exclusively, so no
+// reader holds the old mapping): thousands of partitions' indexes then lie
+// side by side in the address space instead of MaxIndexBytes apart, the
+// cost of each entry's page walk that the segment's .log avoids the same
+// way. Its file holds only the entries plus a reservation
 // made with fallocate in steps ahead of them: the first step is one page
 // (indexReserveMin), each later one doubles the file, up to indexReserveMax
 // at a time. The store of an entry never reaches past the file's end (which
@@ -95,7 +100,7 @@ func (m *mapped) create(path string, baseOffset, maxIndexBytes, entrySize int64)
 // segment's .log was created exclusively, so such a file is stale).
 // Caller holds mu exclusively.
 func (m *mapped) materialize() error {
-	f, err := mmapfile.CreateReserved(m.path, m.capLen, 0)
+	f, err := mmapfile.CreateReserved(m.path, m.firstMap(), 0)
 	if errors.Is(err, fs.ErrExist) {
 		st, serr := os.Lstat(m.path)
 		if serr != nil {
@@ -107,7 +112,7 @@ func (m *mapped) materialize() error {
 		if err := os.Remove(m.path); err != nil {
 			return err
 		}
-		f, err = mmapfile.CreateReserved(m.path, m.capLen, 0)
+		f, err = mmapfile.CreateReserved(m.path, m.firstMap(), 0)
 	}
 	if err != nil {
 		return err
@@ -144,10 +149,36 @@ func (m *mapped) mapForChange() error {
 	return nil
 }
 
-// mapRead maps a writable index that was read into memory (see mapped),
-// at its capacity, before its first change. Caller holds mu exclusively.
+// firstMap is the length an active index is first mapped at (see mapped).
+func (m *mapped) firstMap() int64 { return min(m.capLen, indexMapMin) }
+
+// indexMapMin is the first mapping length of an active index.
+const indexMapMin = 64 << 10
+
+// mapAgain maps the index's file again at length bytes (growth past the
+// mapping, a reopened index given a larger capacity). Readers are
+// excluded by mu, held exclusively, so nobody holds the old slice.
+func (m *mapped) mapAgain(length int64) error {
+	f, err := mmapfile.OpenReserved(m.path, length, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.ReleaseDescriptor(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := m.file.Close(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	m.file = f
+	return nil
+}
+
+// mapRead maps a writable index that was read into memory (see mapped)
+// before its first change. Caller holds mu exclusively.
 func (m *mapped) mapRead() error {
-	f, err := mmapfile.OpenReserved(m.path, m.capLen, 0)
+	f, err := mmapfile.OpenReserved(m.path, m.firstMap(), 0)
 	if err != nil {
 		return err
 	}
@@ -184,6 +215,11 @@ func (m *mapped) grow(n int64, populate bool) error {
 	defer m.mu.Unlock()
 	if err := m.mapForChange(); err != nil {
 		return err
+	}
+	if c := m.file.Cap(); size > c {
+		if err := m.mapAgain(min(max(size, 2*c), limit)); err != nil {
+			return err
+		}
 	}
 	if err := m.file.Grow(size); err != nil {
 		return err
@@ -276,7 +312,7 @@ func (m *mapped) openActive(path string, baseOffset, maxIndexBytes, entrySize in
 		m.entries.Store(size / entrySize)
 		return nil
 	}
-	f, err := mmapfile.MapReserved(path, fd, size, length, 0)
+	f, err := mmapfile.MapReserved(path, fd, size, min(length, indexMapMin), 0)
 	if err != nil {
 		return err
 	}
@@ -418,20 +454,9 @@ func (m *mapped) resize(size int64) error {
 		}
 	case length > m.file.Cap():
 		// The mapping is too short: map the file again at the new length.
-		// Readers are excluded by mu, so nobody holds the old slice.
-		f, err := mmapfile.OpenReserved(m.path, length, 0)
-		if err != nil {
+		if err := m.mapAgain(length); err != nil {
 			return err
 		}
-		if err := f.ReleaseDescriptor(); err != nil {
-			_ = f.Close()
-			return err
-		}
-		if err := m.file.Close(); err != nil {
-			_ = f.Close()
-			return err
-		}
-		m.file = f
 	}
 	m.buf = m.file.Bytes()
 	m.maxEntries.Store(length / m.entrySize)
