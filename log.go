@@ -66,6 +66,16 @@ type Log struct {
 	// bytes are what a producer-less append touches.
 	stage producerstate.Append // reused by appends, under appendMu
 
+	// The rest is what no append touches (flushes, truncations, opening
+	// and closing, offsets other operations move), allocated apart: a Log
+	// is then 720 bytes instead of 1 328 (five in a page of heap instead
+	// of three), so the Logs of a thousand partitions appended to in turn
+	// touch ~190 pages instead of ~340.
+	*logCold
+}
+
+// logCold is the part of a Log that appends do not touch (see Log).
+type logCold struct {
 	dir  string
 	lock *os.File // the directory's own descriptor, flock'ed
 
@@ -159,7 +169,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 	}
 	// The producer state is recovery's (adopt) or, for a new partition,
 	// made by create.
-	l := &Log{dir: dir, opts: o, lock: lock, keys: map[*segment.Segment]uint64{}, cache: o.MappingCache}
+	l := &Log{opts: o, logCold: &logCold{dir: dir, lock: lock, keys: map[*segment.Segment]uint64{}, cache: o.MappingCache}}
 	l.now, l.tsRules = o.Now, o.timestampRulesApply()
 	if l.cache == nil {
 		l.cache = DefaultMappingCache()
