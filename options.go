@@ -11,9 +11,11 @@ import (
 // Kafka's configuration name, default and support.
 type Options struct {
 	// SegmentBytes is the size at which the active segment rolls
-	// (segment.bytes). Default 1 GiB. The active segment is mapped at this
-	// size but reserves disk only in steps ahead of its data (see
-	// ReserveMaxBytes); the file is trimmed to its data on roll and close.
+	// (segment.bytes). Default 1 GiB. The active segment's file is this
+	// long (a hole past its data) but reserves disk only in steps ahead of
+	// its data (see ReserveMaxBytes), and is mapped only over the
+	// reservation, mapped again at twice the length as it outgrows it; the
+	// file is trimmed to its data on roll and close.
 	SegmentBytes int64
 	// ReserveMaxBytes bounds the steps by which the active segment's disk
 	// reservation grows. The .log is extended with fallocate ahead of the
@@ -65,8 +67,10 @@ type Options struct {
 	// the bytes are the producer's, and the record walk costs several
 	// times the CRC on small records (see BenchmarkValidate in batch).
 	ValidateRecords bool
-	// PrefaultBytes is the window of the active segment kept populated
-	// ahead of the write position, so appends store into resident pages.
+	// PrefaultBytes is the largest window of the active segment kept
+	// populated ahead of the write position, so appends store into
+	// resident pages; a partition's window is about a second of its own
+	// append rate, within this bound and its share of the budget.
 	// The work runs on the process's shared prefault pool (one worker per
 	// CPU, started on demand, within a process-wide budget of 256 MiB of
 	// populated, not yet written pages), and only for partitions that are

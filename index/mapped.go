@@ -95,8 +95,8 @@ func (m *mapped) create(path string, baseOffset, maxIndexBytes, entrySize int64)
 	return nil
 }
 
-// materialize creates the file of a lazy index, empty and mapped at its
-// capacity, replacing a leftover regular file of the same name (the
+// materialize creates the file of a lazy index, empty and mapped over
+// firstMap bytes, replacing a leftover regular file of the same name (the
 // segment's .log was created exclusively, so such a file is stale).
 // Caller holds mu exclusively.
 func (m *mapped) materialize() error {
@@ -275,9 +275,9 @@ func (m *mapped) open(path string, baseOffset, entrySize int64, readOnly bool) e
 	return nil
 }
 
-// openActive opens an existing file for appending, mapped at the
-// capacity maxIndexBytes at once (what open and resize do in two
-// mappings). A missing file gives a lazy index (its file is made by its
+// openActive opens an existing file for appending, mapped over its
+// length or indexMapMin, whichever is more, with the capacity
+// maxIndexBytes (what open and resize do in two mappings). A missing file gives a lazy index (its file is made by its
 // first entry, see mapped); a file longer than the capacity is cut to it
 // as resize does (cut), or refused with ErrPastCapacity, unchanged, before
 // anything is read: a caller that has not checked the file yet must not
