@@ -417,20 +417,22 @@ func (s *Segment) reserve(need int64) error {
 }
 
 // mapFor makes the active .log's mapping reach size bytes (≤ Cap), by
-// mapping the file again (mmapfile.File.Remap) at twice the old length or
-// size, whichever is more, up to the capacity: a segment written to its
-// end is mapped anew about log2(SegmentBytes/ReserveMinBytes) times (12 at
-// the defaults), while an idle or slow partition's mapping stays the size
-// of its reservation, beside its neighbours' in the address space. The
-// old File goes to its readers (they keep their references; the owner's
-// is dropped), the prefaulter moves to the new one, and the swap is made
-// under mu, where readers take their references. Owner only.
+// mapping the file again (mmapfile.File.Remap) at twice the old length,
+// size or MapMinBytes, whichever is most, up to the capacity: a segment
+// written to its end is mapped anew about log2(SegmentBytes/MapMinBytes)
+// + 1 times (11 at the defaults), while an idle partition's mapping stays
+// the size of its reservation and a slow one's small, beside their
+// neighbours' in the address space. The old File goes to its readers
+// (they keep their references) and the owner's reference is dropped off
+// the append's path (mmapfile.File.Retire: unmapping written pages costs
+// about a microsecond each); the prefaulter moves to the new one, and the
+// swap is made under mu, where readers take their references. Owner only.
 func (s *Segment) mapFor(size int64) error {
 	old := s.log
 	if size <= old.MapLen() {
 		return nil
 	}
-	n := min(old.Cap(), max(size, 2*old.MapLen()))
+	n := min(old.Cap(), max(size, 2*old.MapLen(), MapMinBytes))
 	n = min(old.Cap(), (n+pageSize-1)&^(pageSize-1))
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -443,8 +445,15 @@ func (s *Segment) mapFor(size int64) error {
 	}
 	s.log = f
 	s.noteReserved()
-	return old.Close()
+	old.Retire()
+	return nil
 }
+
+// MapMinBytes is the smallest length the active .log is mapped again at
+// (see mapFor): each remap costs a mapping, the unmapping of the old one
+// and page faults on the window ahead, so the small early steps are not
+// each given one.
+const MapMinBytes = 1 << 20
 
 // pageSize aligns the length of the .log's mappings.
 var pageSize = int64(os.Getpagesize())

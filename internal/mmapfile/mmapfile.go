@@ -51,6 +51,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"github.com/partlog/partlog/internal/fsutil"
@@ -827,4 +828,56 @@ func alignRange(off, n, limit int64) (start, end int64) {
 // inspectable with errors.Is and errors.As.
 func pathError(path, op string, err error) error {
 	return &os.PathError{Op: "partlog/mmapfile: " + op, Path: path, Err: err}
+}
+
+// Retire is Close for a File whose descriptor has gone to another (after
+// Remap), with the owner's reference dropped on another goroutine: Acquire
+// fails from the moment Retire returns, and the munmap, when no reader
+// holds a reference, runs off the caller's path. Unmapping pages that
+// were written through the mapping costs about a microsecond each here
+// (each page's dirty bit moves to the page cache, the other CPUs' TLBs
+// are shot down), which an append that outgrew its mapping would
+// otherwise pay for the whole old mapping. One goroutine serves every
+// retired File, started on demand and gone when none is left. munmap
+// fails only on arguments that would be a bug here; such an error is
+// dropped. Owner only.
+func (f *File) Retire() {
+	if !f.closed.CompareAndSwap(false, true) {
+		return
+	}
+	if fd := f.fd.Swap(nil); fd != nil {
+		_ = fd.Close()
+	}
+	retired.mu.Lock()
+	retired.files = append(retired.files, f)
+	start := !retired.running
+	retired.running = true
+	retired.mu.Unlock()
+	if start {
+		go unmapRetired()
+	}
+}
+
+// retired is the queue of Files whose owner's reference Retire drops.
+var retired struct {
+	mu      sync.Mutex
+	files   []*File
+	running bool
+}
+
+func unmapRetired() {
+	for {
+		retired.mu.Lock()
+		files := retired.files
+		retired.files = nil
+		if len(files) == 0 {
+			retired.running = false
+			retired.mu.Unlock()
+			return
+		}
+		retired.mu.Unlock()
+		for _, f := range files {
+			_ = f.release()
+		}
+	}
 }

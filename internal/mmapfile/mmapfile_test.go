@@ -985,3 +985,46 @@ func TestPrefaultUrgentFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestRetire: a retired File refuses Acquire at once; its mapping stays
+// while a reader holds a reference and goes after the reader's Release,
+// and without readers it goes on its own, off the caller's goroutine.
+func TestRetire(t *testing.T) {
+	waitMappings := func(path string, want int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for mappingsOf(t, path) != want && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if n := mappingsOf(t, path); n != want {
+			t.Fatalf("%d mappings of %s, want %d", n, path, want)
+		}
+	}
+	for _, reader := range []bool{false, true} {
+		path := tempPath(t, fmt.Sprint("retire", reader))
+		f, err := CreateAhead(path, 1<<20, 64<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(f.Bytes(), "kept")
+		if reader && !f.Acquire() {
+			t.Fatal("Acquire failed")
+		}
+		held := f.Bytes()
+		f.Retire()
+		if f.Acquire() {
+			t.Fatal("Acquire after Retire succeeded")
+		}
+		f.Retire() // a second one does nothing
+		if !reader {
+			waitMappings(path, 0)
+			continue
+		}
+		time.Sleep(20 * time.Millisecond)
+		if n := mappingsOf(t, path); n != 1 || string(held[:4]) != "kept" {
+			t.Fatalf("%d mappings while a reader holds the retired File", n)
+		}
+		f.Release()
+		waitMappings(path, 0)
+	}
+}
