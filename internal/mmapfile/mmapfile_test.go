@@ -900,10 +900,8 @@ func TestPrefaulterRetarget(t *testing.T) {
 // slow one holds no more than its share populated ahead of it.
 func TestPrefaultWindowFollowsRate(t *testing.T) {
 	var clock atomic.Int64
-	orig := prefaultClock
-	prefaultClock = clock.Load
-	t.Cleanup(func() { prefaultClock = orig })
 	pool := NewPrefaultPool(1, 2<<20)
+	pool.clock = clock.Load
 	var ps [2]*Prefaulter
 	for i := range ps {
 		f, err := Create(tempPath(t, fmt.Sprint("r", i)), 16<<20)

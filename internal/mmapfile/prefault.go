@@ -69,6 +69,7 @@ type PrefaultPool struct {
 	queue   []*Prefaulter // writers waiting for a worker, FIFO
 	urgent  []*Prefaulter // as queue, for writers less than step ahead
 	demand  int64         // sum of the writers' rate-based windows
+	clock   func() int64  // monotonicNanos; tests set their own pool's
 	running int           // live worker goroutines
 	ahead   int64         // sum of the writers' counted shares
 	flight  int64         // bytes being populated by workers right now
@@ -86,12 +87,10 @@ const (
 	rateInterval    = 10 * time.Millisecond
 )
 
-// clockBase and prefaultClock are the pool's monotonic clock, in
-// nanoseconds (tests replace prefaultClock).
-var (
-	clockBase     = time.Now()
-	prefaultClock = func() int64 { return int64(time.Since(clockBase)) }
-)
+// clockBase and monotonicNanos are the pools' clock, in nanoseconds.
+var clockBase = time.Now()
+
+func monotonicNanos() int64 { return int64(time.Since(clockBase)) }
 
 // NewPrefaultPool returns a pool of at most workers goroutines (≤ 0: one per
 // CPU, GOMAXPROCS) that keeps at most budget bytes (≤ 0:
@@ -103,7 +102,7 @@ func NewPrefaultPool(workers int, budget int64) *PrefaultPool {
 	if budget <= 0 {
 		budget = DefaultPrefaultBudget
 	}
-	return &PrefaultPool{workers: workers, budget: budget}
+	return &PrefaultPool{workers: workers, budget: budget, clock: monotonicNanos}
 }
 
 var (
@@ -252,7 +251,7 @@ type Prefaulter struct {
 	busy    bool // a worker is populating a chunk of it
 	stopped bool
 	// rate is the writer's measured rate in bytes per second (0: not yet
-	// known), from ratePos at rateAt (prefaultClock) to the latest turn;
+	// known), from ratePos at rateAt (pool.clock) to the latest turn;
 	// demand is the window that rate asks for, as counted in pool.demand.
 	rate    int64
 	ratePos int64
@@ -354,7 +353,7 @@ func (p *Prefaulter) nextChunk() (start, n int64) {
 // Caller holds pool.mu.
 func (p *Prefaulter) windowAt(pos int64) int64 {
 	pp := p.pool
-	now := prefaultClock()
+	now := pp.clock()
 	switch dt := now - p.rateAt; {
 	case p.rateAt == 0 || pos < p.ratePos:
 		p.rateAt, p.ratePos = now, pos // first turn, or a rewind
