@@ -71,6 +71,47 @@ type syncGather struct {
 	// flushes' (tests, and the comparison reports them per flush).
 	flushes, waits int64
 	waited, fsyncs time.Duration
+	// Writeback started by members as they join (see startWriteback):
+	// up to wbAt in segment wbSeg; wbOff switches it off (tests and the
+	// comparison); wbStarts counts the calls.
+	wbSeg    *segment.Segment
+	wbAt     int64
+	wbOff    bool
+	wbStarts int64
+}
+
+// writebackStep is how many bytes appended since the last start of
+// writeback make a member joining a gathering group start the writeout
+// of them (sync_file_range, see startWriteback).
+//
+// An fdatasync's time grows with the bytes it writes (here about 0.9 ms
+// plus 60 µs per 16 KiB batch, h20's probe), and the writers a flush
+// released append again one after another, with the disk idle, while the
+// next group gathers. Writing their bytes out as they come moves most of
+// that per-byte part into the gathering: in a standalone probe (64
+// pwrites of 16 KiB 20 µs apart, then one fdatasync; 60 rounds, three
+// runs) starting writeback every 8 pwrites cut the fdatasync from 3.64-
+// 3.84 ms to 2.45-2.67 ms and the round from 5.68-5.82 ms to 4.88-5.13.
+const writebackStep = 128 << 10
+
+// claimWriteback returns the range of segment seg, whose size is size,
+// that a member joining a group starts the writeout of: the bytes since
+// the last claim once they reach writebackStep (from ≥ to: none). Caller
+// holds syncMu.
+func (w *syncGather) claimWriteback(seg *segment.Segment, size int64) (from, to int64) {
+	if w.wbOff || seg == nil {
+		return 0, 0
+	}
+	if seg != w.wbSeg || size < w.wbAt {
+		// A roll, or a truncation cut below the last claim.
+		w.wbSeg, w.wbAt = seg, 0
+	}
+	if size-w.wbAt < writebackStep {
+		return 0, 0
+	}
+	from, w.wbAt = w.wbAt, size
+	w.wbStarts++
+	return from, size
 }
 
 // release records a flush of n members whose fsyncs took took, ending
@@ -347,6 +388,7 @@ func (l *Log) Sync(ctx context.Context, offset int64) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		seg, size := l.activeEnd()
 		l.syncMu.Lock()
 		wait := l.syncNext
 		if r := l.syncing; r != nil && r.target.Load() >= offset {
@@ -356,11 +398,19 @@ func (l *Log) Sync(ctx context.Context, offset int64) error {
 		}
 		if wait != nil {
 			// Join the gathering group (or wait for the running flush).
+			var from, to int64
 			if wait == l.syncNext {
 				wait.members++
 				l.arrived()
+				from, to = l.gather.claimWriteback(seg, size)
 			}
 			l.syncMu.Unlock()
+			if seg != nil && from < to {
+				// The group's flush writes these bytes whatever happens
+				// here; starting now overlaps their writeout with the
+				// gathering (writebackStep). Its error is the flush's.
+				_ = seg.StartWriteback(from, to)
+			}
 			l.parked.Add(1)
 			select {
 			case <-wait.done:
@@ -389,6 +439,18 @@ func (l *Log) Sync(ctx context.Context, offset int64) error {
 			return err
 		}
 	}
+}
+
+// activeEnd returns the active segment and its size (nil if the log has
+// no segment).
+func (l *Log) activeEnd() (*segment.Segment, int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.segments) == 0 {
+		return nil, 0
+	}
+	s := l.active()
+	return s, s.Size()
 }
 
 // truncation is one entry of Log.truncated.
