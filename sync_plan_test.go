@@ -578,7 +578,7 @@ func TestSyncMembersStartWriteback(t *testing.T) {
 			opts.SegmentBytes = 1 << 20
 			l, _ := openTestLog(t, opts)
 			l.gather.wbOff = off
-			b := makeBatch(t, 1, 40<<10, 1)
+			b := makeBatch(t, 1, writebackStep/3, 1) // the first batch and 4 members' pass the step
 			first, err := l.AppendAsLeader(b, 0)
 			if err != nil {
 				t.Fatal(err)
