@@ -285,7 +285,7 @@ func TestSyncLeavesActiveIndexes(t *testing.T) {
 }
 
 // TestWritePolicyLoneSyncer: after a flush made for one caller alone in
-// Sync, WriteAuto stores appends below writeMinBytes into the mapping
+// Sync, WriteAuto stores appends below loneWriteMinBytes into the mapping
 // (one appender syncing each append); after a flush that ended with a
 // group gathering behind it, or a plain Flush, it writes them with
 // pwritev.
@@ -293,11 +293,11 @@ func TestWritePolicyLoneSyncer(t *testing.T) {
 	var w writePolicy
 	w.flushes.Add(1)
 	w.lone.Store(true)
-	if w.write(WriteAuto, 16<<10) {
-		t.Error("a lone syncer's 16 KiB append used pwritev")
+	if w.write(WriteAuto, 1<<10) || w.write(WriteAuto, loneWriteMinBytes-1) {
+		t.Error("a lone syncer's small append used pwritev")
 	}
-	if !w.write(WriteAuto, writeMinBytes) {
-		t.Error("a lone syncer's large append stored into the mapping")
+	if !w.write(WriteAuto, 16<<10) || !w.write(WriteAuto, writeMinBytes) {
+		t.Error("a lone syncer's 16 KiB or larger append stored into the mapping")
 	}
 	if !w.write(WritePwrite, 256) || w.write(WriteMapped, 1<<20) {
 		t.Error("the fixed paths follow the lone rule")
