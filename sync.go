@@ -71,8 +71,9 @@ type syncGather struct {
 	// flushes' (tests, and the comparison reports them per flush).
 	flushes, waits int64
 	waited, fsyncs time.Duration
-	// Writeback started by members as they join (see startWriteback):
-	// up to wbAt in segment wbSeg; wbOff switches it off (tests and the
+	// Writeback started by members as they join (see claimWriteback),
+	// or made durable by a group's flush (flushed): up to wbAt in
+	// segment wbSeg; wbOff switches it off (tests and the
 	// comparison); wbStarts counts the calls.
 	wbSeg    *segment.Segment
 	wbAt     int64
@@ -81,8 +82,8 @@ type syncGather struct {
 }
 
 // writebackStep is how many bytes appended since the last start of
-// writeback make a member joining a gathering group start the writeout
-// of them (sync_file_range, see startWriteback).
+// writeback or the last group flush make a member joining a gathering
+// group start the writeout of them (sync_file_range, see claimWriteback).
 //
 // An fdatasync's time grows with the bytes it writes (here about 0.9 ms
 // plus 60 µs per 16 KiB batch, h20's probe), and the writers a flush
@@ -101,6 +102,17 @@ type syncGather struct {
 // appends for the CPUs and, in the filesystem, for the extent tree (the
 // writeout converts the fallocated, unwritten extents it writes).
 const writebackStep = 256 << 10
+
+// flushed records that a flush made segment seg durable up to size: the
+// members' writeout counts the bytes appended after it (at 8 writers of
+// 16 KiB a group's bytes stay below writebackStep, so nothing is started
+// that the flush would not have written at once anyway). Caller holds
+// syncMu.
+func (w *syncGather) flushed(seg *segment.Segment, size int64) {
+	if seg != w.wbSeg || size > w.wbAt {
+		w.wbSeg, w.wbAt = seg, size
+	}
+}
 
 // claimWriteback returns the range of segment seg, whose size is size,
 // that a member joining a group starts the writeout of: the bytes since
@@ -149,6 +161,7 @@ type flushPlan struct {
 	// when planned, which tells whether it changed again since.
 	dirDirty bool
 	active   *segment.Segment
+	size     int64               // active's size when planned
 	buf      [2]*segment.Segment // segs' room for the usual one or two
 }
 
@@ -261,6 +274,7 @@ func (l *Log) planLocked(p *flushPlan) error {
 	}
 	l.mu.RUnlock()
 	p.dirDirty, p.active = l.dirDirty, l.active()
+	p.size = p.active.Size()
 	return nil
 }
 
@@ -535,6 +549,9 @@ func (l *Log) leadGroup(g *syncGroup) error {
 	close(g.done)
 	if ended {
 		l.gather.release(members, g.took, time.Now())
+		if err == nil {
+			l.gather.flushed(g.plan.active, g.plan.size)
+		}
 	}
 	if next != nil {
 		close(next.ready)

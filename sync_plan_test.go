@@ -561,6 +561,16 @@ func TestClaimWriteback(t *testing.T) {
 	if w.wbStarts != 4 {
 		t.Fatalf("%d starts counted, want 4", w.wbStarts)
 	}
+	// A flush made a durable up to 3 steps: the next claim counts from
+	// there; a flush of an older size changes nothing.
+	w.flushed(a, 3*step)
+	w.flushed(a, step)
+	if from, to := w.claimWriteback(a, 4*step-1); from < to {
+		t.Fatalf("claimed [%d, %d) of bytes a flush made durable", from, to)
+	}
+	if from, to := w.claimWriteback(a, 4*step); from != 3*step || to != 4*step {
+		t.Fatalf("claimed [%d, %d) after the flush, want [%d, %d)", from, to, 3*step, 4*step)
+	}
 	w = syncGather{wbOff: true}
 	if from, to := w.claimWriteback(a, 10*step); from < to {
 		t.Fatalf("claimed [%d, %d) with writeback off", from, to)
