@@ -622,10 +622,10 @@ func (l *Log) arrived() {
 // batches/s in six runs (0.88x in one); 64 writers 49 to 58 against 28
 // to 31, but there the fsync time grew with the bytes and the appends
 // took 1.4-1.9 ms, so the batches/s were 0.82x to 1.21x (ahead in five
-// runs). In blocks of 2 batches per writer (BenchmarkDurableAppend's with
-// -bench.durableblock 2),
-// where every block ends with a wait for writers that are done, it was
-// 0.59x to 1.27x at 8 writers and 0.90x to 0.96x at 64 (seven runs).
+// runs). In blocks of 2 batches per writer (BenchmarkDurableAppend's
+// with -bench.durableblock 2), where every block ends with a wait for
+// writers that are done, it was 0.59x to 1.27x at 8 writers and 0.90x
+// to 0.96x at 64 (seven runs).
 //
 // The leader waits until as many callers came back (led or joined a
 // group) as the last flush released, at most the last flush's fsync time
