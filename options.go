@@ -148,8 +148,8 @@ const (
 	// out), and large stores pay page faults that pwritev does not; for
 	// small appends that are not synced the stores avoid a syscall per
 	// batch. One exception: after a Sync whose caller was alone in Sync
-	// (one appender syncing each append), appends below 32 KiB store,
-	// which measured faster there than pwritev (see writePolicy.write).
+	// (one appender syncing each append), appends below 16 KiB store,
+	// which measured faster there than pwritev (see loneWriteMinBytes).
 	// BenchmarkWritePath in bench/ measures the three.
 	WriteAuto WritePath = iota
 	// WriteMapped always stores into the mapping.

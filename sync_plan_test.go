@@ -3,6 +3,7 @@ package partlog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -284,7 +285,7 @@ func TestSyncLeavesActiveIndexes(t *testing.T) {
 }
 
 // TestWritePolicyLoneSyncer: after a flush made for one caller alone in
-// Sync, WriteAuto stores appends below writeMinBytes into the mapping
+// Sync, WriteAuto stores appends below loneWriteMinBytes into the mapping
 // (one appender syncing each append); after a flush that ended with a
 // group gathering behind it, or a plain Flush, it writes them with
 // pwritev.
@@ -292,11 +293,11 @@ func TestWritePolicyLoneSyncer(t *testing.T) {
 	var w writePolicy
 	w.flushes.Add(1)
 	w.lone.Store(true)
-	if w.write(WriteAuto, 16<<10) {
-		t.Error("a lone syncer's 16 KiB append used pwritev")
+	if w.write(WriteAuto, 1<<10) || w.write(WriteAuto, loneWriteMinBytes-1) {
+		t.Error("a lone syncer's small append used pwritev")
 	}
-	if !w.write(WriteAuto, writeMinBytes) {
-		t.Error("a lone syncer's large append stored into the mapping")
+	if !w.write(WriteAuto, 16<<10) || !w.write(WriteAuto, writeMinBytes) {
+		t.Error("a lone syncer's 16 KiB or larger append stored into the mapping")
 	}
 	if !w.write(WritePwrite, 256) || w.write(WriteMapped, 1<<20) {
 		t.Error("the fixed paths follow the lone rule")
@@ -526,5 +527,93 @@ func TestSyncTruncatedDuringGather(t *testing.T) {
 	}
 	if rp, leo := l.RecoveryPoint(), l.LogEndOffset(); rp != leo {
 		t.Fatalf("recovery point %d, log end %d", rp, leo)
+	}
+}
+
+// TestClaimWriteback: a member joining a group starts the writeout of the
+// bytes appended since the last claim once they reach writebackStep; a
+// new active segment (a roll) or a size below the last claim (a
+// truncation) starts counting again from 0.
+func TestClaimWriteback(t *testing.T) {
+	a, b := new(segment.Segment), new(segment.Segment)
+	const step = writebackStep
+	var w syncGather
+	for i, tc := range []struct {
+		seg      *segment.Segment
+		size     int64
+		from, to int64 // from ≥ to: nothing claimed
+	}{
+		{a, step - 1, 0, 0},
+		{a, step, 0, step},
+		{a, 2*step - 1, 0, 0},
+		{a, 2*step + 5, step, 2*step + 5},
+		{b, step / 2, 0, 0}, // rolled: b counts from 0
+		{b, step + 1, 0, step + 1},
+		{b, 10, 0, 0}, // truncated below the claim
+		{b, step, 0, step},
+		{nil, 4 * step, 0, 0},
+	} {
+		from, to := w.claimWriteback(tc.seg, tc.size)
+		if from < to != (tc.from < tc.to) || from < to && (from != tc.from || to != tc.to) {
+			t.Fatalf("claim %d (size %d): [%d, %d), want [%d, %d)", i, tc.size, from, to, tc.from, tc.to)
+		}
+	}
+	if w.wbStarts != 4 {
+		t.Fatalf("%d starts counted, want 4", w.wbStarts)
+	}
+	// A flush made a durable up to 3 steps: the next claim counts from
+	// there; a flush of an older size changes nothing.
+	w.flushed(a, 3*step)
+	w.flushed(a, step)
+	if from, to := w.claimWriteback(a, 4*step-1); from < to {
+		t.Fatalf("claimed [%d, %d) of bytes a flush made durable", from, to)
+	}
+	if from, to := w.claimWriteback(a, 4*step); from != 3*step || to != 4*step {
+		t.Fatalf("claimed [%d, %d) after the flush, want [%d, %d)", from, to, 3*step, 4*step)
+	}
+	w = syncGather{wbOff: true}
+	if from, to := w.claimWriteback(a, 10*step); from < to {
+		t.Fatalf("claimed [%d, %d) with writeback off", from, to)
+	}
+}
+
+// TestSyncMembersStartWriteback: members joining a gathering group start
+// the writeout of what was appended once it reaches writebackStep, so the
+// group's flush has less left to write; every Sync still returns only
+// once its offset is durable. Off (the knob), nothing is started.
+func TestSyncMembersStartWriteback(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("off=%v", off), func(t *testing.T) {
+			opts := smallOpts(t)
+			opts.SegmentBytes = 1 << 20
+			l, _ := openTestLog(t, opts)
+			l.gather.wbOff = off
+			b := makeBatch(t, 1, writebackStep/3, 1) // the first batch and 4 members' pass the step
+			first, err := l.AppendAsLeader(b, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entered, release, _ := blockFirstFlush(l, nil, nil)
+			done := make(chan error, 5)
+			go syncChecked(l, first.LastOffset+1, done)
+			<-entered
+			for range 4 {
+				appendSyncing(t, l, b, done)
+			}
+			waitParked(t, l, 4)
+			w := gatherOf(l)
+			seg, size := l.activeEnd()
+			switch {
+			case off && w.wbStarts != 0:
+				t.Fatalf("%d writeback starts with writeback off", w.wbStarts)
+			case !off && (w.wbStarts == 0 || w.wbSeg != seg || w.wbAt < writebackStep || w.wbAt > size):
+				t.Fatalf("%d writeback starts, up to %d of %d bytes: the members started none of the %d bytes they appended", w.wbStarts, w.wbAt, size, size)
+			}
+			close(release)
+			waitDone(t, done, 5)
+			if rp, leo := l.RecoveryPoint(), l.LogEndOffset(); rp != leo {
+				t.Fatalf("recovery point %d, log end %d", rp, leo)
+			}
+		})
 	}
 }

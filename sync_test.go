@@ -533,7 +533,9 @@ func TestWritePolicy(t *testing.T) {
 // BenchmarkSyncGather compares, in one process, durable 16 KiB appends
 // (AppendAsLeader, then Sync of the batch's offset, by W closed-loop
 // writers) to logs whose group leaders wait for the released members
-// (gather, the default) or flush at once (off), with write+fdatasync per batch
+// (gather, the default), do so without starting the writeout of the
+// members' bytes as they join (nowb: claimWriteback off) or flush at once
+// (off), with write+fdatasync per batch
 // under one mutex and the disk's limit (one pwrite+fdatasync of W
 // batches), interleaved in blocks of block batches per writer and
 // rotating the order. It reports each variant's batches/s over the
@@ -550,8 +552,9 @@ func BenchmarkSyncGather(b *testing.B) {
 }
 
 func benchSyncGather(b *testing.B, src []byte, writers, block int) {
-	names := []string{"off", "gather", "mutex", "limit"}
-	logs := make([]*Log, 2)
+	names := []string{"off", "gather", "nowb", "mutex", "limit"}
+	const mutexVariant = 3
+	logs := make([]*Log, 3)
 	for i := range logs {
 		c, err := NewMappingCache(1 << 30)
 		if err != nil {
@@ -560,6 +563,7 @@ func benchSyncGather(b *testing.B, src []byte, writers, block int) {
 		logs[i], _ = openTestLog(b, &Options{MappingCache: c})
 	}
 	logs[0].gather.off = true
+	logs[2].gather.wbOff = true
 	dir := b.TempDir()
 	open := func(name string) (*os.File, *int64) {
 		f, err := os.Create(filepath.Join(dir, name))
@@ -601,6 +605,7 @@ func benchSyncGather(b *testing.B, src []byte, writers, block int) {
 	variants := []func(n int){
 		func(n int) { appendSync(logs[0], n) },
 		func(n int) { appendSync(logs[1], n) },
+		func(n int) { appendSync(logs[2], n) },
 		func(n int) {
 			split(n, func(count int) {
 				for range count {
@@ -647,7 +652,7 @@ func benchSyncGather(b *testing.B, src []byte, writers, block int) {
 		done += n
 	}
 	b.StopTimer()
-	mutex := float64(done) / spent[2].Seconds()
+	mutex := float64(done) / spent[mutexVariant].Seconds()
 	for i, l := range logs {
 		if w := gatherOf(l); w.flushes > 0 {
 			b.ReportMetric(float64(done)/float64(w.flushes), names[i]+"-batches/flush")
@@ -658,7 +663,7 @@ func benchSyncGather(b *testing.B, src []byte, writers, block int) {
 	}
 	for m, name := range names {
 		rate := float64(done) / spent[m].Seconds()
-		if m == 2 {
+		if m == mutexVariant {
 			b.ReportMetric(rate, "mutex-batches/s")
 			continue
 		}

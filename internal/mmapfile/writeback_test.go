@@ -1,0 +1,101 @@
+package mmapfile
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestWholePages(t *testing.T) {
+	ps := pageSize
+	for _, tc := range []struct {
+		off, end, limit   int64
+		wantStart, wantTo int64
+	}{
+		{0, 4 * ps, 8 * ps, 0, 4 * ps},
+		{1, 4 * ps, 8 * ps, ps, 4 * ps},          // a partial first page is left alone
+		{0, 4*ps - 1, 8 * ps, 0, 3 * ps},         // and a partial last page
+		{ps + 1, 2*ps - 1, 8 * ps, 2 * ps, ps},   // inside one page: none
+		{-5, 2 * ps, 8 * ps, 0, 2 * ps},          // clamped to 0
+		{0, 8 * ps, 3*ps + 7, 0, 3 * ps},         // and to the limit
+		{2 * ps, 2 * ps, 8 * ps, 2 * ps, 2 * ps}, // empty
+	} {
+		start, stop := wholePages(tc.off, tc.end, tc.limit)
+		if start != tc.wantStart || stop != tc.wantTo {
+			t.Errorf("wholePages(%d, %d, %d) = %d, %d, want %d, %d", tc.off, tc.end, tc.limit, start, stop, tc.wantStart, tc.wantTo)
+		}
+	}
+}
+
+// threadFaults returns the calling thread's minor page faults.
+func threadFaults(t *testing.T) int64 {
+	t.Helper()
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return ru.Minflt
+}
+
+// TestStartWriteback: StartWriteback starts the writeout of the dirty
+// pages it covers (the kernel write-protects a page it writes out, so the
+// next store into it faults, which counts the pages started) and of no
+// other, leaves the bytes as they are, and is a no-op for a closed File.
+func TestStartWriteback(t *testing.T) {
+	const pages = 64
+	f, err := Create(tempPath(t, "w"), 2*pages*pageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	data := f.Bytes()
+	fill := func(from int64, b byte) {
+		for p := range int64(pages) {
+			data[from+p*pageSize] = b
+		}
+	}
+	// storesFault returns the faults of one store into each of the pages
+	// from from.
+	storesFault := func(from int64) int64 {
+		before := threadFaults(t)
+		fill(from, 'b')
+		return threadFaults(t) - before
+	}
+	started, left := int64(0), int64(pages*pageSize)
+	fill(started, 'a') // dirty, mapped writable
+	fill(left, 'a')
+	if err := f.StartWriteback(started+1, started+pages*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	// The first page was partial: left alone, like the other range.
+	if n := storesFault(started); n < pages/2 {
+		t.Fatalf("%d faults storing into %d pages whose writeout started, want most of them", n, pages)
+	}
+	if n := storesFault(left); n > pages/4 {
+		t.Fatalf("%d faults storing into %d dirty pages nothing wrote out", n, pages)
+	}
+	want := bytes.Repeat([]byte{'b'}, pages)
+	got := make([]byte, pages)
+	for p := range int64(pages) {
+		got[p] = data[p*pageSize]
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("bytes changed: %q", got)
+	}
+	if err := f.SyncFile(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.StartWriteback(0, pages*pageSize); err != nil {
+		t.Fatalf("closed File: %v", err)
+	}
+	if _, err := os.Stat(f.Path()); err != nil {
+		t.Fatal(err)
+	}
+}
