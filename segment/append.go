@@ -111,12 +111,21 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 		} else {
 			copy(dst[p+batch.HeaderSize:p+n], b[batch.HeaderSize:n])
 		}
-		base := h.BaseOffset()
-		last := base + int64(h.LastOffsetDelta())
+		// The fields are read from src, never from the copy just
+		// stored: a load from the destination waits until the stores
+		// before it (the whole body's copy, into cold lines of the
+		// mapping) have left the store buffer when it cannot be
+		// forwarded, which made this the slowest line of the append.
+		sv := batch.View(b)
+		base := next
+		if !st.Assign {
+			base = sv.BaseOffset()
+		}
+		last := base + int64(sv.LastOffsetDelta())
 		if batches == 0 {
 			first = base
 		}
-		if ts := h.MaxTimestamp(); ts > maxTs {
+		if ts := sv.MaxTimestamp(); ts > maxTs {
 			maxTs, offMaxTs = ts, last
 		}
 		next = last + 1
