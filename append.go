@@ -66,7 +66,7 @@ func (s *scan) add(h *batch.BatchHeader) {
 // CRC-32C, header rules), for a client Kafka's leader rules, and, when
 // the offsets are kept as they are (follower, mirror), that they
 // increase from batch to batch; in the same walk it stages each batch in
-// the producer state (l.stage), which appendLocked commits. The
+// the producer state (l.stage), which appendStamped commits. The
 // bytes must be exactly a sequence of whole batches. It does not
 // allocate.
 func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan) error {

@@ -137,7 +137,7 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 	if !index.CanConvertToRelative(s.base, last) || first < s.base {
 		return fmt.Errorf("%w: offsets %d..%d in segment %d", ErrOffsetOverflow, first, last, s.base)
 	}
-	// Field by field, not a composite literal (see partlog's appendLocked).
+	// Field by field, not a composite literal (see partlog's appendStamped).
 	out.Position, out.FirstOffset, out.LastOffset = pos, first, last
 	out.MaxTimestamp, out.OffsetOfMaxTimestamp, out.Batches = maxTs, offMaxTs, batches
 	if pos == 0 {
