@@ -37,17 +37,40 @@ type scan struct {
 	epochsDecrease   bool // a batch's leader epoch is below the previous one's
 }
 
+// reset empties s.
+func (s *scan) reset() {
+	s.batches, s.records, s.offsetSlots = 0, 0, 0
+	s.firstBase, s.lastOffset, s.maxTimestamp = -1, -1, batch.NoTimestamp
+	s.firstEpoch, s.lastEpoch, s.epochsDecrease = 0, 0, false
+}
+
+// add counts the batch of header h, the next one of the append.
+func (s *scan) add(h *batch.BatchHeader) {
+	if e := h.PartitionLeaderEpoch; s.batches == 0 {
+		s.firstBase = h.BaseOffset
+		s.firstEpoch, s.lastEpoch = e, e
+	} else {
+		s.epochsDecrease = s.epochsDecrease || e < s.lastEpoch
+		s.lastEpoch = e
+	}
+	s.lastOffset = h.LastOffset()
+	s.offsetSlots += int64(h.LastOffsetDelta) + 1
+	s.batches++
+	s.records += int(h.RecordsCount)
+	if ts := h.MaxTimestamp; ts > s.maxTimestamp {
+		s.maxTimestamp = ts
+	}
+}
+
 // validate checks every batch of records (batch.Check: framing, magic 2,
 // CRC-32C, header rules), for a client Kafka's leader rules, and, when
 // the offsets are kept as they are (follower, mirror), that they
 // increase from batch to batch; in the same walk it stages each batch in
-// the producer state (l.stage), which appendLocked commits. The
+// the producer state (l.stage), which appendStamped commits. The
 // bytes must be exactly a sequence of whole batches. It does not
 // allocate.
 func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan) error {
-	s.batches, s.records, s.offsetSlots = 0, 0, 0
-	s.firstBase, s.lastOffset, s.maxTimestamp = -1, -1, batch.NoTimestamp
-	s.firstEpoch, s.lastEpoch, s.epochsDecrease = 0, 0, false
+	s.reset()
 	if len(records) == 0 {
 		return fmt.Errorf("%w: empty append", ErrInvalidRecords)
 	}
@@ -87,13 +110,6 @@ func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan)
 			return &OffsetError{Err: ErrUnexpectedOffset, Offset: h.BaseOffset,
 				LogStartOffset: l.logStartOffset.Load(), LogEndOffset: l.logEndOffset.Load()}
 		}
-		if e := h.PartitionLeaderEpoch; s.batches == 0 {
-			s.firstBase = h.BaseOffset
-			s.firstEpoch, s.lastEpoch = e, e
-		} else {
-			s.epochsDecrease = s.epochsDecrease || e < s.lastEpoch
-			s.lastEpoch = e
-		}
 		slots := int64(h.LastOffsetDelta) + 1
 		base := h.BaseOffset
 		if !keptOffsets {
@@ -111,14 +127,8 @@ func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan)
 		if err := l.psm.ValidateHeader(&l.stage, v, h, base); err != nil {
 			return err
 		}
-		prevLast = h.LastOffset()
-		s.lastOffset = prevLast
-		s.offsetSlots += slots
-		s.batches++
-		s.records += int(h.RecordsCount)
-		if ts := h.MaxTimestamp; ts > s.maxTimestamp {
-			s.maxTimestamp = ts
-		}
+		s.add(h)
+		prevLast = s.lastOffset
 	}
 	if int64(len(records)) > l.opts.SegmentBytes {
 		return fmt.Errorf("%w: append of %d bytes exceeds the segment size %d", ErrRecordListTooLarge, len(records), l.opts.SegmentBytes)
@@ -191,8 +201,83 @@ func coordinatorRules(h *batch.BatchHeader, pos int64) error {
 // rolls).
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, error) {
 	var info AppendInfo
-	err := l.appendAssigned(records, leaderEpoch, OriginClient, &info)
+	err := l.appendLeader(records, leaderEpoch, &info)
 	return info, err
+}
+
+// appendLeader is appendAssigned(records, leaderEpoch, OriginClient,
+// info) with the usual produce request in one function: one batch that
+// passes every check, at the latest leader epoch, with no record
+// validation or timestamp rule, stored into the mapping and needing no
+// roll (Segment.AppendLeader). Each step is the general path's (the
+// same batch checks, leader rules, offset checks and producer-state
+// calls), made once on the header batch.CheckHeader decoded; the CRC is
+// verified last, by Segment.AppendLeader, after its stores into the
+// mapping and before it publishes them. At the first thing outside that
+// case, before anything is published, it goes the general way
+// (appendAssignedLocked), which checks everything again in its order and
+// names any error.
+func (l *Log) appendLeader(records []byte, leaderEpoch int32, info *AppendInfo) error {
+	l.appendMu.Lock()
+	err := l.appendLeaderLocked(records, leaderEpoch, info)
+	l.appendMu.Unlock()
+	return err
+}
+
+func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *AppendInfo) error {
+	if l.failed != nil || l.closed.Load() || l.tsRules || l.opts.ValidateRecords ||
+		leaderEpoch != l.epochs.latest() || int64(len(records)) > l.opts.SegmentBytes {
+		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
+	}
+	// The batch's checks but its CRC, which Segment.AppendLeader verifies
+	// after its stores (the general path verifies it when that declines).
+	var h batch.BatchHeader
+	v, ok := batch.CheckHeader(records, &h)
+	next := l.logEndOffset.Load()
+	slots := int64(h.LastOffsetDelta) + 1
+	// validate's leader rules and offset checks, as one test that passes.
+	if !ok || len(v) != len(records) || int64(len(v)) > l.opts.MaxBatchBytes || h.IsControl() || h.RecordsCount <= 0 ||
+		slots != int64(h.RecordsCount) || h.ProducerID >= 0 && h.BaseSequence < 0 || next < 0 || next > math.MaxInt64-slots {
+		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
+	}
+	l.psm.Begin(&l.stage, OriginClient, 0)
+	if err := l.psm.ValidateHeader(&l.stage, v, &h, next); err != nil {
+		// The general path names a CRC failure first.
+		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
+	}
+	last := next + slots - 1
+	st := segment.Stamp{Assign: true, NextOffset: next, LeaderEpoch: leaderEpoch,
+		Write: l.writes.write(l.opts.WritePath, len(records))}
+	active := l.active()
+	pos := int64(-1)
+	if !st.Write {
+		var err error
+		if pos, err = active.AppendLeader(records, &h, next, leaderEpoch, l.opts.SegmentMs, l.jitterMs); err != nil {
+			return err
+		}
+	}
+	if pos < 0 {
+		if batch.Checksum(v[batch.OffAttributes:]) != h.CRC {
+			return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info) // names the failure
+		}
+		// A roll, a reservation step or a written append: the general
+		// path's tail, on the scan validate would have made.
+		var s scan
+		s.reset()
+		s.add(&h)
+		return l.appendStamped(records, &s, st, next, last, info)
+	}
+	l.logEndOffset.Store(last + 1)
+	l.waiters.logEndMoved()
+	l.psm.Commit(&l.stage) // a client's data batch completes no transaction
+	info.FirstOffset, info.LastOffset = next, last
+	info.MaxTimestamp, info.OffsetOfMaxTimestamp = batch.NoTimestamp, -1
+	if h.MaxTimestamp > batch.NoTimestamp {
+		info.MaxTimestamp, info.OffsetOfMaxTimestamp = h.MaxTimestamp, last
+	}
+	info.Batches, info.Records, info.Bytes = 1, int(h.RecordsCount), len(records)
+	info.Position, info.SegmentBaseOffset = pos, active.BaseOffset()
+	return nil
 }
 
 // AppendAsCoordinator appends batches written by the broker on behalf of
@@ -242,7 +327,8 @@ func (l *Log) appendAssignedLocked(records []byte, leaderEpoch int32, origin Ori
 		}
 	}
 	leo := l.logEndOffset.Load()
-	return l.appendLocked(records, &s, segment.Stamp{Assign: true, NextOffset: leo, LeaderEpoch: leaderEpoch}, leo, leo+s.offsetSlots-1, info)
+	st := segment.Stamp{Assign: true, NextOffset: leo, LeaderEpoch: leaderEpoch, Write: l.writes.write(l.opts.WritePath, len(records))}
+	return l.appendStamped(records, &s, st, leo, leo+s.offsetSlots-1, info)
 }
 
 // AppendAsFollower appends batches fetched from a leader as they are:
@@ -292,15 +378,16 @@ func (l *Log) appendKeptLocked(records []byte, origin Origin, info *AppendInfo) 
 		return fmt.Errorf("%w: fetched batch at offset %d has epoch %d, latest %d",
 			ErrStaleLeaderEpoch, s.firstBase, s.firstEpoch, latest)
 	}
-	return l.appendLocked(records, &s, segment.Stamp{}, s.firstBase, s.lastOffset, info)
+	st := segment.Stamp{Write: l.writes.write(l.opts.WritePath, len(records))}
+	return l.appendStamped(records, &s, st, s.firstBase, s.lastOffset, info)
 }
 
-// appendLocked rolls if needed, records epochs, appends, commits the
+// appendStamped rolls if needed, records epochs, appends, commits the
 // producer state staged by validate and advances the log end offset
 // (invariant order of doc.go: the bytes are in the log before the
-// producer state changes). Caller holds appendMu and has validated
-// records.
-func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, last int64, info *AppendInfo) error {
+// producer state changes). Caller holds appendMu, has validated records
+// and chose st.Write (writePolicy.write, once per append).
+func (l *Log) appendStamped(records []byte, s *scan, st segment.Stamp, first, last int64, info *AppendInfo) error {
 	active := l.active()
 	if active.ShouldRoll(int64(len(records)), last, s.maxTimestamp, l.opts.SegmentMs, l.jitterMs, l.now) {
 		if err := l.rollLocked(first); err != nil {
@@ -315,7 +402,6 @@ func (l *Log) appendLocked(records []byte, s *scan, st segment.Stamp, first, las
 			return err
 		}
 	}
-	st.Write = l.writes.write(l.opts.WritePath, len(records))
 	var out segment.Appended
 	if err := active.Append(records, st, &out); err != nil {
 		return err

@@ -236,6 +236,22 @@ func (m *mapped) grow(n int64, populate bool) error {
 // ensureRoom makes room for one more entry (the next append's), so the
 // caller can fail before it writes anything else. Writer only.
 func (m *mapped) ensureRoom() error {
+	if m.reserved(m.entries.Load() + 1) {
+		return nil // what the checks below conclude, in one test
+	}
+	return m.ensureRoomSlow()
+}
+
+// reserved reports whether the first n entries' slots are in a writable,
+// mapped file, so that nothing is to be checked or grown before storing
+// into them (a mapped buf is a File's, which close drops with it). Writer
+// only.
+func (m *mapped) reserved(n int64) bool {
+	return m.writable && !m.read && n*m.entrySize <= int64(len(m.buf))
+}
+
+// ensureRoomSlow is ensureRoom when the slot is not known reserved.
+func (m *mapped) ensureRoomSlow() error {
 	if err := m.checkWritable(); err != nil {
 		return err
 	}
@@ -369,6 +385,14 @@ func (m *mapped) init(path string, baseOffset, entrySize int64, writable bool, f
 }
 
 func (m *mapped) checkWritable() error {
+	if m.writable && (m.file != nil || m.lazy || m.read) {
+		return nil // inline: the error is built out of line
+	}
+	return m.notWritable()
+}
+
+// notWritable is checkWritable's error.
+func (m *mapped) notWritable() error {
 	if !m.writable {
 		return fmt.Errorf("%w: %s", ErrReadOnly, m.path)
 	}
@@ -378,16 +402,19 @@ func (m *mapped) checkWritable() error {
 	return nil
 }
 
-// publish stores entry bytes at slot n (the current count) and then the new
-// count, growing the file first when slot n is not reserved. Writer only;
+// slot returns the bytes of entry slot n (the current count), growing the
+// file first when the slot is not reserved. The caller stores the entry
+// into them with fixed-size moves (a copy of a slice is a memmove call)
+// and then publishes the new count (m.entries.Store(n + 1)). Writer only;
 // the caller has checked capacity.
-func (m *mapped) publish(n int64, entry []byte) error {
-	if err := m.reserve(n + 1); err != nil {
-		return err
+func (m *mapped) slot(n int64) ([]byte, error) {
+	if !m.reserved(n + 1) {
+		if err := m.reserve(n + 1); err != nil {
+			return nil, err
+		}
 	}
-	copy(m.buf[n*m.entrySize:], entry)
-	m.entries.Store(n + 1)
-	return nil
+	o := n * m.entrySize
+	return m.buf[o : o+m.entrySize : o+m.entrySize], nil
 }
 
 // fileLength returns the current length of the index file.

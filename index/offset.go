@@ -99,12 +99,13 @@ func (x *OffsetIndex) Append(offset int64, position int32) error {
 	if n > 0 && offset <= x.lastOffset {
 		return fmt.Errorf("%w: appending offset %d after %d in %s", ErrOffsetOrder, offset, x.lastOffset, x.m.path)
 	}
-	var b [OffsetEntrySize]byte
-	binary.BigEndian.PutUint32(b[0:], uint32(rel))
-	binary.BigEndian.PutUint32(b[4:], uint32(position))
-	if err := x.m.publish(n, b[:]); err != nil {
+	b, err := x.m.slot(n)
+	if err != nil {
 		return err
 	}
+	binary.BigEndian.PutUint32(b[0:], uint32(rel))
+	binary.BigEndian.PutUint32(b[4:], uint32(position))
+	x.m.entries.Store(n + 1)
 	x.lastOffset = offset
 	return nil
 }

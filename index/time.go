@@ -110,12 +110,13 @@ func (x *TimeIndex) MaybeAppend(timestamp, offset int64, skipFullCheck bool) (ap
 	if err != nil {
 		return false, err
 	}
-	var b [TimeEntrySize]byte
-	binary.BigEndian.PutUint64(b[0:], uint64(timestamp))
-	binary.BigEndian.PutUint32(b[8:], uint32(rel))
-	if err := x.m.publish(n, b[:]); err != nil {
+	b, err := x.m.slot(n)
+	if err != nil {
 		return false, err
 	}
+	binary.BigEndian.PutUint64(b[0:], uint64(timestamp))
+	binary.BigEndian.PutUint32(b[8:], uint32(rel))
+	x.m.entries.Store(n + 1)
 	x.last = TimeEntry{Timestamp: timestamp, Offset: offset}
 	return true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
@@ -111,12 +112,21 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 		} else {
 			copy(dst[p+batch.HeaderSize:p+n], b[batch.HeaderSize:n])
 		}
-		base := h.BaseOffset()
-		last := base + int64(h.LastOffsetDelta())
+		// The fields are read from src, never from the copy just
+		// stored: a load from the destination waits until the stores
+		// before it (the whole body's copy, into cold lines of the
+		// mapping) have left the store buffer when it cannot be
+		// forwarded, which made this the slowest line of the append.
+		sv := batch.View(b)
+		base := next
+		if !st.Assign {
+			base = sv.BaseOffset()
+		}
+		last := base + int64(sv.LastOffsetDelta())
 		if batches == 0 {
 			first = base
 		}
-		if ts := h.MaxTimestamp(); ts > maxTs {
+		if ts := sv.MaxTimestamp(); ts > maxTs {
 			maxTs, offMaxTs = ts, last
 		}
 		next = last + 1
@@ -127,7 +137,7 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 	if !index.CanConvertToRelative(s.base, last) || first < s.base {
 		return fmt.Errorf("%w: offsets %d..%d in segment %d", ErrOffsetOverflow, first, last, s.base)
 	}
-	// Field by field, not a composite literal (see partlog's appendLocked).
+	// Field by field, not a composite literal (see partlog's appendStamped).
 	out.Position, out.FirstOffset, out.LastOffset = pos, first, last
 	out.MaxTimestamp, out.OffsetOfMaxTimestamp, out.Batches = maxTs, offMaxTs, batches
 	if pos == 0 {
@@ -151,6 +161,85 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 		s.prefaultAt = end + s.prefaultStride()
 	}
 	return nil
+}
+
+// AppendLeader is Append of one batch by a leader, stored into the
+// mapping (Stamp{Assign: true, NextOffset: next, LeaderEpoch: epoch}),
+// with ShouldRoll's checks made in the same call: the usual produce
+// request in one call instead of two, with the header decoded once (h is
+// src's, from batch.CheckHeader) instead of read again. It also verifies
+// the batch's CRC (src passed every other check of batch.Check), once
+// the bytes are stored and before they are published. It takes only the
+// usual case: when the batch would need anything else (ShouldRoll would
+// roll for any of its reasons, the reservation must grow, src is not
+// exactly one batch, or its offsets do not fit the segment), or its CRC
+// does not match, it returns a negative position and nil having changed
+// nothing, and the caller checks the CRC and takes ShouldRoll and Append. segmentMs and jitterMs are ShouldRoll's. It
+// writes what Append writes, the index entries included, and returns
+// Append's errors. Owner only; it does not allocate.
+func (s *Segment) AppendLeader(src []byte, h *batch.BatchHeader, next int64, epoch int32, segmentMs, jitterMs int64) (int64, error) {
+	pos := s.size.Load()
+	n := int64(len(src))
+	end := pos + n
+	last := next + int64(h.LastOffsetDelta)
+	maxTs := h.MaxTimestamp
+	// ShouldRoll's rules (size, relative offsets, full indexes, age by the
+	// timestamps; the clock's age goes the general way) and Append's
+	// room and framing checks, in one test that passes.
+	if !s.active || end > s.room || end > s.cfg.SegmentBytes || s.indexesFull ||
+		next < s.base || uint64(last-s.base) > math.MaxInt32 ||
+		n < batch.HeaderSize || int64(h.BatchLength)+batch.LogOverhead != n ||
+		segmentMs > 0 && pos > 0 && (s.rollingTimestamp == batch.NoTimestamp || maxTs == batch.NoTimestamp ||
+			maxTs-s.rollingTimestamp > segmentMs-jitterMs) {
+		return -1, nil
+	}
+	indexed := s.bytesSinceIndex > s.cfg.IndexIntervalBytes
+	if indexed {
+		if err := s.indexRoom(); err != nil {
+			return -1, nil // Append fails the same way
+		}
+	}
+	dst := s.mapped[pos:end:end]
+	copyHeader(dst, src)
+	hv := batch.View(dst)
+	hv.SetBaseOffset(next)
+	hv.SetPartitionLeaderEpoch(epoch)
+	copy(dst[batch.HeaderSize:], src[batch.HeaderSize:])
+	// The CRC, after the stores: it runs while they drain into the
+	// mapping's cold lines, which the publication below (a locked
+	// instruction) would otherwise wait for with nothing else to do. A
+	// mismatch leaves nothing: the bytes are past the published end,
+	// zeroed again (a crash before that leaves a batch whose CRC fails
+	// there, as a crash in the middle of any append's copy does).
+	if batch.Checksum(src[batch.OffAttributes:]) != h.CRC {
+		clear(dst)
+		return -1, nil
+	}
+	offMaxTs := int64(-1)
+	if maxTs > batch.NoTimestamp {
+		offMaxTs = last
+	} else {
+		maxTs = batch.NoTimestamp
+	}
+	if pos == 0 {
+		s.rollingTimestamp = maxTs
+	}
+	if maxTs > s.maxTimestamp {
+		s.maxTimestamp, s.offsetOfMaxTimestamp = maxTs, offMaxTs
+	}
+	if indexed {
+		if err := s.appendIndexes(last, pos); err != nil {
+			return -1, err
+		}
+	}
+	s.bytesSinceIndex += n
+	s.nextOffset = last + 1
+	s.size.Store(end)
+	if end >= s.prefaultAt && s.prefaulter != nil {
+		s.prefaulter.Advance(end)
+		s.prefaultAt = end + s.prefaultStride()
+	}
+	return pos, nil
 }
 
 // reserveAhead is how far past an append's end its stores want the

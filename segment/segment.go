@@ -745,7 +745,9 @@ func (s *Segment) Delete() error {
 // ShouldRoll reports whether an append of size bytes covering offsets
 // [firstOffset, lastOffset] with largest timestamp maxTimestamp must go to
 // a new segment (recovery.md §3.3). segmentMs ≤ 0 disables the time rule;
-// now is called only when the rule needs the wall clock.
+// now is called only when the rule needs the wall clock. AppendLeader
+// makes the same tests (it declines where the clock is needed):
+// TestAppendLeaderMatchesAppend keeps the two in step.
 func (s *Segment) ShouldRoll(size int64, lastOffset, maxTimestamp int64, segmentMs, jitterMs int64, now func() time.Time) bool {
 	cur := s.size.Load()
 	// One unsigned compare covers lastOffset < base and a relative offset
