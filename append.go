@@ -210,13 +210,12 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 // passes every check, at the latest leader epoch, with no record
 // validation or timestamp rule, stored into the mapping and needing no
 // roll (Segment.AppendLeader). Each step is the general path's (the
-// same batch checks, leader rules, offset checks and producer-state
-// calls), made once on the header batch.CheckHeader decoded; the CRC is
-// verified last, by Segment.AppendLeader, after its stores into the
-// mapping and before it publishes them. At the first thing outside that
-// case, before anything is published, it goes the general way
-// (appendAssignedLocked), which checks everything again in its order and
-// names any error.
+// same CheckAt, leader rules, offset checks and producer-state calls, in
+// the same order), made once on the header CheckAt decoded. At the first
+// thing outside that case, before anything is written, it goes the
+// general way (appendAssignedLocked), which checks everything again and
+// names any error; only a producer-state refusal is returned as it is,
+// being the general path's own error at that point.
 func (l *Log) appendLeader(records []byte, leaderEpoch int32, info *AppendInfo) error {
 	l.appendMu.Lock()
 	err := l.appendLeaderLocked(records, leaderEpoch, info)
@@ -229,21 +228,18 @@ func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *Append
 		leaderEpoch != l.epochs.latest() || int64(len(records)) > l.opts.SegmentBytes {
 		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
 	}
-	// The batch's checks but its CRC, which Segment.AppendLeader verifies
-	// after its stores (the general path verifies it when that declines).
 	var h batch.BatchHeader
-	v, ok := batch.CheckHeader(records, &h)
+	v, err := batch.CheckAt(records, 0, &h)
 	next := l.logEndOffset.Load()
 	slots := int64(h.LastOffsetDelta) + 1
 	// validate's leader rules and offset checks, as one test that passes.
-	if !ok || len(v) != len(records) || int64(len(v)) > l.opts.MaxBatchBytes || h.IsControl() || h.RecordsCount <= 0 ||
+	if err != nil || len(v) != len(records) || int64(len(v)) > l.opts.MaxBatchBytes || h.IsControl() || h.RecordsCount <= 0 ||
 		slots != int64(h.RecordsCount) || h.ProducerID >= 0 && h.BaseSequence < 0 || next < 0 || next > math.MaxInt64-slots {
 		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
 	}
 	l.psm.Begin(&l.stage, OriginClient, 0)
 	if err := l.psm.ValidateHeader(&l.stage, v, &h, next); err != nil {
-		// The general path names a CRC failure first.
-		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
+		return err
 	}
 	last := next + slots - 1
 	st := segment.Stamp{Assign: true, NextOffset: next, LeaderEpoch: leaderEpoch,
@@ -251,15 +247,11 @@ func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *Append
 	active := l.active()
 	pos := int64(-1)
 	if !st.Write {
-		var err error
 		if pos, err = active.AppendLeader(records, &h, next, leaderEpoch, l.opts.SegmentMs, l.jitterMs); err != nil {
 			return err
 		}
 	}
 	if pos < 0 {
-		if batch.Checksum(v[batch.OffAttributes:]) != h.CRC {
-			return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info) // names the failure
-		}
 		// A roll, a reservation step or a written append: the general
 		// path's tail, on the scan validate would have made.
 		var s scan

@@ -36,29 +36,17 @@ func Check(b []byte) (View, error) {
 // the rules one by one in the documented order to name the first that
 // fails.
 func CheckAt(b []byte, pos int64, h *BatchHeader) (View, error) {
-	if v, ok := CheckHeader(b, h); ok && Checksum(v[OffAttributes:]) == h.CRC {
-		return v, nil
+	if len(b) >= HeaderSize {
+		View(b).DecodeHeader(h)
+		size := int64(h.BatchLength) + LogOverhead
+		if size >= HeaderSize && size <= int64(len(b)) && h.Magic == MagicV2 && fieldsValid(h, size) {
+			v := View(b[:size:size])
+			if Checksum(v[OffAttributes:]) == h.CRC {
+				return v, nil
+			}
+		}
 	}
 	return checkSlow(b, pos, h)
-}
-
-// CheckHeader is CheckAt's fast path but the CRC: it decodes the header
-// at the start of b into h and reports whether the batch passes every
-// rule of Check except the CRC, with a View of exactly its bytes. A
-// caller that has another use for the time the CRC takes (the leader
-// append stores the batch into its segment first, unpublished) compares
-// Checksum(v[OffAttributes:]) with h.CRC itself before it relies on the
-// bytes, and calls CheckAt to name any failure.
-func CheckHeader(b []byte, h *BatchHeader) (View, bool) {
-	if len(b) < HeaderSize {
-		return nil, false
-	}
-	View(b).DecodeHeader(h)
-	size := int64(h.BatchLength) + LogOverhead
-	if size >= HeaderSize && size <= int64(len(b)) && h.Magic == MagicV2 && fieldsValid(h, size) {
-		return View(b[:size:size]), true
-	}
-	return nil, false
 }
 
 // fieldsValid reports whether checkFields accepts h (same rules, no error).

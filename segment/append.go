@@ -167,14 +167,12 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 // mapping (Stamp{Assign: true, NextOffset: next, LeaderEpoch: epoch}),
 // with ShouldRoll's checks made in the same call: the usual produce
 // request in one call instead of two, with the header decoded once (h is
-// src's, from batch.CheckHeader) instead of read again. It also verifies
-// the batch's CRC (src passed every other check of batch.Check), once
-// the bytes are stored and before they are published. It takes only the
+// src's, from batch.CheckAt) instead of read again. It takes only the
 // usual case: when the batch would need anything else (ShouldRoll would
 // roll for any of its reasons, the reservation must grow, src is not
-// exactly one batch, or its offsets do not fit the segment), or its CRC
-// does not match, it returns a negative position and nil having changed
-// nothing, and the caller checks the CRC and takes ShouldRoll and Append. segmentMs and jitterMs are ShouldRoll's. It
+// exactly one batch, or its offsets do not fit the segment) it returns a
+// negative position and nil having changed nothing, and the caller takes
+// ShouldRoll and Append. segmentMs and jitterMs are ShouldRoll's. It
 // writes what Append writes, the index entries included, and returns
 // Append's errors. Owner only; it does not allocate.
 func (s *Segment) AppendLeader(src []byte, h *batch.BatchHeader, next int64, epoch int32, segmentMs, jitterMs int64) (int64, error) {
@@ -205,16 +203,6 @@ func (s *Segment) AppendLeader(src []byte, h *batch.BatchHeader, next int64, epo
 	hv.SetBaseOffset(next)
 	hv.SetPartitionLeaderEpoch(epoch)
 	copy(dst[batch.HeaderSize:], src[batch.HeaderSize:])
-	// The CRC, after the stores: it runs while they drain into the
-	// mapping's cold lines, which the publication below (a locked
-	// instruction) would otherwise wait for with nothing else to do. A
-	// mismatch leaves nothing: the bytes are past the published end,
-	// zeroed again (a crash before that leaves a batch whose CRC fails
-	// there, as a crash in the middle of any append's copy does).
-	if batch.Checksum(src[batch.OffAttributes:]) != h.CRC {
-		clear(dst)
-		return -1, nil
-	}
 	offMaxTs := int64(-1)
 	if maxTs > batch.NoTimestamp {
 		offMaxTs = last
