@@ -140,6 +140,18 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 	// Field by field, not a composite literal (see partlog's appendStamped).
 	out.Position, out.FirstOffset, out.LastOffset = pos, first, last
 	out.MaxTimestamp, out.OffsetOfMaxTimestamp, out.Batches = maxTs, offMaxTs, batches
+	return s.publish(pos, end, next, maxTs, offMaxTs, indexed, !st.Write)
+}
+
+// publish ends every append (Append, AppendLeader) once its bytes are in
+// place at [pos, end) and next is the offset after its last: the
+// segment's timestamps (maxTs and offMaxTs are the append's largest
+// timestamp and the last offset of its batch), the index entries when
+// indexed, the counters, then the new size, stored last for readers.
+// stored says the bytes went through the mapping: only those gain from
+// populated pages (for written appends they would be dirty zeros for the
+// next flush), so only then does the prefaulter move on, at a stride.
+func (s *Segment) publish(pos, end, next, maxTs, offMaxTs int64, indexed, stored bool) error {
 	if pos == 0 {
 		s.rollingTimestamp = maxTs
 	}
@@ -147,16 +159,14 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 		s.maxTimestamp, s.offsetOfMaxTimestamp = maxTs, offMaxTs
 	}
 	if indexed {
-		if err := s.appendIndexes(last, pos); err != nil {
+		if err := s.appendIndexes(next-1, pos); err != nil {
 			return err
 		}
 	}
-	s.bytesSinceIndex += int64(len(src))
+	s.bytesSinceIndex += end - pos
 	s.nextOffset = next
 	s.size.Store(end)
-	if end >= s.prefaultAt && !st.Write && s.prefaulter != nil { // prefaulter's line only at a stride
-		// Only stores into the mapping gain from populated pages; for
-		// written appends they would be dirty zeros for the next flush.
+	if stored && end >= s.prefaultAt && s.prefaulter != nil {
 		s.prefaulter.Advance(end)
 		s.prefaultAt = end + s.prefaultStride()
 	}
@@ -209,23 +219,8 @@ func (s *Segment) AppendLeader(src []byte, h *batch.BatchHeader, next int64, epo
 	} else {
 		maxTs = batch.NoTimestamp
 	}
-	if pos == 0 {
-		s.rollingTimestamp = maxTs
-	}
-	if maxTs > s.maxTimestamp {
-		s.maxTimestamp, s.offsetOfMaxTimestamp = maxTs, offMaxTs
-	}
-	if indexed {
-		if err := s.appendIndexes(last, pos); err != nil {
-			return -1, err
-		}
-	}
-	s.bytesSinceIndex += n
-	s.nextOffset = last + 1
-	s.size.Store(end)
-	if end >= s.prefaultAt && s.prefaulter != nil {
-		s.prefaulter.Advance(end)
-		s.prefaultAt = end + s.prefaultStride()
+	if err := s.publish(pos, end, last+1, maxTs, offMaxTs, indexed, true); err != nil {
+		return -1, err
 	}
 	return pos, nil
 }
