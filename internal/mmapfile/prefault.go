@@ -357,7 +357,12 @@ func (p *Prefaulter) windowAt(pos int64) int64 {
 	switch dt := now - p.rateAt; {
 	case p.rateAt == 0 || pos < p.ratePos:
 		p.rateAt, p.ratePos = now, pos // first turn, or a rewind
-	case dt >= int64(rateInterval):
+	case dt >= int64(rateInterval) && pos > p.ratePos:
+		// Only a turn after the writer reported progress measures: the
+		// position moves in quarter-window steps, and the chunks of one
+		// turn's window (or a long queue) can take longer than
+		// rateInterval, so a turn at the same position says nothing of
+		// the rate (measuring zero there halved it at every chunk).
 		r := int64(float64(pos-p.ratePos) * float64(time.Second) / float64(dt))
 		if p.rate > 0 {
 			r = (r + p.rate) / 2
