@@ -35,8 +35,9 @@ const prefaultChunk = 1 << 20
 // data.
 //
 // Rate-aware windows: a worker measures each writer's rate (bytes per
-// second, between two of its turns at least 10 ms apart, averaged with
-// the previous figure) and the window it keeps is about a second of that
+// second, between two of its turns at least 10 ms apart, the later one
+// after the writer reported progress, averaged with the previous
+// figure) and the window it keeps is about a second of that
 // rate (prefaultHorizon), at least 64 KiB and at most the Prefaulter's own
 // window. A slow writer then holds few populated pages ahead of it (pages
 // populated long before they are written are written back as zeros by
