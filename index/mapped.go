@@ -157,7 +157,9 @@ const indexMapMin = 64 << 10
 
 // mapAgain maps the index's file again at length bytes (growth past the
 // mapping, a reopened index given a larger capacity). Readers are
-// excluded by mu, held exclusively, so nobody holds the old slice.
+// excluded by mu, held exclusively, so nobody holds the old slice; the
+// cached view moves to the new mapping here, since the old one is gone
+// even when the caller's next step (a Grow on a full disk) fails.
 func (m *mapped) mapAgain(length int64) error {
 	f, err := mmapfile.OpenReserved(m.path, length, 0)
 	if err != nil {
@@ -172,6 +174,7 @@ func (m *mapped) mapAgain(length int64) error {
 		return err
 	}
 	m.file = f
+	m.buf = f.Bytes()
 	return nil
 }
 

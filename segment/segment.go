@@ -491,26 +491,32 @@ func (s *Segment) stopPrefault() error {
 }
 
 // mapping returns the current mapping with a reference taken, mapping a
-// sealed segment read-only if needed. The caller must Release it.
-func (s *Segment) mapping() (*mmapfile.File, error) {
+// sealed segment read-only if needed, and the published size as of then.
+// The size is loaded under mu, while the File is still the segment's: an
+// active .log's owner maps it again (mapFor, under mu) before it
+// publishes appends past the old mapping, so this size never exceeds
+// what the returned File holds. The caller must Release it.
+func (s *Segment) mapping() (*mmapfile.File, int64, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, ErrClosed
+		return nil, 0, ErrClosed
 	}
 	if f := s.log; f != nil && f.Acquire() {
+		size := s.size.Load()
 		s.mu.Unlock()
-		return f, nil
+		return f, size, nil
 	}
 	f, err := mmapfile.Open(s.Path(LogSuffix), 0, false)
 	if err != nil {
 		s.mu.Unlock()
-		return nil, err
+		return nil, 0, err
 	}
-	if f.Size() < s.size.Load() {
+	size := s.size.Load()
+	if f.Size() < size {
 		_ = f.Close()
 		s.mu.Unlock()
-		return nil, fmt.Errorf("partlog/segment: %s is %d bytes, %d expected", s.Path(LogSuffix), f.Size(), s.size.Load())
+		return nil, 0, fmt.Errorf("partlog/segment: %s is %d bytes, %d expected", s.Path(LogSuffix), f.Size(), size)
 	}
 	s.log = f
 	f.Acquire()
@@ -520,7 +526,7 @@ func (s *Segment) mapping() (*mmapfile.File, error) {
 	if onMap != nil {
 		onMap(s, f.Size())
 	}
-	return f, nil
+	return f, size, nil
 }
 
 // Unmap drops the segment's reference on the mapping of a sealed segment
@@ -556,18 +562,25 @@ func (r *Range) Release() {
 	}
 }
 
+// afterMapping, when set by a test, runs in acquire once the reader holds
+// its mapping: what an owner does in that window (a remap) must not
+// change what the reader sees.
+var afterMapping func()
+
 // errNoReference is returned when a reference cannot be taken.
 var errNoReference = errors.New("partlog/segment: mapping went away")
 
 // acquire returns the current mapping's data (up to the published size)
 // with a reader reference held.
 func (s *Segment) acquire() ([]byte, *mmapfile.File, error) {
-	f, err := s.mapping()
+	f, size, err := s.mapping()
 	if err != nil {
 		return nil, nil, err
 	}
+	if afterMapping != nil {
+		afterMapping()
+	}
 	s.readers.Add(1)
-	size := s.size.Load()
 	data := f.Bytes()
 	if int64(len(data)) < size {
 		f.Release()

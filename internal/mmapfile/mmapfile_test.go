@@ -857,6 +857,10 @@ func TestPrefaulterRetarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := NewPrefaultPool(1, 64<<20)
+	// A clock that stands still: no rate is measured, so the window is
+	// the writer's own whatever the machine's load (the rate is
+	// TestPrefaultWindowFollowsRate's).
+	pool.clock = func() int64 { return 1 }
 	p := pool.NewPrefaulter(f, 2<<20)
 	p.Advance(4096)
 	waitDone := func(want int64) {

@@ -35,8 +35,9 @@ const prefaultChunk = 1 << 20
 // data.
 //
 // Rate-aware windows: a worker measures each writer's rate (bytes per
-// second, between two of its turns at least 10 ms apart, averaged with
-// the previous figure) and the window it keeps is about a second of that
+// second, between two of its turns at least 10 ms apart, the later one
+// after the writer reported progress, averaged with the previous
+// figure) and the window it keeps is about a second of that
 // rate (prefaultHorizon), at least 64 KiB and at most the Prefaulter's own
 // window. A slow writer then holds few populated pages ahead of it (pages
 // populated long before they are written are written back as zeros by
@@ -357,7 +358,12 @@ func (p *Prefaulter) windowAt(pos int64) int64 {
 	switch dt := now - p.rateAt; {
 	case p.rateAt == 0 || pos < p.ratePos:
 		p.rateAt, p.ratePos = now, pos // first turn, or a rewind
-	case dt >= int64(rateInterval):
+	case dt >= int64(rateInterval) && pos > p.ratePos:
+		// Only a turn after the writer reported progress measures: the
+		// position moves in quarter-window steps, and the chunks of one
+		// turn's window (or a long queue) can take longer than
+		// rateInterval, so a turn at the same position says nothing of
+		// the rate (measuring zero there halved it at every chunk).
 		r := int64(float64(pos-p.ratePos) * float64(time.Second) / float64(dt))
 		if p.rate > 0 {
 			r = (r + p.rate) / 2

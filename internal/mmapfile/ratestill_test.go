@@ -1,0 +1,57 @@
+package mmapfile
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestPrefaultRateNeedsProgress: the worker's turns for one writer come
+// more than the rate interval apart (slow chunks, or many writers queued)
+// while the writer has not reported a new position. Such a turn says
+// nothing about the writer's rate: its window must not shrink. Before the
+// fix each such turn measured a rate of zero (averaged in, then floored
+// at 1 byte/s), so the window fell to the 64 KiB minimum halfway through
+// the first population and the writer outran it; on a loaded machine
+// this is also how TestPrefaulterRetarget failed ("populated to 589824").
+func TestPrefaultRateNeedsProgress(t *testing.T) {
+	const window = 4 << 20
+	f, err := Create(tempPath(t, "still"), 8<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var clock atomic.Int64
+	pool := NewPrefaultPool(1, 64<<20)
+	pool.clock = func() int64 { return clock.Add(int64(20 * time.Millisecond)) } // every turn 20 ms later
+	p := pool.NewPrefaulter(f, window)
+	waitIdle := func() {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for pool.Workers() > 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	p.Advance(4096)
+	waitIdle()
+	if d := prefaulterDone(p); d < 4096+window {
+		t.Fatalf("populated to %d with the writer still at 4096, want its %d-byte window", d, window)
+	}
+	pool.mu.Lock()
+	rate := p.rate
+	pool.mu.Unlock()
+	if rate != 0 {
+		t.Fatalf("rate %d measured while the writer did not move", rate)
+	}
+	p.Advance(4096 + 2<<20)
+	waitIdle()
+	pool.mu.Lock()
+	rate = p.rate
+	pool.mu.Unlock()
+	if rate <= 1 {
+		t.Fatalf("rate %d after the writer moved 2 MiB", rate)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
