@@ -901,9 +901,20 @@ func logMappings(t *testing.T, s *Segment) int {
 	return strings.Count(string(maps), " "+s.Path(LogSuffix)+"\n")
 }
 
+// settledMappings is logMappings once it is want or after 5 s: old
+// mappings are retired off the owner's path, so they go a little later.
+func settledMappings(t *testing.T, s *Segment, want int) int {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for logMappings(t, s) != want && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	return logMappings(t, s)
+}
+
 // TestSegmentMappingGrows: the active .log is mapped over its reservation,
-// not at SegmentBytes, and mapped again (doubling) as the reservation
-// grows; a reader holding a range of the old mapping keeps reading it
+// not at SegmentBytes, and mapped again (at MapMinBytes, then at its
+// capacity) as the reservation grows; a reader holding a range of the old mapping keeps reading it
 // after the owner moved on, the old mapping goes with its release (one
 // mapping of the .log at rest), and readers racing with appends that remap
 // always see whole batches (run with -race). Reopened, the .log is mapped
@@ -963,22 +974,14 @@ func TestSegmentMappingGrows(t *testing.T) {
 	if s.log == first || len(maps) != 3 || maps[1] != MapMinBytes || maps[2] != cfg.SegmentBytes {
 		t.Fatalf("mapping lengths %v, want [%d %d %d]", maps, maps[0], MapMinBytes, cfg.SegmentBytes)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for logMappings(t, s) > 2 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond) // the old mappings are retired off the owner's path
-	}
-	if n := logMappings(t, s); n != 2 {
+	if n := settledMappings(t, s, 2); n != 2 {
 		t.Fatalf("%d mappings of the .log while a reader holds the first", n)
 	}
 	if !bytes.Equal(held.Bytes[:len(written[0].bytes)], written[0].bytes) {
 		t.Fatal("a reader's range of the old mapping changed")
 	}
 	held.Release()
-	deadline = time.Now().Add(5 * time.Second)
-	for logMappings(t, s) != 1 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond) // the old mappings are retired off the owner's path
-	}
-	if n := logMappings(t, s); n != 1 {
+	if n := settledMappings(t, s, 1); n != 1 {
 		t.Fatalf("%d mappings of the .log at rest", n)
 	}
 	segCheckReads(t, s, written)
