@@ -85,10 +85,10 @@ type syncGather struct {
 // writeback or the last group flush make a member joining a gathering
 // group start the writeout of them (sync_file_range, see claimWriteback).
 //
-// An fdatasync's time grows with the bytes it writes (here about 0.9 ms
-// plus 60 µs per 16 KiB batch, h20's probe), and the writers a flush
-// released append again one after another, with the disk idle, while the
-// next group gathers. Writing their bytes out as they come moves most of
+// An fdatasync's time grows with the bytes it writes (about 0.9 ms plus
+// 60 µs per 16 KiB batch, in a probe on a 2-vCPU VM), and the writers a
+// flush released append again one after another, with the disk idle,
+// while the next group gathers. Writing their bytes out as they come moves most of
 // that per-byte part into the gathering: in a standalone probe (64
 // pwrites of 16 KiB 20 µs apart, then one fdatasync; 60 rounds, three
 // runs) starting writeback every 8 pwrites cut the fdatasync from 3.64-
