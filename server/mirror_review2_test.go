@@ -29,10 +29,7 @@ func TestMirrorFetchLargerThanSegment(t *testing.T) {
 		produceOK(t, ra, "seg", 0, records(t, 1, -1, 0, 0, false, 600<<10))
 	}
 	createTopicWith(t, rb, "seg", 1, map[string]string{"segment.bytes": "1048576"})
-	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"seg"}}); err != nil {
-		t.Fatal(err)
-	}
-	waitMirrored(t, b, a, "seg", 0)
+	mirrorTopic(t, b, a, "seg")
 	p, _ := b.partitionFor("seg", 0)
 	if st := p.mirror.State(); st != mirror.StateMirroring {
 		t.Fatalf("state %s (%v), want MIRRORING", st, p.mirror.Failure())
@@ -129,10 +126,7 @@ func TestMirrorPreparedTransactionMarkersOnce(t *testing.T) {
 		t.Fatalf("AddPartitionsToTxn: %d", c)
 	}
 	roundTrip[*kmsg.ProduceResponse](rb, produceReq("lx", 0, -1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
-	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"pm2"}}); err != nil {
-		t.Fatal(err)
-	}
-	waitMirrored(t, b, a, "pm2", 0)
+	mirrorTopic(t, b, a, "pm2")
 	if err := b.meta.update(func(st *metaState) {
 		tx := st.Transactions[id]
 		tx.State = txnPrepareCommit
@@ -237,10 +231,7 @@ func TestMirrorStatusSourceDown(t *testing.T) {
 	ra := dial(t, a.addr)
 	createTopic(t, ra, "down", 1)
 	produceOK(t, ra, "down", 0, records(t, 2, -1, 0, 0, false, 10))
-	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"down"}}); err != nil {
-		t.Fatal(err)
-	}
-	waitMirrored(t, b, a, "down", 0)
+	mirrorTopic(t, b, a, "down")
 	deadline := time.Now().Add(20 * time.Second)
 	for st := b.MirrorStatus(); len(st) != 1 || st[0].Lag != 0; st = b.MirrorStatus() {
 		if time.Now().After(deadline) {

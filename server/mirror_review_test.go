@@ -72,10 +72,7 @@ func TestMirrorStopDuringCloseFinishes(t *testing.T) {
 	ra := dial(t, a.addr)
 	createTopic(t, ra, "sc", 1)
 	produceOK(t, ra, "sc", 0, records(t, 3, 0, 0, 0, false, 10))
-	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"sc"}}); err != nil {
-		t.Fatal(err)
-	}
-	waitMirrored(t, b, a, "sc", 0)
+	mirrorTopic(t, b, a, "sc")
 	b.cancel() // what Close does first, before it waits for the stop
 	_, err := b.StopMirror(context.Background(), MirrorStopRequest{Topics: []string{"sc"}})
 	b.close(t)
@@ -249,10 +246,7 @@ func TestMirrorSourceTopicRecreated(t *testing.T) {
 	ra := dial(t, a.addr)
 	createTopic(t, ra, "rc", 1)
 	produceOK(t, ra, "rc", 0, records(t, 5, -1, 0, 0, false, 10))
-	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"rc"}}); err != nil {
-		t.Fatal(err)
-	}
-	waitMirrored(t, b, a, "rc", 0)
+	mirrorTopic(t, b, a, "rc")
 	if err := a.deleteTopic("rc"); err != nil {
 		t.Fatal(err)
 	}
@@ -412,10 +406,7 @@ func TestMirrorLeaderEpochSurvivesRestart(t *testing.T) {
 	b := startTest(t, Config{Dir: dir})
 	createTopic(t, dial(t, a.addr), "le", 1)
 	produceOK(t, dial(t, a.addr), "le", 0, records(t, 2, -1, 0, 0, false, 10))
-	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"le"}}); err != nil {
-		t.Fatal(err)
-	}
-	waitMirrored(t, b, a, "le", 0)
+	mirrorTopic(t, b, a, "le")
 	before := metadataEpoch(t, b, "le", 0)
 	b.close(t)
 	b = startTest(t, Config{Dir: dir})

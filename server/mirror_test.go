@@ -64,6 +64,16 @@ func waitMirrored(t *testing.T, dst, src *testServer, topic string, n int32) {
 	}
 }
 
+// mirrorTopic starts dst mirroring topic from src (one link, the default
+// name) and waits until its partition 0 has src's log end.
+func mirrorTopic(t *testing.T, dst, src *testServer, topic string) {
+	t.Helper()
+	if _, err := dst.StartMirror(context.Background(), MirrorStartRequest{Source: src.addr, Topics: []string{topic}}); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, dst, src, topic, 0)
+}
+
 // segmentBytes returns the bytes of the partition's first segment up to
 // its log end position.
 func segmentBytes(t *testing.T, ts *testServer, topic string, n int32) []byte {
@@ -210,10 +220,7 @@ func TestMirrorNoBarrier(t *testing.T) {
 	ra, rb := dial(t, a.addr), dial(t, b.addr)
 	createTopic(t, ra, "n", 1)
 	produceOK(t, ra, "n", 0, records(t, 2, 0, 0, 0, false, 10))
-	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"n"}}); err != nil {
-		t.Fatal(err)
-	}
-	waitMirrored(t, b, a, "n", 0)
+	mirrorTopic(t, b, a, "n")
 	st, err := b.StopMirror(context.Background(), MirrorStopRequest{Topics: []string{"n"}})
 	if err != nil || st[0].BarrierOffset != -1 || st[0].State != "STOPPED" {
 		t.Fatalf("stop: %v %+v", err, st)
@@ -457,10 +464,7 @@ func TestMirrorFsyncHighWatermark(t *testing.T) {
 	ra := dial(t, a.addr)
 	createTopic(t, ra, "f", 1)
 	produceOK(t, ra, "f", 0, records(t, 3, -1, 0, 0, false, 10))
-	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"f"}}); err != nil {
-		t.Fatal(err)
-	}
-	waitMirrored(t, b, a, "f", 0)
+	mirrorTopic(t, b, a, "f")
 	l := logOf(t, b, "f", 0)
 	deadline := time.Now().Add(20 * time.Second)
 	for l.HighWatermark() != 3 {
