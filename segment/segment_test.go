@@ -362,6 +362,9 @@ func TestSegmentTruncate(t *testing.T) {
 			if _, err := os.Stat(s.Path(LogSuffix) + ".tmp"); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("leftover .tmp: %v", err)
 			}
+			if got := s.log.Path(); got != s.Path(LogSuffix) {
+				t.Fatalf("the .log's File goes by %q, want %q", got, s.Path(LogSuffix))
+			}
 			// Sealed again, the files are exactly the data and sane indexes.
 			if err := s.Close(); err != nil {
 				t.Fatal(err)

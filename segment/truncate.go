@@ -123,7 +123,7 @@ func (s *Segment) reactivate(keep, oldSize int64) error {
 		_ = os.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, s.Path(LogSuffix)); err != nil {
+	if err := nf.Rename(s.Path(LogSuffix)); err != nil {
 		_ = nf.Close()
 		_ = os.Remove(tmp)
 		return err

@@ -396,6 +396,19 @@ func mapFileReserved(path string, fd *os.File, current, length, mapLen int64, wr
 // Path returns the path the File was created or opened with.
 func (f *File) Path() string { return f.path }
 
+// Rename renames the File's file to path and makes the File go by that
+// name: its errors name it, and a parked or released descriptor is opened
+// again by it. It is how a file built under a temporary name (a truncated
+// segment's copy) takes the name it replaces. Owner only, before the File
+// is shared.
+func (f *File) Rename(path string) error {
+	if err := os.Rename(f.path, path); err != nil {
+		return err
+	}
+	f.path = path
+	return nil
+}
+
 // Writable reports whether the File is mapped read-write.
 func (f *File) Writable() bool { return f.writable }
 

@@ -1030,3 +1030,48 @@ func TestRetire(t *testing.T) {
 		waitMappings(path, 0)
 	}
 }
+
+// TestRename checks that a File built under a temporary name goes by the
+// name it is renamed to: a parked descriptor is opened again by the new
+// name, a remapped File keeps it, and errors name it.
+func TestRename(t *testing.T) {
+	tmp := tempPath(t, "r.tmp")
+	final := tempPath(t, "r")
+	f, err := CreateAhead(tmp, 1<<20, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Rename(final); err != nil {
+		t.Fatal(err)
+	}
+	if f.Path() != final {
+		t.Fatalf("Path() = %q after Rename, want %q", f.Path(), final)
+	}
+	if _, err := os.Lstat(tmp); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("temporary name still there: %v", err)
+	}
+	if err := f.ParkDescriptor(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WriteAt([]byte("he"), []byte("ad"), 0); err != nil {
+		t.Fatalf("write through a descriptor opened again after Rename: %v", err)
+	}
+	f = remap(t, f, 128<<10)
+	if f.Path() != final {
+		t.Fatalf("Path() = %q after Remap, want %q", f.Path(), final)
+	}
+	err = f.Grow(f.Cap() + 1)
+	if err == nil || !strings.Contains(err.Error(), final) || strings.Contains(err.Error(), ".tmp") {
+		t.Fatalf("Grow past capacity: error %v does not name %s", err, final)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got[:4]) != "head" {
+		t.Fatalf("file starts %q, want head", got[:4])
+	}
+}
