@@ -61,8 +61,8 @@ type Log struct {
 	// (written under mu with segments; the owner reads it under
 	// appendMu), so an append does not read the slice's array.
 	activeSeg *segment.Segment
-	psm           *producerstate.Manager // mutated under appendMu; read by anyone
-	jitterMs      int64                  // per active segment, drawn at creation
+	psm       *producerstate.Manager // mutated under appendMu; read by anyone
+	jitterMs  int64                  // per active segment, drawn at creation
 
 	// Line 1: the write policy and the waiters (an append reads the
 	// log-end notifier's first word).
