@@ -225,7 +225,7 @@ func (l *Log) appendLeader(records []byte, leaderEpoch int32, info *AppendInfo) 
 
 func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *AppendInfo) error {
 	if l.failed != nil || l.closed.Load() || l.tsRules || l.opts.ValidateRecords ||
-		leaderEpoch != l.epochs.latest() || int64(len(records)) > l.opts.SegmentBytes {
+		leaderEpoch != l.latestEpoch.Load() || int64(len(records)) > l.opts.SegmentBytes {
 		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
 	}
 	var h batch.BatchHeader

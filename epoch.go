@@ -21,14 +21,16 @@ type epochCache struct {
 	mu      sync.RWMutex // guards entries
 	entries []EpochEntry
 	// latestEpoch mirrors the last entry's epoch (-1 when empty) so the
-	// append path reads it without a lock; written under mu.
-	latestEpoch atomic.Int32
+	// append path reads it without a lock; written under mu. It points
+	// into the Log's hot lines (Log.latestEpoch).
+	latestEpoch *atomic.Int32
 }
 
 // loadEpochCache makes the cache of dir holding entries (what recovery
-// decided), or, when entries is nil, what leader-epoch-checkpoint holds.
-func loadEpochCache(dir string, entries []EpochEntry) (*epochCache, error) {
-	c := &epochCache{path: filepath.Join(dir, checkpoint.LeaderEpochFile)}
+// decided), or, when entries is nil, what leader-epoch-checkpoint holds,
+// publishing its latest epoch into *latest.
+func loadEpochCache(dir string, entries []EpochEntry, latest *atomic.Int32) (*epochCache, error) {
+	c := &epochCache{path: filepath.Join(dir, checkpoint.LeaderEpochFile), latestEpoch: latest}
 	if entries == nil {
 		var err error
 		if entries, err = checkpoint.ReadLeaderEpochs(c.path); err != nil {

@@ -42,33 +42,45 @@ import (
 // advanced only after the segment has published the bytes, so a reader
 // bounded by it never meets a partial batch.
 type Log struct {
-	// The fields every append reads or writes come first, on four cache
-	// lines with the Options fields it reads (opts follows them): with a
-	// thousand partitions appended to in turn, an append's cost is mostly
-	// the lines it touches, and each one it misses is a trip to memory.
-	// Keep them together (TestLogAppendLines checks the offsets).
+	// The fields every append reads or writes come first, on three cache
+	// lines with the Options fields it reads (the first five of opts),
+	// and the stage's first two lines: with a thousand partitions
+	// appended to in turn, an append's cost is mostly the lines it
+	// touches, and each one it misses is a trip to memory. Keep them
+	// together (TestLogAppendLines checks the offsets). Line 0:
 
 	appendMu sync.Mutex
 	failed   error       // set under appendMu when a flush or roll failed
 	closed   atomic.Bool // set once, under appendMu and mu
-	// tsRules caches timestampRulesApply (opts does not change after Open).
-	tsRules      bool
-	segments     []*segment.Segment // guarded by mu
+	// latestEpoch is the leader-epoch cache's latest epoch (-1: none),
+	// published by the cache (epochCache.publishLatest) into the Log so an
+	// append reads it here instead of on the cache's own line.
+	latestEpoch  atomic.Int32
 	logEndOffset atomic.Int64
-	epochs       *epochCache
-	psm          *producerstate.Manager // mutated under appendMu; read by anyone
-	jitterMs     int64                  // per active segment, drawn at creation
-	now          func() time.Time       // opts.Now, here for the roll check
-	writes       writePolicy            // how appends reach the page cache (sync.go)
-	waiters      waiters                // wait.go
-	opts         Options
-	// stage starts a line (after opts: TestLogAppendLines): its first 144
-	// bytes are what a producer-less append touches.
+	// activeSeg is segments[len(segments)-1], kept by setSegments
+	// (written under mu with segments; the owner reads it under
+	// appendMu), so an append does not read the slice's array.
+	activeSeg *segment.Segment
+	psm       *producerstate.Manager // mutated under appendMu; read by anyone
+	jitterMs  int64                  // per active segment, drawn at creation
+
+	// Line 1: the write policy and the waiters (an append reads the
+	// log-end notifier's first word).
+	writes  writePolicy // how appends reach the page cache (sync.go)
+	waiters waiters     // wait.go
+	// Line 2: the rest of waiters, then opts, whose first five fields
+	// the append reads.
+	// tsRules caches timestampRulesApply (opts does not change after Open).
+	tsRules bool
+	opts    Options
+	_       [24]byte // so that stage starts a line
+	// stage starts a line (after opts: TestLogAppendLines): its first 128
+	// bytes, two lines, are what a producer-less append touches.
 	stage producerstate.Append // reused by appends, under appendMu
 
 	// The rest is what no append touches (flushes, truncations, opening
 	// and closing, offsets other operations move), allocated apart: a Log
-	// is then 720 bytes instead of 1 328 (five in a page of heap instead
+	// is then 712 bytes instead of 1 328 (five in a page of heap instead
 	// of three), so the Logs of a thousand partitions appended to in turn
 	// touch ~190 pages instead of ~340.
 	*logCold
@@ -83,6 +95,14 @@ type logCold struct {
 	// that ran beside one does not advance the recovery point over
 	// offsets whose bytes it did not write.
 	truncations atomic.Uint64
+
+	// segments is the segment list, oldest first (guarded by mu; changed
+	// only through setSegments, which keeps activeSeg).
+	segments []*segment.Segment
+	// epochs is the leader-epoch cache.
+	epochs *epochCache
+	// now is opts.Now, for the roll check of the general append path.
+	now func() time.Time
 	// truncated holds the latest truncations (under appendMu), each at
 	// truncated[gen%len]: the offset it cut the log to (-1: the whole log
 	// went), for Sync callers that waited across one (truncatedBelow).
@@ -271,13 +291,13 @@ func (l *Log) create() error {
 	if err != nil {
 		return err
 	}
-	l.segments = []*segment.Segment{s}
+	l.setSegments([]*segment.Segment{s})
 	l.dirDirty = true
 	var none []EpochEntry
 	if !l.listed(checkpoint.LeaderEpochFile) {
 		none = []EpochEntry{} // nothing to read (a new partition)
 	}
-	if l.epochs, err = loadEpochCache(l.dir, none); err != nil {
+	if l.epochs, err = loadEpochCache(l.dir, none, &l.latestEpoch); err != nil {
 		return err
 	}
 	for _, o := range []*atomic.Int64{&l.logStartOffset, &l.logEndOffset, &l.recoveryPoint, &l.highWatermark} {
@@ -331,14 +351,14 @@ func (l *Log) adopt(ld *recovery.Loaded) error {
 		if err != nil {
 			return err
 		}
-		l.segments = append(l.segments, s)
+		l.setSegments(append(l.segments, s))
 	}
 	leo := rep.LogEndOffset
 	if got := l.active().NextOffset(); got != leo {
 		return fmt.Errorf("partlog: %s: the active segment ends at offset %d, recovery found the log end at %d", l.dir, got, leo)
 	}
 	var err error
-	if l.epochs, err = loadEpochCache(l.dir, append([]EpochEntry{}, ld.Epochs...)); err != nil {
+	if l.epochs, err = loadEpochCache(l.dir, append([]EpochEntry{}, ld.Epochs...), &l.latestEpoch); err != nil {
 		return err
 	}
 	l.logStartOffset.Store(rep.LogStartOffset)
@@ -415,7 +435,17 @@ func (l *Log) newJitter() {
 }
 
 // active returns the last segment. Caller holds appendMu or mu.
-func (l *Log) active() *segment.Segment { return l.segments[len(l.segments)-1] }
+func (l *Log) active() *segment.Segment { return l.activeSeg }
+
+// setSegments makes segs the segment list (under mu, or before the Log is
+// shared) and its last segment the active one.
+func (l *Log) setSegments(segs []*segment.Segment) {
+	l.segments = segs
+	l.activeSeg = nil
+	if len(segs) > 0 {
+		l.activeSeg = segs[len(segs)-1]
+	}
+}
 
 // Dir returns the partition directory.
 func (l *Log) Dir() string { return l.dir }
@@ -513,7 +543,7 @@ func (l *Log) rollLocked(base int64) error {
 	old.SetNextOffset(base)
 	l.mu.Lock()
 	l.keys[old] = l.cache.register(old)
-	l.segments = append(l.segments, s)
+	l.setSegments(append(l.segments, s))
 	l.mu.Unlock()
 	l.dirDirty = true
 	l.newJitter()
@@ -613,7 +643,7 @@ func (l *Log) removeSegmentsLocked(segs []*segment.Segment) error {
 		}
 		errs = append(errs, s.Delete())
 	}
-	l.segments = slices.DeleteFunc(l.segments, func(s *segment.Segment) bool { return slices.Contains(segs, s) })
+	l.setSegments(slices.DeleteFunc(l.segments, func(s *segment.Segment) bool { return slices.Contains(segs, s) }))
 	errs = append(errs, segment.SyncDir(l.dir))
 	return errors.Join(errs...)
 }

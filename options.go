@@ -17,6 +17,27 @@ type Options struct {
 	// reservation, mapped again at twice the length as it outgrows it; the
 	// file is trimmed to its data on roll and close.
 	SegmentBytes int64
+	// SegmentBytes and the four fields after it are the ones every append
+	// reads: together at the start they lie on one of the Log's hot lines
+	// (TestLogAppendLines); keep them first.
+	// WritePath chooses how appended bytes reach the page cache: stores
+	// into the segment's shared mapping, or pwritev of the caller's bytes
+	// (the stamped header from a scratch buffer, then the rest of each
+	// batch: no copy in user space either way, no CRC computed). Reads
+	// use the mapping in every case. Default WriteAuto.
+	WritePath WritePath
+	// SegmentMs rolls a segment whose first batch is older than this
+	// (segment.ms). Default 7 days. Negative disables time-based rolling.
+	SegmentMs int64
+	// (max.message.bytes). Default 1 MiB + 12.
+	MaxBatchBytes int64
+	// ValidateRecords makes AppendAsLeader decode every record of
+	// uncompressed batches and require offset deltas 0..n-1 (Kafka's
+	// LogValidator does this). Default false: the CRC-32C already proves
+	// the bytes are the producer's, and the record walk costs several
+	// times the CRC on small records (see BenchmarkValidate in batch).
+	ValidateRecords bool
+	// PrefaultBytes is the largest window of the active segment kept
 	// ReserveMaxBytes bounds the steps by which the active segment's disk
 	// reservation grows. The .log is extended with fallocate ahead of the
 	// write position (so a full disk is the error of an append, never a
@@ -31,15 +52,6 @@ type Options struct {
 	// 16 MiB; negative reserves the whole SegmentBytes at segment creation
 	// (and indexes still grow in steps).
 	ReserveMaxBytes int64
-	// WritePath chooses how appended bytes reach the page cache: stores
-	// into the segment's shared mapping, or pwritev of the caller's bytes
-	// (the stamped header from a scratch buffer, then the rest of each
-	// batch: no copy in user space either way, no CRC computed). Reads
-	// use the mapping in every case. Default WriteAuto.
-	WritePath WritePath
-	// SegmentMs rolls a segment whose first batch is older than this
-	// (segment.ms). Default 7 days. Negative disables time-based rolling.
-	SegmentMs int64
 	// SegmentJitterMs is subtracted, drawn uniformly per segment, from
 	// SegmentMs (segment.jitter.ms). Default 0.
 	SegmentJitterMs int64
@@ -59,15 +71,6 @@ type Options struct {
 	// uses max(LogStartOffset, first segment's base offset). Default 0.
 	LogStartOffset int64
 	// MaxBatchBytes is the largest batch a leader accepts
-	// (max.message.bytes). Default 1 MiB + 12.
-	MaxBatchBytes int64
-	// ValidateRecords makes AppendAsLeader decode every record of
-	// uncompressed batches and require offset deltas 0..n-1 (Kafka's
-	// LogValidator does this). Default false: the CRC-32C already proves
-	// the bytes are the producer's, and the record walk costs several
-	// times the CRC on small records (see BenchmarkValidate in batch).
-	ValidateRecords bool
-	// PrefaultBytes is the largest window of the active segment kept
 	// populated ahead of the write position, so appends store into
 	// resident pages; a partition's window is about a second of its own
 	// append rate, within this bound and its share of the budget.

@@ -192,7 +192,7 @@ func (l *Log) deleteSegmentsLocked(predicate func(s, next *segment.Segment) (boo
 		paths = append(paths, p...)
 		errs = append(errs, err)
 	}
-	l.segments = slices.Clone(l.segments[len(doomed):])
+	l.setSegments(slices.Clone(l.segments[len(doomed):]))
 	l.mu.Unlock()
 	errs = append(errs, segment.SyncDir(l.dir))
 	if err := errors.Join(errs...); err != nil {

@@ -101,7 +101,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		s, err = segment.Create(l.dir, offset, l.segConfig(), l.opts.Now())
 	}
 	if err == nil {
-		l.segments = []*segment.Segment{s}
+		l.setSegments([]*segment.Segment{s})
 		err = segment.SyncDir(l.dir)
 	}
 	l.mu.Unlock()

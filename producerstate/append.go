@@ -108,9 +108,13 @@ const linearAccumulators = 16
 // across appends (no allocation once its slices have grown) and not safe
 // for concurrent use.
 type Append struct {
+	// The fields up to barriers' length, the first two cache lines, are
+	// all that Begin, ValidateHeader and Commit touch for an append of
+	// producer-less batches (the Log embeds an Append on a line boundary:
+	// with thousands of partitions appended to in turn, each line is a
+	// miss). Keep them first.
 	m            *Manager
 	origin       Origin
-	nowMs        int64
 	failed       bool // a batch was rejected: Commit does nothing
 	committed    bool
 	afterBarrier bool // a barrier was staged: the stored state counts as empty
@@ -122,13 +126,14 @@ type Append struct {
 	// validateKnownData, in known (no op, no accumulator); the general
 	// path turns it into both (materialize) before it stages anything.
 	knownPending bool
-	known        knownBatch
+	nowMs        int64
 	lastOffset   int64
+	accIndex     map[int64]int32
 	ops          []stagedOp
 	accs         []accumulator
-	accIndex     map[int64]int32
 	completed    []CompletedTxn
 	barriers     []int64
+	known        knownBatch
 	scratch      []byte
 	record       batch.Record
 }

@@ -77,7 +77,7 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 	}
 	indexed := s.bytesSinceIndex > s.cfg.IndexIntervalBytes
 	if indexed {
-		if err := s.indexRoom(); err != nil {
+		if err := s.indexRoom(true); err != nil {
 			return err
 		}
 	}
@@ -203,7 +203,7 @@ func (s *Segment) AppendLeader(src []byte, h *batch.BatchHeader, next int64, epo
 	}
 	indexed := s.bytesSinceIndex > s.cfg.IndexIntervalBytes
 	if indexed {
-		if err := s.indexRoom(); err != nil {
+		if err := s.indexRoom(max(s.maxTimestamp, maxTs) > s.timeIndexed); err != nil {
 			return -1, nil // Append fails the same way
 		}
 	}
@@ -264,9 +264,14 @@ func (s *Segment) makeRoom(end int64, st Stamp) error {
 	return nil
 }
 
-// indexRoom reserves room for an offset and a time index entry.
-func (s *Segment) indexRoom() error {
-	e1, e2 := s.offsetIndex.EnsureRoom(), s.timeIndex.EnsureRoom()
+// indexRoom reserves room for an offset index entry and, when timed (the
+// append may add one), a time index entry.
+func (s *Segment) indexRoom(timed bool) error {
+	e1 := s.offsetIndex.EnsureRoom()
+	var e2 error
+	if timed {
+		e2 = s.timeIndex.EnsureRoom()
+	}
 	if e1 == nil && e2 == nil {
 		return nil // the usual case, without errors.Join's variadic call
 	}
@@ -279,11 +284,22 @@ func (s *Segment) appendIndexes(last, pos int64) error {
 	if err := s.offsetIndex.Append(last, int32(pos)); err != nil {
 		return err
 	}
-	if _, err := s.timeIndex.MaybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp, false); err != nil {
-		return err
+	// Kafka's cadence asks the time index at every offset entry; it adds
+	// one only past its last timestamp, which a timestamp not above
+	// timeIndexed is not: then the time index is not read at all.
+	timed := false
+	if s.maxTimestamp > s.timeIndexed {
+		var err error
+		if timed, err = s.timeIndex.MaybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp, false); err != nil {
+			return err
+		}
+		// Appended or not, the last entry's timestamp is now ≥ it.
+		s.timeIndexed = s.maxTimestamp
 	}
 	s.bytesSinceIndex = 0
-	s.noteIndexes()
+	// noteIndexes' result for entries that only grew here: the time
+	// index can have filled only if it took an entry.
+	s.indexesFull = s.indexesFull || s.offsetIndex.IsFull() || timed && s.timeIndex.IsFull()
 	return nil
 }
 

@@ -178,6 +178,12 @@ type Segment struct {
 	mu          sync.Mutex
 	offsetIndex *index.OffsetIndex
 	timeIndex   *index.TimeIndex
+	// timeIndexed is a timestamp the time index's last entry is known to
+	// be at or above (math.MinInt64: nothing known), so an indexed append
+	// whose largest timestamp is not above it reads nothing of the time
+	// index (it would add no entry). Raised by appendIndexes; reset where
+	// the time index is opened or truncated. Owner only.
+	timeIndexed int64
 	txnIndex    *index.TxnIndex
 	onMap       func(*Segment, int64) // told when a sealed mapping is made
 	// synced remembers what the last Flush made durable, so a transaction
@@ -322,7 +328,7 @@ func removeRegular(path string) error {
 
 func newSegment(dir string, base int64, cfg Config, now time.Time) *Segment {
 	s := &Segment{dir: dir, base: base, cfg: cfg, maxTimestamp: batch.NoTimestamp,
-		offsetOfMaxTimestamp: base, rollingTimestamp: batch.NoTimestamp, created: now}
+		offsetOfMaxTimestamp: base, rollingTimestamp: batch.NoTimestamp, created: now, timeIndexed: math.MinInt64}
 	s.synced.txnBytes = -1
 	s.nextOffset = base
 	return s
@@ -350,6 +356,7 @@ func OpenSealed(dir string, base int64, cfg Config, now time.Time) (*Segment, er
 // transaction creates it.
 func (s *Segment) openWritableIndexes(create, txn, cut bool) error {
 	var err error
+	s.timeIndexed = math.MinInt64
 	if create {
 		if s.offsetIndex, err = index.CreateOffsetIndex(s.Path(IndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
 			return err

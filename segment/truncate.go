@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -42,6 +43,7 @@ func (s *Segment) TruncateTo(offset int64, now time.Time) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.synced.txnBytes = -1
+	s.timeIndexed = math.MinInt64
 	errs := []error{s.offsetIndex.TruncateTo(offset), s.timeIndex.TruncateTo(offset), s.txnIndex.TruncateTo(offset)}
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
