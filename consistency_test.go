@@ -172,7 +172,7 @@ func checkProducerState(l *Log, start, leo int64) error {
 	m.OnHighWatermarkUpdated(l.HighWatermark())
 	// Expiration removes idle producers from the live state only: a
 	// producer only the rebuild holds must have no open transaction.
-	live, rebuilt := byPID(l.psm.Producers()), byPID(m.Producers())
+	live, rebuilt := byPID(l.psm.ProducersAppendLocked()), byPID(m.Producers()) // Close holds appendMu
 	belowStart := false
 	for pid, e := range live {
 		if _, ok := rebuilt[pid]; !ok && e.LastOffset < start {

@@ -307,7 +307,7 @@ func (l *Log) create() error {
 	if err := l.epochs.truncateFromEnd(start); err != nil {
 		return err
 	}
-	l.psm = producerstate.New(producerstate.Config{ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs})
+	l.psm = producerstate.New(producerstate.Config{ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs, AppendLock: &l.appendMu})
 	l.psm.Reset(start)
 	l.psm.OnLogStartOffsetIncremented(start)
 	return nil

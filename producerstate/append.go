@@ -250,8 +250,8 @@ func (m *Manager) ValidateHeader(a *Append, v batch.View, h *batch.BatchHeader, 
 		return fmt.Errorf("partlog/producerstate: Validate on a failed or committed append")
 	}
 	if baseOffset < 0 {
-		// Offsets are ≥ 0; a negative MEO is also a known commit's mark
-		// (beginRead), which a Commit of this batch would store.
+		// Offsets are ≥ 0: a Commit of this batch would store a
+		// negative MEO.
 		a.failed = true
 		return fmt.Errorf("partlog/producerstate: Validate of a batch at negative base offset %d", baseOffset)
 	}
@@ -620,13 +620,13 @@ func (m *Manager) Commit(a *Append) {
 			// One data batch of a stored producer in its epoch, outside
 			// a transaction (validateKnownData): as below, without an op,
 			// and without the shard lock unless a reader is at work. The
-			// MEO, stored as ^MEO, holds readers off until the MEO store
-			// below, which they wait for (beginRead); when one came
-			// first (readers > 0), the entry is written under its shard
-			// lock as readers expect. That is one atomic store more than
-			// an append without producer state, where a lock would be two.
+			// caller's append lock, held, keeps out readers that came
+			// first (beginRead waits for it); one that counted itself
+			// before that is seen here (readers > 0), and the entry is
+			// written under its shard lock as readers expect. No atomic
+			// operation is added to an append without producer state
+			// (readers is a load), where a lock would be two.
 			k := &a.known
-			m.mapEndOffset.Store(^m.mapEndOffset.Load()) // appends are serialised: the MEO is not negated
 			if m.readers.Load() == 0 {
 				k.stored.push(&k.meta, k.meta.LastSequence)
 			} else {

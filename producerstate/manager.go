@@ -2,7 +2,6 @@ package producerstate
 
 import (
 	"math/bits"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -76,6 +75,14 @@ type Config struct {
 	// Shards is the number of lock stripes, a power of two; 0 means
 	// DefaultShards. Other values are rounded up to a power of two.
 	Shards int
+	// AppendLock is the caller's lock that serialises appends and every
+	// other mutation (package doc, invariant 1), held from Begin to
+	// Commit. Readers of entries (Producer, Producers, SnapshotEntries)
+	// take and release it once before they read, to wait out the commit
+	// of an append in flight; they must not hold it already. Nil means
+	// that readers of entries never run while an append does (recovery
+	// and tools, which use the Manager from one goroutine).
+	AppendLock sync.Locker
 }
 
 // shard is one lock stripe of the producers.
@@ -96,14 +103,15 @@ type Manager struct {
 	noKnownPath bool
 	shards      []shard
 	// readers counts the readers of entries at work (Producer, Producers,
-	// snapshotEntriesLocked: beginRead … endRead).
+	// SnapshotEntries: beginRead … endRead).
 	readers atomic.Int32
-	// mapEndOffset is the MEO (≥ 0), or ^MEO (< 0) while the Commit of a
-	// known batch writes the entry without its shard lock (Commit,
-	// beginRead). It is written by mutations (serialised by the caller)
-	// under mu, except by the Commits of an append that staged nothing or
-	// only a known batch, which store it without mu; readers load it
-	// (loadMEO).
+	// appendLock is Config.AppendLock (nil: readers do not wait), taken
+	// by beginRead only; never changed after New.
+	appendLock sync.Locker
+	// mapEndOffset is the MEO (≥ 0). It is written by mutations
+	// (serialised by the caller) under mu, except by the Commits of an
+	// append that staged nothing or only a known batch, which store it
+	// without mu; readers load it.
 	mapEndOffset atomic.Int64
 
 	// mu is the state lock. Every mutation holds it (and, for a producer
@@ -136,7 +144,7 @@ type txnRecord struct {
 
 // New returns an empty Manager at map end offset 0.
 func New(cfg Config) *Manager {
-	m := &Manager{expirationMs: cfg.ProducerIDExpirationMs}
+	m := &Manager{expirationMs: cfg.ProducerIDExpirationMs, appendLock: cfg.AppendLock}
 	if m.expirationMs <= 0 {
 		m.expirationMs = DefaultProducerIDExpirationMs
 	}
@@ -174,31 +182,27 @@ func (m *Manager) ExpirationMs() int64 { return m.expirationMs }
 
 // beginRead starts a read of entries: from its return until endRead, the
 // Commit of a known batch takes the entry's shard lock (it sees readers
-// > 0), and one that was writing without it has finished (the MEO is
-// stored back). The reader still takes the shard lock of what it reads.
-// Sync/atomic operations are sequentially consistent, so of the reader's
-// increment and the commit's store of ^MEO, whichever comes second sees
-// the first (loads readers, or the negative MEO). See the package doc,
-// Locking.
+// > 0), and one that was writing without it has finished. The reader
+// still takes the shard lock of what it reads. The reader counts itself
+// and then takes and releases the caller's append lock: an append that
+// held it then has committed before the reader reads (the lock orders
+// its entry writes before the reads), and one that takes it afterwards
+// loads the count after the increment and sees the reader. Caller holds
+// neither the append lock nor mu (which appends take inside the append
+// lock). See the package doc, Locking.
 func (m *Manager) beginRead() {
 	m.readers.Add(1)
-	for m.mapEndOffset.Load() < 0 {
-		runtime.Gosched() // a few stores of one entry: about to end
+	if m.appendLock != nil {
+		m.appendLock.Lock()
+		m.appendLock.Unlock() // nothing inside: waiting out the append in flight is the point
 	}
 }
 
 // endRead ends a read of entries started by beginRead.
 func (m *Manager) endRead() { m.readers.Add(-1) }
 
-// loadMEO returns the MEO, also while a known batch's commit has it
-// stored as ^MEO.
-func (m *Manager) loadMEO() int64 {
-	v := m.mapEndOffset.Load()
-	if v < 0 {
-		v = ^v
-	}
-	return v
-}
+// loadMEO returns the MEO.
+func (m *Manager) loadMEO() int64 { return m.mapEndOffset.Load() }
 
 // Producer returns a copy of pid's entry. It takes only pid's shard lock.
 func (m *Manager) Producer(pid int64) (Entry, bool) {
@@ -216,9 +220,22 @@ func (m *Manager) Producer(pid int64) (Entry, bool) {
 }
 
 // Producers returns a consistent copy of every entry, sorted by producer id.
+// The caller must not hold Config.AppendLock (ProducersAppendLocked).
 func (m *Manager) Producers() []Entry {
+	m.beginRead() // before mu: appends take mu inside the append lock
+	defer m.endRead()
+	return m.producers()
+}
+
+// ProducersAppendLocked is Producers for a caller that holds
+// Config.AppendLock (no append is in flight, so there is none to wait
+// for), such as a check run as the log closes.
+func (m *Manager) ProducersAppendLocked() []Entry { return m.producers() }
+
+// producers is Producers' copy, for a caller either between beginRead and
+// endRead or serialised with appends.
+func (m *Manager) producers() []Entry {
 	m.mu.Lock()
-	m.beginRead()
 	out := make([]Entry, 0, m.count)
 	for i := range m.shards {
 		s := &m.shards[i]
@@ -230,7 +247,6 @@ func (m *Manager) Producers() []Entry {
 		}
 		s.mu.Unlock()
 	}
-	m.endRead()
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b Entry) int { return cmp64(a.ProducerID, b.ProducerID) })
 	return out
@@ -255,9 +271,8 @@ func (m *Manager) SetMapEndOffset(o int64) {
 	m.mu.Unlock()
 }
 
-// setMEOLocked sets the MEO to o, or to 0 if o is negative: offsets are
-// ≥ 0, and a negative MEO is the mark of a known batch's commit in flight,
-// which readers of entries wait out (beginRead). Caller holds mu.
+// setMEOLocked sets the MEO to o, or to 0 if o is negative (offsets are
+// ≥ 0). Caller holds mu.
 func (m *Manager) setMEOLocked(o int64) { m.mapEndOffset.Store(max(o, 0)) }
 
 // LastSnapshotOffset returns the offset of the last snapshot written by

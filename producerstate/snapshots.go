@@ -14,17 +14,20 @@ import (
 // (formats.md §5.2): one entry per producer with only its newest cached
 // batch. The order is unspecified (as in Kafka); sort it if you compare.
 func (m *Manager) SnapshotEntries() []snapshot.Entry {
+	m.beginRead() // before mu: appends take mu inside the append lock
+	defer m.endRead()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.snapshotEntriesLocked()
 }
 
+// snapshotEntriesLocked is SnapshotEntries for a caller holding mu and
+// either serialised with appends (TakeSnapshot) or between beginRead and
+// endRead (SnapshotEntries).
 func (m *Manager) snapshotEntriesLocked() []snapshot.Entry {
 	// Each shard fills its own range of out. With many producers the
 	// walk is bound by memory latency (a table walk chasing entry
 	// pointers), so the shards are split between two goroutines.
-	m.beginRead()
-	defer m.endRead()
 	starts := make([]int, len(m.shards)+1)
 	for i := range m.shards {
 		starts[i+1] = starts[i] + m.shards[i].producers.count
