@@ -223,6 +223,13 @@ func (l *Log) appendLeader(records []byte, leaderEpoch int32, info *AppendInfo) 
 	return err
 }
 
+// beginLeader stages the one batch of appendLeaderLocked (v, its header
+// h, at base offset next) in the producer state, as validate does.
+func (l *Log) beginLeader(v batch.View, h *batch.BatchHeader, next int64) error {
+	l.psm.Begin(&l.stage, OriginClient, 0)
+	return l.psm.ValidateHeader(&l.stage, v, h, next)
+}
+
 func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *AppendInfo) error {
 	if l.failed != nil || l.closed.Load() || l.tsRules || l.opts.ValidateRecords ||
 		leaderEpoch != l.latestEpoch.Load() || int64(len(records)) > l.opts.SegmentBytes {
@@ -237,9 +244,14 @@ func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *Append
 		slots != int64(h.RecordsCount) || h.ProducerID >= 0 && h.BaseSequence < 0 || next < 0 || next > math.MaxInt64-slots {
 		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
 	}
-	l.psm.Begin(&l.stage, OriginClient, 0)
-	if err := l.psm.ValidateHeader(&l.stage, v, &h, next); err != nil {
-		return err
+	// A batch without producer state (no producer id; not a control
+	// batch, refused above) stages nothing: unless the general tail
+	// below takes it, producer state only sees CommitPlain.
+	plain := h.ProducerID < 0
+	if !plain {
+		if err := l.beginLeader(v, &h, next); err != nil {
+			return err
+		}
 	}
 	last := next + slots - 1
 	st := segment.Stamp{Assign: true, NextOffset: next, LeaderEpoch: leaderEpoch,
@@ -254,6 +266,11 @@ func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *Append
 	if pos < 0 {
 		// A roll, a reservation step or a written append: the general
 		// path's tail, on the scan validate would have made.
+		if plain {
+			if err := l.beginLeader(v, &h, next); err != nil {
+				return err
+			}
+		}
 		var s scan
 		s.reset()
 		s.add(&h)
@@ -261,7 +278,11 @@ func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *Append
 	}
 	l.logEndOffset.Store(last + 1)
 	l.waiters.logEndMoved()
-	l.psm.Commit(&l.stage) // a client's data batch completes no transaction
+	if plain {
+		l.psm.CommitPlain(last)
+	} else {
+		l.psm.Commit(&l.stage) // a client's data batch completes no transaction
+	}
 	info.FirstOffset, info.LastOffset = next, last
 	info.MaxTimestamp, info.OffsetOfMaxTimestamp = batch.NoTimestamp, -1
 	if h.MaxTimestamp > batch.NoTimestamp {

@@ -600,6 +600,14 @@ func applyOp(e *entry, op *stagedOp) {
 	}
 }
 
+// CommitPlain is Begin, ValidateHeader and Commit in one call for an
+// append of one data batch without producer state (producer id < 0, not
+// a control batch: nothing is staged for it, §2.1) whose last offset is
+// lastOffset ≥ 0, once its bytes are in the log: only the MEO moves past
+// it. The leader's usual request takes it, without an Append's resets
+// and checks. Writer only.
+func (m *Manager) CommitPlain(lastOffset int64) { m.mapEndOffset.Store(lastOffset + 1) }
+
 // Commit applies the staged updates in batch order, after the bytes are
 // in the log: producer entries, transaction starts, completed
 // transactions (with their LSO), barriers at their exact positions; then

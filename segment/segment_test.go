@@ -1002,3 +1002,46 @@ func TestSegmentMappingGrows(t *testing.T) {
 	more := segFill(t, s, 5)
 	segCheckReads(t, s, append(written, more...))
 }
+
+// TestSegmentPreallocatesNextStep checks that a fast writer's steps of
+// preallocMinStep and more get the blocks of the next step allocated
+// ahead (by a prefault worker, past the reserved size), and that sealing
+// trims the file back to its data, those blocks included.
+func TestSegmentPreallocatesNextStep(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{SegmentBytes: 128 << 20, MaxIndexBytes: 1 << 20, IndexIntervalBytes: 4096, Prefault: 1 << 20}
+	s, err := Create(dir, 0, cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	allocated := func() int64 {
+		var st syscall.Stat_t
+		if err := syscall.Stat(s.Path(LogSuffix), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Blocks * 512
+	}
+	src := segMakeBatch(t, 4, 16<<10, 1000) // ~64 KiB
+	for s.reserveStep < preallocMinStep {
+		var a Appended
+		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := s.log.Size() + min(2*s.reserveStep, DefaultReserveMaxBytes)
+	deadline := time.Now().Add(5 * time.Second)
+	for allocated() < want && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if a := allocated(); a < want {
+		t.Fatalf("allocated %d bytes, want the next step's too: %d (reserved %d)", a, want, s.log.Size())
+	}
+	size := s.Size()
+	if err := s.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if a := allocated(); a > size+4096 {
+		t.Fatalf("sealed at %d bytes, %d still allocated", size, a)
+	}
+}

@@ -1075,3 +1075,71 @@ func TestRename(t *testing.T) {
 		t.Fatalf("file starts %q, want head", got[:4])
 	}
 }
+
+// TestPreallocate checks that File.Preallocate allocates blocks past the
+// reservation without changing Size, the length or the bytes, that a
+// Prefaulter's worker runs it, that Grow then takes the range, and that
+// truncating to the data frees the blocks again.
+func TestPreallocate(t *testing.T) {
+	path := tempPath(t, "p")
+	f, err := CreateAhead(path, 8<<20, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() }) // the last mapping's
+	blocks := func() (length, allocated int64) {
+		var st unix.Stat_t
+		if err := unix.Stat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Size, st.Blocks * 512
+	}
+	if err := f.Preallocate(64<<10, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if n, a := blocks(); n != 8<<20 || a < 1<<20+64<<10 || f.Size() != 64<<10 {
+		t.Fatalf("after Preallocate: length %d allocated %d size %d", n, a, f.Size())
+	}
+	// Clamped to the capacity, never lengthening the file.
+	if err := f.Preallocate(7<<20, 4<<20); err != nil {
+		t.Fatal(err)
+	}
+	if n, a := blocks(); n != 8<<20 || a < 2<<20+64<<10 || f.Size() != 64<<10 {
+		t.Fatalf("after a Preallocate past the capacity: length %d allocated %d size %d", n, a, f.Size())
+	}
+	// Through a Prefaulter, ahead of a Grow of the same range.
+	f = remap(t, f, 8<<20)
+	p := NewPrefaulter(f, 1<<20)
+	p.Preallocate(2<<20, 1<<20)
+	deadline := time.Now().Add(5 * time.Second)
+	for _, a := blocks(); a < 3<<20+64<<10 && time.Now().Before(deadline); _, a = blocks() {
+		time.Sleep(time.Millisecond)
+	}
+	if _, a := blocks(); a < 3<<20+64<<10 {
+		t.Fatalf("the worker allocated only %d bytes", a)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Grow(3 << 20); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range f.Bytes()[:3<<20] {
+		if c != 0 {
+			t.Fatalf("byte %d = %#x", i, c)
+		}
+	}
+	copy(f.Bytes(), "data")
+	if err := f.Truncate(4096); err != nil {
+		t.Fatal(err)
+	}
+	if n, a := blocks(); n != 4096 || a > 8192 {
+		t.Fatalf("after Truncate: length %d allocated %d", n, a)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Preallocate(0, 4096); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Preallocate after Close: %v", err)
+	}
+}

@@ -133,9 +133,12 @@ func (pp *PrefaultPool) Workers() int {
 }
 
 // enqueue queues p unless it is queued, being served or stopped, and
-// starts a worker if all running ones are busy. Caller holds pp.mu.
+// starts a worker if all running ones are busy. Caller holds pp.mu. A
+// writer being served is not queued again (a second worker would serve
+// it beside the first, and busy would go false under the first's call):
+// its worker takes the latest position on its next turn.
 func (pp *PrefaultPool) enqueue(p *Prefaulter) {
-	if p.queued || p.stopped {
+	if p.queued || p.stopped || p.busy {
 		return
 	}
 	p.queued = true
@@ -162,6 +165,9 @@ func (pp *PrefaultPool) work() {
 		(*q)[0] = nil
 		*q = (*q)[1:]
 		p.queued = false
+		if p.allocN > 0 {
+			pp.preallocate(p)
+		}
 		start, n := p.nextChunk()
 		if n <= 0 {
 			continue
@@ -193,6 +199,25 @@ func (pp *PrefaultPool) work() {
 	pp.urgent = pp.urgent[:0:0]
 	pp.running--
 	pp.mu.Unlock()
+}
+
+// preallocate runs p's pending Preallocate request (see
+// Prefaulter.Preallocate) with p busy, so Stop and Retarget wait for it.
+// Caller holds pp.mu, which is released during the call. A failure is
+// dropped: the Grow that takes the range reports its own.
+func (pp *PrefaultPool) preallocate(p *Prefaulter) {
+	off, n := p.allocAt, p.allocN
+	p.allocN = 0
+	if p.stopped {
+		return
+	}
+	p.busy = true
+	f := p.f
+	pp.mu.Unlock()
+	_ = f.Preallocate(off, n)
+	pp.mu.Lock()
+	p.busy = false
+	p.idle.Broadcast()
 }
 
 // recount updates p's share of the budget from its current position.
@@ -258,6 +283,10 @@ type Prefaulter struct {
 	ratePos int64
 	rateAt  int64
 	demand  int64
+	// allocAt and allocN are the range a worker preallocates (File.
+	// Preallocate) before its next chunk; allocN 0: none.
+	allocAt int64
+	allocN  int64
 	err     error      // first error other than the File being closed
 	idle    *sync.Cond // signalled when busy goes false
 }
@@ -324,6 +353,19 @@ func (p *Prefaulter) Retarget(f *File) {
 	p.done = 0
 	pp.recount(p)
 	p.next = 0
+}
+
+// Preallocate asks a worker to allocate the blocks of [off, off+n) of
+// p's file (File.Preallocate) before it populates more pages, replacing a
+// request not yet taken: the writer's next reservation step then finds
+// them allocated instead of waiting on the disk under an append. It
+// never blocks for long (the pool's lock). Writer only.
+func (p *Prefaulter) Preallocate(off, n int64) {
+	pp := p.pool
+	pp.mu.Lock()
+	p.allocAt, p.allocN = off, n
+	pp.enqueue(p)
+	pp.mu.Unlock()
 }
 
 // Grew tells p that its file's reserved size grew, so the next Advance
