@@ -1143,3 +1143,68 @@ func TestPreallocate(t *testing.T) {
 		t.Fatalf("Preallocate after Close: %v", err)
 	}
 }
+
+// TestPrefaulterPreallocateDuringPreallocate: a Preallocate request made
+// while a worker runs the writer's previous one (the writer is busy, so
+// it is not queued) is still served, though the worker then finds no
+// page to populate: the writer's next reservation step must not wait on
+// the disk because its request arrived a moment too early.
+func TestPrefaulterPreallocateDuringPreallocate(t *testing.T) {
+	f, err := CreateAhead(tempPath(t, "d"), 8<<20, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var mu sync.Mutex
+	var calls []int64 // offsets of the KEEP_SIZE calls
+	entered, release := make(chan struct{}, 4), make(chan struct{})
+	orig := fallocate
+	t.Cleanup(func() { fallocate = orig })
+	fallocate = func(fd int, mode uint32, off, n int64) error {
+		if mode == unix.FALLOC_FL_KEEP_SIZE {
+			mu.Lock()
+			calls = append(calls, off)
+			first := len(calls) == 1
+			mu.Unlock()
+			if first {
+				entered <- struct{}{}
+				<-release
+			}
+		}
+		return orig(fd, mode, off, n)
+	}
+	pool := NewPrefaultPool(1, 64<<20)
+	pool.clock = func() int64 { return 1 } // the writer's own window
+	p := pool.NewPrefaulter(f, 64<<10)
+	p.Advance(0)
+	deadline := time.Now().Add(5 * time.Second)
+	for prefaulterDone(p) < 64<<10 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if d := prefaulterDone(p); d < 64<<10 {
+		t.Fatalf("populated to %d", d)
+	}
+	// Its window is populated: the worker finds no chunk to do for it.
+	p.Preallocate(1<<20, 1<<20)
+	<-entered
+	p.Preallocate(3<<20, 1<<20) // while the first one runs
+	close(release)
+	deadline = time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(calls)
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) != 2 || calls[1] != 3<<20 {
+		t.Fatalf("preallocations at %v, want [%d %d]", calls, 1<<20, 3<<20)
+	}
+}
