@@ -424,13 +424,7 @@ func TestPrefaulter(t *testing.T) {
 	q := NewPrefaulter(f, 1<<20)
 	q.Advance(8 << 20)
 	q.Advance(0)
-	deadline := time.Now().Add(5 * time.Second)
-	for prefaulterDone(q) < 1<<20 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if d := prefaulterDone(q); d < 1<<20 {
-		t.Fatalf("populated only %d bytes after a rewind", d)
-	}
+	waitPopulated(t, q, 1<<20) // after a rewind
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -444,6 +438,19 @@ func prefaulterDone(p *Prefaulter) int64 {
 	p.pool.mu.Lock()
 	defer p.pool.mu.Unlock()
 	return p.done
+}
+
+// waitPopulated waits (5 s at most) until p's worker has populated its
+// file up to want.
+func waitPopulated(t *testing.T, p *Prefaulter, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for prefaulterDone(p) < want && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if d := prefaulterDone(p); d < want {
+		t.Fatalf("populated to %d, want %d", d, want)
+	}
 }
 
 // TestPrefaultPool checks the pool's bounds: nothing is populated for a
@@ -863,17 +870,7 @@ func TestPrefaulterRetarget(t *testing.T) {
 	pool.clock = func() int64 { return 1 }
 	p := pool.NewPrefaulter(f, 2<<20)
 	p.Advance(4096)
-	waitDone := func(want int64) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for prefaulterDone(p) < want && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		if d := prefaulterDone(p); d < want {
-			t.Fatalf("populated to %d, want %d", d, want)
-		}
-	}
-	waitDone(1 << 20)
+	waitPopulated(t, p, 1<<20)
 	g, err := f.Remap(4 << 20)
 	if err != nil {
 		t.Fatal(err)
@@ -887,7 +884,7 @@ func TestPrefaulterRetarget(t *testing.T) {
 	}
 	p.Grew()
 	p.Advance(512 << 10)
-	waitDone(512<<10 + 2<<20)
+	waitPopulated(t, p, 512<<10+2<<20)
 	if err := p.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -1177,19 +1174,13 @@ func TestPrefaulterPreallocateDuringPreallocate(t *testing.T) {
 	pool.clock = func() int64 { return 1 } // the writer's own window
 	p := pool.NewPrefaulter(f, 64<<10)
 	p.Advance(0)
-	deadline := time.Now().Add(5 * time.Second)
-	for prefaulterDone(p) < 64<<10 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if d := prefaulterDone(p); d < 64<<10 {
-		t.Fatalf("populated to %d", d)
-	}
+	waitPopulated(t, p, 64<<10)
 	// Its window is populated: the worker finds no chunk to do for it.
 	p.Preallocate(1<<20, 1<<20)
 	<-entered
 	p.Preallocate(3<<20, 1<<20) // while the first one runs
 	close(release)
-	deadline = time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		mu.Lock()
 		n := len(calls)
