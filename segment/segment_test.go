@@ -1008,6 +1008,7 @@ func TestSegmentMappingGrows(t *testing.T) {
 // ahead (by a prefault worker, past the reserved size), and that sealing
 // trims the file back to its data, those blocks included.
 func TestSegmentPreallocatesNextStep(t *testing.T) {
+	const sealSlack = 64 << 10 // data rounded to blocks, extent-tree blocks
 	dir := t.TempDir()
 	cfg := Config{SegmentBytes: 128 << 20, MaxIndexBytes: 1 << 20, IndexIntervalBytes: 4096, Prefault: 1 << 20}
 	s, err := Create(dir, 0, cfg, time.Now())
@@ -1041,7 +1042,12 @@ func TestSegmentPreallocatesNextStep(t *testing.T) {
 	if err := s.Seal(); err != nil {
 		t.Fatal(err)
 	}
-	if a := allocated(); a > size+4096 {
+	// st_blocks also counts the extent tree's own blocks (ext4 takes one
+	// once the file has more extents than its inode holds, which a file
+	// grown in steps beside other writers often has), so the bound is the
+	// data plus a few blocks: what it tells apart is the megabytes of the
+	// preallocated step.
+	if a := allocated(); a > size+sealSlack {
 		t.Fatalf("sealed at %d bytes, %d still allocated", size, a)
 	}
 }

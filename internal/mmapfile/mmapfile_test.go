@@ -424,13 +424,7 @@ func TestPrefaulter(t *testing.T) {
 	q := NewPrefaulter(f, 1<<20)
 	q.Advance(8 << 20)
 	q.Advance(0)
-	deadline := time.Now().Add(5 * time.Second)
-	for prefaulterDone(q) < 1<<20 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if d := prefaulterDone(q); d < 1<<20 {
-		t.Fatalf("populated only %d bytes after a rewind", d)
-	}
+	waitPopulated(t, q, 1<<20) // after a rewind
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -444,6 +438,19 @@ func prefaulterDone(p *Prefaulter) int64 {
 	p.pool.mu.Lock()
 	defer p.pool.mu.Unlock()
 	return p.done
+}
+
+// waitPopulated waits (5 s at most) until p's worker has populated its
+// file up to want.
+func waitPopulated(t *testing.T, p *Prefaulter, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for prefaulterDone(p) < want && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if d := prefaulterDone(p); d < want {
+		t.Fatalf("populated to %d, want %d", d, want)
+	}
 }
 
 // TestPrefaultPool checks the pool's bounds: nothing is populated for a
@@ -863,17 +870,7 @@ func TestPrefaulterRetarget(t *testing.T) {
 	pool.clock = func() int64 { return 1 }
 	p := pool.NewPrefaulter(f, 2<<20)
 	p.Advance(4096)
-	waitDone := func(want int64) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for prefaulterDone(p) < want && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		if d := prefaulterDone(p); d < want {
-			t.Fatalf("populated to %d, want %d", d, want)
-		}
-	}
-	waitDone(1 << 20)
+	waitPopulated(t, p, 1<<20)
 	g, err := f.Remap(4 << 20)
 	if err != nil {
 		t.Fatal(err)
@@ -887,7 +884,7 @@ func TestPrefaulterRetarget(t *testing.T) {
 	}
 	p.Grew()
 	p.Advance(512 << 10)
-	waitDone(512<<10 + 2<<20)
+	waitPopulated(t, p, 512<<10+2<<20)
 	if err := p.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -1141,5 +1138,64 @@ func TestPreallocate(t *testing.T) {
 	}
 	if err := f.Preallocate(0, 4096); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Preallocate after Close: %v", err)
+	}
+}
+
+// TestPrefaulterPreallocateDuringPreallocate: a Preallocate request made
+// while a worker runs the writer's previous one (the writer is busy, so
+// it is not queued) is still served, though the worker then finds no
+// page to populate: the writer's next reservation step must not wait on
+// the disk because its request arrived a moment too early.
+func TestPrefaulterPreallocateDuringPreallocate(t *testing.T) {
+	f, err := CreateAhead(tempPath(t, "d"), 8<<20, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var mu sync.Mutex
+	var calls []int64 // offsets of the KEEP_SIZE calls
+	entered, release := make(chan struct{}, 4), make(chan struct{})
+	orig := fallocate
+	t.Cleanup(func() { fallocate = orig })
+	fallocate = func(fd int, mode uint32, off, n int64) error {
+		if mode == unix.FALLOC_FL_KEEP_SIZE {
+			mu.Lock()
+			calls = append(calls, off)
+			first := len(calls) == 1
+			mu.Unlock()
+			if first {
+				entered <- struct{}{}
+				<-release
+			}
+		}
+		return orig(fd, mode, off, n)
+	}
+	pool := NewPrefaultPool(1, 64<<20)
+	pool.clock = func() int64 { return 1 } // the writer's own window
+	p := pool.NewPrefaulter(f, 64<<10)
+	p.Advance(0)
+	waitPopulated(t, p, 64<<10)
+	// Its window is populated: the worker finds no chunk to do for it.
+	p.Preallocate(1<<20, 1<<20)
+	<-entered
+	p.Preallocate(3<<20, 1<<20) // while the first one runs
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(calls)
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) != 2 || calls[1] != 3<<20 {
+		t.Fatalf("preallocations at %v, want [%d %d]", calls, 1<<20, 3<<20)
 	}
 }

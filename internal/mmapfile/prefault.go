@@ -170,6 +170,11 @@ func (pp *PrefaultPool) work() {
 		}
 		start, n := p.nextChunk()
 		if n <= 0 {
+			if p.allocN > 0 {
+				// A Preallocate made while the one above ran (p was
+				// busy, so not queued): no chunk brings p back.
+				pp.enqueue(p)
+			}
 			continue
 		}
 		p.busy = true
