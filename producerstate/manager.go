@@ -206,7 +206,8 @@ func (m *Manager) endRead() { m.readers.Add(-1) }
 // loadMEO returns the MEO.
 func (m *Manager) loadMEO() int64 { return m.mapEndOffset.Load() }
 
-// Producer returns a copy of pid's entry. It takes only pid's shard lock.
+// Producer returns a copy of pid's entry. It takes only pid's shard lock,
+// after waiting out the append in flight (beginRead).
 func (m *Manager) Producer(pid int64) (Entry, bool) {
 	m.beginRead()
 	s := m.shardFor(pid)
