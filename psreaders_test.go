@@ -88,3 +88,82 @@ func TestProducerReadersWaitOutAppendAfterReopen(t *testing.T) {
 		})
 	}
 }
+
+// TestProducerReadersBesideWriters runs readers of producer entries
+// against a writer that appends a known producer's batches, rolls and
+// truncates a reopened log: every writer holds appendMu, which readers
+// take after counting themselves, so none deadlocks and -race sees every
+// lock-free commit ordered with the reads.
+func TestProducerReadersBesideWriters(t *testing.T) {
+	l, dir := psNew(t)
+	psLeader(t, l, psData(t, 7, 0, 0, 1, false))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = psOpen(t, dir, psOpts(t))
+	n := 3000
+	if testing.Short() {
+		n = 600
+	}
+	bs := make([][]byte, n+1)
+	for seq := 1; seq <= n; seq++ {
+		bs[seq] = psData(t, 7, 0, int32(seq), 1, false)
+	}
+	errs := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fail := func(err error) {
+			select {
+			case errs <- err:
+			default:
+			}
+		}
+		seq := 1
+		for i := 0; seq <= n; i++ {
+			switch {
+			case i%97 == 96:
+				if err := l.Roll(); err != nil {
+					fail(err)
+					return
+				}
+			case i%151 == 150 && seq > 2:
+				// Drop the newest batch (one offset per sequence).
+				if err := l.TruncateTo(l.LogEndOffset() - 1); err != nil {
+					fail(err)
+					return
+				}
+				seq--
+			default:
+				if _, err := l.AppendAsLeader(bs[seq], 1); err != nil {
+					fail(err)
+					return
+				}
+				seq++
+			}
+		}
+	}()
+	var reads int
+	for reading := true; reading; reads++ {
+		select {
+		case <-done:
+			reading = false
+		default:
+		}
+		if _, ok := l.ProducerState(7); !ok {
+			t.Fatal("producer 7 is gone")
+		}
+		if len(l.Producers()) != 1 {
+			t.Fatal("not one producer")
+		}
+	}
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	if e := psProducer(t, l, 7); e.LastSequence != int32(n) {
+		t.Fatalf("last sequence %d, want %d", e.LastSequence, n)
+	}
+	t.Logf("%d reads", reads)
+}
