@@ -238,6 +238,7 @@ func (l *Log) open() error {
 		Segment:                l.segConfig(),
 		DryRun:                 l.opts.Strict,
 		ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs,
+		ProducerAppendLock:     &l.appendMu, // as create's: readers of entries wait out an append
 		Now:                    l.opts.Now,
 		OpenActive:             true,
 	})

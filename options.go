@@ -20,6 +20,7 @@ type Options struct {
 	// SegmentBytes and the four fields after it are the ones every append
 	// reads: together at the start they lie on one of the Log's hot lines
 	// (TestLogAppendLines); keep them first.
+
 	// WritePath chooses how appended bytes reach the page cache: stores
 	// into the segment's shared mapping, or pwritev of the caller's bytes
 	// (the stamped header from a scratch buffer, then the rest of each
@@ -29,6 +30,7 @@ type Options struct {
 	// SegmentMs rolls a segment whose first batch is older than this
 	// (segment.ms). Default 7 days. Negative disables time-based rolling.
 	SegmentMs int64
+	// MaxBatchBytes is the largest batch a leader accepts
 	// (max.message.bytes). Default 1 MiB + 12.
 	MaxBatchBytes int64
 	// ValidateRecords makes AppendAsLeader decode every record of
@@ -37,7 +39,6 @@ type Options struct {
 	// the bytes are the producer's, and the record walk costs several
 	// times the CRC on small records (see BenchmarkValidate in batch).
 	ValidateRecords bool
-	// PrefaultBytes is the largest window of the active segment kept
 	// ReserveMaxBytes bounds the steps by which the active segment's disk
 	// reservation grows. The .log is extended with fallocate ahead of the
 	// write position (so a full disk is the error of an append, never a
@@ -70,7 +71,7 @@ type Options struct {
 	// keeps it in the log directory's log-start-offset-checkpoint); Open
 	// uses max(LogStartOffset, first segment's base offset). Default 0.
 	LogStartOffset int64
-	// MaxBatchBytes is the largest batch a leader accepts
+	// PrefaultBytes is the largest window of the active segment kept
 	// populated ahead of the write position, so appends store into
 	// resident pages; a partition's window is about a second of its own
 	// append rate, within this bound and its share of the budget.

@@ -33,10 +33,14 @@ const (
 type ProducerEntry = producerstate.Entry
 
 // Producers returns a consistent copy of every producer entry, sorted by
-// producer id (for tooling).
+// producer id (for tooling). Like ProducerState it first waits out the
+// writer in flight (an append, roll, truncation or close: the append
+// lock, as Kafka's readers of producer state wait for the log lock), so
+// it must not be called from code the writer runs (Options.Now).
 func (l *Log) Producers() []ProducerEntry { return l.psm.Producers() }
 
-// ProducerState returns the state of one producer.
+// ProducerState returns the state of one producer (see Producers for
+// what it waits for).
 func (l *Log) ProducerState(pid int64) (ProducerEntry, bool) { return l.psm.Producer(pid) }
 
 // Barriers returns the offsets of the MIRROR_PID_RESET barriers applied

@@ -80,8 +80,10 @@ type Config struct {
 	// Commit. Readers of entries (Producer, Producers, SnapshotEntries)
 	// take and release it once before they read, to wait out the commit
 	// of an append in flight; they must not hold it already. Nil means
-	// that readers of entries never run while an append does (recovery
-	// and tools, which use the Manager from one goroutine).
+	// that readers of entries never run while an append does (tools,
+	// which use the Manager from one goroutine). A Manager handed to
+	// another owner that appends with readers at work (recovery's to
+	// the log) must be made with that owner's lock.
 	AppendLock sync.Locker
 }
 
@@ -204,7 +206,8 @@ func (m *Manager) endRead() { m.readers.Add(-1) }
 // loadMEO returns the MEO.
 func (m *Manager) loadMEO() int64 { return m.mapEndOffset.Load() }
 
-// Producer returns a copy of pid's entry. It takes only pid's shard lock.
+// Producer returns a copy of pid's entry. It takes only pid's shard lock,
+// after waiting out the append in flight (beginRead).
 func (m *Manager) Producer(pid int64) (Entry, bool) {
 	m.beginRead()
 	s := m.shardFor(pid)
