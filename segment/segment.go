@@ -86,8 +86,9 @@ var (
 //
 // Disk reservation: the active .log's length is SegmentBytes from the
 // start (a hole past the reservation, mmapfile.CreateAhead), but it is
-// mapped only over its reservation, and mapped again at twice the length
-// when a step outgrows the mapping (mapFor), and its blocks are reserved with
+// mapped only over its reservation, and mapped again (at MapMinBytes
+// while it fits, then at its whole capacity) when a step outgrows the
+// mapping (mapFor), and its blocks are reserved with
 // fallocate in steps ahead of the write position, so disk use grows with
 // the data and a full disk is the error of the append that needed the
 // room, never a SIGBUS or a lost writeback (no store or write reaches past
