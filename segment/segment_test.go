@@ -582,13 +582,10 @@ func TestSegmentReserveSteps(t *testing.T) {
 	}
 	// fileSize is the disk a file takes (its allocated blocks).
 	fileSize := func(kind string) int64 {
-		var st syscall.Stat_t
-		if err := syscall.Stat(s.Path(kind), &st); errors.Is(err, fs.ErrNotExist) && kind != LogSuffix {
+		if _, err := os.Lstat(s.Path(kind)); errors.Is(err, fs.ErrNotExist) && kind != LogSuffix {
 			return 0 // an index is made by its first entry
-		} else if err != nil {
-			t.Fatal(err)
 		}
-		return st.Blocks * 512
+		return allocatedBytes(t, s.Path(kind))
 	}
 	if got := fileSize(LogSuffix) + fileSize(IndexSuffix) + fileSize(TimeIndexSuffix); got > 1<<20 {
 		t.Fatalf("an empty segment reserves %d bytes", got)
@@ -1016,13 +1013,7 @@ func TestSegmentPreallocatesNextStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	allocated := func() int64 {
-		var st syscall.Stat_t
-		if err := syscall.Stat(s.Path(LogSuffix), &st); err != nil {
-			t.Fatal(err)
-		}
-		return st.Blocks * 512
-	}
+	allocated := func() int64 { return allocatedBytes(t, s.Path(LogSuffix)) }
 	src := segMakeBatch(t, 4, 16<<10, 1000) // ~64 KiB
 	for s.reserveStep < preallocMinStep {
 		var a Appended
@@ -1050,4 +1041,15 @@ func TestSegmentPreallocatesNextStep(t *testing.T) {
 	if a := allocated(); a > size+sealSlack {
 		t.Fatalf("sealed at %d bytes, %d still allocated", size, a)
 	}
+}
+
+// allocatedBytes returns the disk allocated to the file at path
+// (st_blocks).
+func allocatedBytes(t *testing.T, path string) int64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Blocks * 512
 }

@@ -640,13 +640,7 @@ func TestAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := func() (length, allocated int64) {
-		var st unix.Stat_t
-		if err := unix.Stat(path, &st); err != nil {
-			t.Fatal(err)
-		}
-		return st.Size, st.Blocks * 512
-	}
+	blocks := func() (length, allocated int64) { return lengthAndBlocks(t, path) }
 	if n, a := blocks(); n != 8<<20 || a < 64<<10 || a > 64<<10+4096 || f.Size() != 64<<10 || len(f.Bytes()) != 64<<10 || f.MapLen() != 64<<10 || f.Cap() != 8<<20 {
 		t.Fatalf("length %d allocated %d size %d mapped %d", n, a, f.Size(), f.MapLen())
 	}
@@ -1090,13 +1084,7 @@ func TestPreallocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.Close() }) // the last mapping's
-	blocks := func() (length, allocated int64) {
-		var st unix.Stat_t
-		if err := unix.Stat(path, &st); err != nil {
-			t.Fatal(err)
-		}
-		return st.Size, st.Blocks * 512
-	}
+	blocks := func() (length, allocated int64) { return lengthAndBlocks(t, path) }
 	if err := f.Preallocate(64<<10, 1<<20); err != nil {
 		t.Fatal(err)
 	}
@@ -1204,4 +1192,15 @@ func TestPrefaulterPreallocateDuringPreallocate(t *testing.T) {
 	if len(calls) != 2 || calls[1] != 3<<20 {
 		t.Fatalf("preallocations at %v, want [%d %d]", calls, 1<<20, 3<<20)
 	}
+}
+
+// lengthAndBlocks returns the length of the file at path and the bytes
+// of disk allocated to it (st_blocks).
+func lengthAndBlocks(t *testing.T, path string) (length, allocated int64) {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Size, st.Blocks * 512
 }
