@@ -1,7 +1,6 @@
 package partlog
 
 import (
-	"sync"
 	"testing"
 	"time"
 )
@@ -47,10 +46,9 @@ func TestProducerReadersWaitOutAppendAfterReopen(t *testing.T) {
 				bs[seq] = psData(t, 7, 0, int32(seq), 1, false)
 			}
 			errs := make(chan error, 1)
-			var wg sync.WaitGroup
-			wg.Add(1)
+			done := make(chan struct{})
 			go func() {
-				defer wg.Done()
+				defer close(done)
 				for seq := int32(1); seq <= n; seq++ {
 					if _, err := l.AppendAsLeader(bs[seq], 1); err != nil {
 						errs <- err
@@ -58,8 +56,6 @@ func TestProducerReadersWaitOutAppendAfterReopen(t *testing.T) {
 					}
 				}
 			}()
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
 			last := int32(-1)
 			for reading := true; reading; {
 				select {
