@@ -640,8 +640,7 @@ func TestAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := func() (length, allocated int64) { return lengthAndBlocks(t, path) }
-	if n, a := blocks(); n != 8<<20 || a < 64<<10 || a > 64<<10+4096 || f.Size() != 64<<10 || len(f.Bytes()) != 64<<10 || f.MapLen() != 64<<10 || f.Cap() != 8<<20 {
+	if n, a := lengthAndBlocks(t, path); n != 8<<20 || a < 64<<10 || a > 64<<10+4096 || f.Size() != 64<<10 || len(f.Bytes()) != 64<<10 || f.MapLen() != 64<<10 || f.Cap() != 8<<20 {
 		t.Fatalf("length %d allocated %d size %d mapped %d", n, a, f.Size(), f.MapLen())
 	}
 	if err := f.WriteAt(nil, make([]byte, 10), 64<<10-5); !errors.Is(err, ErrCapacity) {
@@ -654,7 +653,7 @@ func TestAhead(t *testing.T) {
 	if err := f.Grow(1 << 20); err != nil {
 		t.Fatal(err)
 	}
-	if n, a := blocks(); n != 8<<20 || a < 1<<20 || a > 1<<20+4096 {
+	if n, a := lengthAndBlocks(t, path); n != 8<<20 || a < 1<<20 || a > 1<<20+4096 {
 		t.Fatalf("after Grow: length %d allocated %d", n, a)
 	}
 	copy(f.Bytes()[1<<20-4:], "tail")
@@ -670,7 +669,7 @@ func TestAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := blocks(); n != 1<<20 || g.Size() != 1<<20 || g.Cap() != 8<<20 || g.MapLen() != 1<<20 || string(g.Bytes()[1<<20-4:]) != "tail" {
+	if n, _ := lengthAndBlocks(t, path); n != 1<<20 || g.Size() != 1<<20 || g.Cap() != 8<<20 || g.MapLen() != 1<<20 || string(g.Bytes()[1<<20-4:]) != "tail" {
 		t.Fatalf("reopened: length %d size %d cap %d mapped %d", n, g.Size(), g.Cap(), g.MapLen())
 	}
 	if err := g.Truncate(1 << 20); err != nil {
@@ -678,20 +677,20 @@ func TestAhead(t *testing.T) {
 	}
 	g = remap(t, g, 4<<20)
 	defer g.Close()
-	if n, _ := blocks(); n != 1<<20 {
+	if n, _ := lengthAndBlocks(t, path); n != 1<<20 {
 		t.Fatalf("a Remap changed the deferred length: %d", n)
 	}
 	if err := g.Grow(2 << 20); err != nil {
 		t.Fatal(err)
 	}
-	if n, a := blocks(); n != 8<<20 || a < 2<<20 || a > 2<<20+4096 || g.Size() != 2<<20 {
+	if n, a := lengthAndBlocks(t, path); n != 8<<20 || a < 2<<20 || a > 2<<20+4096 || g.Size() != 2<<20 {
 		t.Fatalf("after the first Grow: length %d allocated %d size %d", n, a, g.Size())
 	}
 	copy(g.Bytes()[2<<20-4:], "more")
 	if err := g.Grow(3 << 20); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := blocks(); n != 8<<20 || string(g.Bytes()[1<<20-4:1<<20]) != "tail" || string(g.Bytes()[2<<20-4:2<<20]) != "more" {
+	if n, _ := lengthAndBlocks(t, path); n != 8<<20 || string(g.Bytes()[1<<20-4:1<<20]) != "tail" || string(g.Bytes()[2<<20-4:2<<20]) != "more" {
 		t.Fatalf("after the second Grow: length %d", n)
 	}
 }
@@ -1084,18 +1083,17 @@ func TestPreallocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.Close() }) // the last mapping's
-	blocks := func() (length, allocated int64) { return lengthAndBlocks(t, path) }
 	if err := f.Preallocate(64<<10, 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	if n, a := blocks(); n != 8<<20 || a < 1<<20+64<<10 || f.Size() != 64<<10 {
+	if n, a := lengthAndBlocks(t, path); n != 8<<20 || a < 1<<20+64<<10 || f.Size() != 64<<10 {
 		t.Fatalf("after Preallocate: length %d allocated %d size %d", n, a, f.Size())
 	}
 	// Clamped to the capacity, never lengthening the file.
 	if err := f.Preallocate(7<<20, 4<<20); err != nil {
 		t.Fatal(err)
 	}
-	if n, a := blocks(); n != 8<<20 || a < 2<<20+64<<10 || f.Size() != 64<<10 {
+	if n, a := lengthAndBlocks(t, path); n != 8<<20 || a < 2<<20+64<<10 || f.Size() != 64<<10 {
 		t.Fatalf("after a Preallocate past the capacity: length %d allocated %d size %d", n, a, f.Size())
 	}
 	// Through a Prefaulter, ahead of a Grow of the same range.
@@ -1103,10 +1101,10 @@ func TestPreallocate(t *testing.T) {
 	p := NewPrefaulter(f, 1<<20)
 	p.Preallocate(2<<20, 1<<20)
 	deadline := time.Now().Add(5 * time.Second)
-	for _, a := blocks(); a < 3<<20+64<<10 && time.Now().Before(deadline); _, a = blocks() {
+	for _, a := lengthAndBlocks(t, path); a < 3<<20+64<<10 && time.Now().Before(deadline); _, a = lengthAndBlocks(t, path) {
 		time.Sleep(time.Millisecond)
 	}
-	if _, a := blocks(); a < 3<<20+64<<10 {
+	if _, a := lengthAndBlocks(t, path); a < 3<<20+64<<10 {
 		t.Fatalf("the worker allocated only %d bytes", a)
 	}
 	if err := p.Stop(); err != nil {
@@ -1124,7 +1122,7 @@ func TestPreallocate(t *testing.T) {
 	if err := f.Truncate(4096); err != nil {
 		t.Fatal(err)
 	}
-	if n, a := blocks(); n != 4096 || a > 8192 {
+	if n, a := lengthAndBlocks(t, path); n != 4096 || a > 8192 {
 		t.Fatalf("after Truncate: length %d allocated %d", n, a)
 	}
 	if err := f.Close(); err != nil {
