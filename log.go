@@ -238,7 +238,6 @@ func (l *Log) open() error {
 		Segment:                l.segConfig(),
 		DryRun:                 l.opts.Strict,
 		ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs,
-		ProducerAppendLock:     &l.appendMu, // as create's: readers of entries wait out an append
 		Now:                    l.opts.Now,
 		OpenActive:             true,
 	})
@@ -308,7 +307,7 @@ func (l *Log) create() error {
 	if err := l.epochs.truncateFromEnd(start); err != nil {
 		return err
 	}
-	l.psm = producerstate.New(producerstate.Config{ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs, AppendLock: &l.appendMu})
+	l.useProducerState(producerstate.New(producerstate.Config{ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs}))
 	l.psm.Reset(start)
 	l.psm.OnLogStartOffsetIncremented(start)
 	return nil
@@ -368,7 +367,7 @@ func (l *Log) adopt(ld *recovery.Loaded) error {
 	l.recoveryPoint.Store(rep.RecoveryPoint)
 	l.highWatermark.Store(rep.LogStartOffset)
 	l.newJitter()
-	l.psm = ld.Producers
+	l.useProducerState(ld.Producers)
 	// Recovery left a snapshot at the log end (unless the log is empty at
 	// its start, or under Strict where nothing is written and nothing was
 	// needed); the next one is due at the next roll or close.
@@ -437,6 +436,14 @@ func (l *Log) newJitter() {
 
 // active returns the last segment. Caller holds appendMu or mu.
 func (l *Log) active() *segment.Segment { return l.activeSeg }
+
+// useProducerState makes m the Log's producer state (made new, or rebuilt
+// by recovery), before the Log is shared: readers of its entries wait out
+// the append in flight on appendMu (producerstate.Manager.SetAppendLock).
+func (l *Log) useProducerState(m *producerstate.Manager) {
+	m.SetAppendLock(&l.appendMu)
+	l.psm = m
+}
 
 // setSegments makes segs the segment list (under mu, or before the Log is
 // shared) and its last segment the active one.

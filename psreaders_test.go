@@ -8,7 +8,7 @@ import (
 // TestProducerReadersWaitOutAppendAfterReopen: the commit of a known
 // producer's batch writes its entry without the shard lock when no reader
 // is counted, which is safe only because readers of entries wait out the
-// append in flight on appendMu (producerstate.Config.AppendLock). A Log
+// append in flight on appendMu (producerstate.Manager.SetAppendLock). A Log
 // whose producer state comes from recovery (every reopen) must give the
 // Manager the same lock as a new one: a reader of entries started while
 // appendMu is held waits for it, and readers racing known commits are
@@ -33,7 +33,7 @@ func TestProducerReadersWaitOutAppendAfterReopen(t *testing.T) {
 			select {
 			case <-got:
 				l.appendMu.Unlock()
-				t.Fatal("ProducerState returned while appendMu was held: the reopened Log's producer state has no AppendLock")
+				t.Fatal("ProducerState returned while appendMu was held: the reopened Log's producer state has no append lock")
 			case <-time.After(50 * time.Millisecond):
 			}
 			l.appendMu.Unlock()

@@ -28,10 +28,11 @@
 //
 //  1. Appends (Begin … Commit) and every other mutation (RemoveExpired,
 //     OnLogStartOffsetIncremented, OnHighWatermarkUpdated, resets, loads)
-//     are serialised by the caller (the log's append lock, given to New
-//     as Config.AppendLock). Readers may run at any time (readers of
-//     entries only with an AppendLock, and not while holding it). This is what lets Validate read stored entries
-//     without a lock and keep pointers to them until Commit.
+//     are serialised by the caller (the log's append lock, named with
+//     SetAppendLock). Readers may run at any time (readers of entries
+//     only once an append lock is set, and not while holding it). This
+//     is what lets Validate read stored entries without a lock and keep
+//     pointers to them until Commit.
 //  2. Validate never changes the Manager. It applies each batch to a
 //     per-producer working copy inside the Append (the accumulator), so a
 //     later batch of the same append is checked against the effect of the
@@ -104,7 +105,7 @@
 // reader is at work: it loads the count of readers at work, writes the
 // entry (under its shard lock only if that count was not 0) and stores
 // the new MEO, as every commit does. It runs inside the caller's append
-// lock (Config.AppendLock; the log passes its own). A reader of entries
+// lock (SetAppendLock; the log sets its own). A reader of entries
 // first adds itself to the count, then takes and releases the append
 // lock (beginRead), and leaves the count when done. An append that held
 // the append lock before the reader took it has finished its commit, and
@@ -113,7 +114,7 @@
 // under the shard lock the reader holds while reading
 // (TestKnownCommitsWithReaders runs them under -race). A reader thus
 // waits for at most the append in flight, as Kafka's readers of producer
-// state wait for the log lock. Without an AppendLock readers of entries
+// state wait for the log lock. Without an append lock readers of entries
 // must not run during an append. Rejected design: the commit storing ^MEO
 // (negative) first, for readers to see it at work without the lock: one more
 // atomic store, a full fence of ~5% of a plain append's time

@@ -75,16 +75,6 @@ type Config struct {
 	// Shards is the number of lock stripes, a power of two; 0 means
 	// DefaultShards. Other values are rounded up to a power of two.
 	Shards int
-	// AppendLock is the caller's lock that serialises appends and every
-	// other mutation (package doc, invariant 1), held from Begin to
-	// Commit. Readers of entries (Producer, Producers, SnapshotEntries)
-	// take and release it once before they read, to wait out the commit
-	// of an append in flight; they must not hold it already. Nil means
-	// that readers of entries never run while an append does (tools,
-	// which use the Manager from one goroutine). A Manager handed to
-	// another owner that appends with readers at work (recovery's to
-	// the log) must be made with that owner's lock.
-	AppendLock sync.Locker
 }
 
 // shard is one lock stripe of the producers.
@@ -107,8 +97,8 @@ type Manager struct {
 	// readers counts the readers of entries at work (Producer, Producers,
 	// SnapshotEntries: beginRead … endRead).
 	readers atomic.Int32
-	// appendLock is Config.AppendLock (nil: readers do not wait), taken
-	// by beginRead only; never changed after New.
+	// appendLock is the owner's append lock (SetAppendLock; nil: readers
+	// do not wait), taken by beginRead only; set before readers run.
 	appendLock sync.Locker
 	// mapEndOffset is the MEO (≥ 0). It is written by mutations
 	// (serialised by the caller) under mu, except by the Commits of an
@@ -146,7 +136,7 @@ type txnRecord struct {
 
 // New returns an empty Manager at map end offset 0.
 func New(cfg Config) *Manager {
-	m := &Manager{expirationMs: cfg.ProducerIDExpirationMs, appendLock: cfg.AppendLock}
+	m := &Manager{expirationMs: cfg.ProducerIDExpirationMs}
 	if m.expirationMs <= 0 {
 		m.expirationMs = DefaultProducerIDExpirationMs
 	}
@@ -181,6 +171,17 @@ func (m *Manager) shardIndex(pid int64) int {
 
 // ExpirationMs returns the effective producer.id.expiration.ms.
 func (m *Manager) ExpirationMs() int64 { return m.expirationMs }
+
+// SetAppendLock names the owner's lock that serialises appends and every
+// other mutation (package doc, invariant 1), held from Begin to Commit.
+// Readers of entries (Producer, Producers, SnapshotEntries) take and
+// release it once before they read, to wait out the commit of an append
+// in flight; they must not hold it already. Without it, readers of
+// entries must never run while an append does (tools and recovery, which
+// use the Manager from one goroutine). The owner that appends with
+// readers at work (the log, for a Manager it made or got from recovery)
+// calls it once, before any reader runs.
+func (m *Manager) SetAppendLock(mu sync.Locker) { m.appendLock = mu }
 
 // beginRead starts a read of entries: from its return until endRead, the
 // Commit of a known batch takes the entry's shard lock (it sees readers
@@ -223,7 +224,7 @@ func (m *Manager) Producer(pid int64) (Entry, bool) {
 }
 
 // Producers returns a consistent copy of every entry, sorted by producer id.
-// The caller must not hold Config.AppendLock (ProducersAppendLocked).
+// The caller must not hold the append lock (ProducersAppendLocked).
 func (m *Manager) Producers() []Entry {
 	m.beginRead() // before mu: appends take mu inside the append lock
 	defer m.endRead()
@@ -231,7 +232,7 @@ func (m *Manager) Producers() []Entry {
 }
 
 // ProducersAppendLocked is Producers for a caller that holds
-// Config.AppendLock (no append is in flight, so there is none to wait
+// the append lock (no append is in flight, so there is none to wait
 // for), such as a check run as the log closes.
 func (m *Manager) ProducersAppendLocked() []Entry { return m.producers() }
 

@@ -112,7 +112,8 @@ func TestConcurrentReaders(t *testing.T) {
 func TestKnownCommitsWithReaders(t *testing.T) {
 	const producers = 8
 	var appendMu sync.Mutex
-	m := New(Config{Shards: 2, AppendLock: &appendMu})
+	m := New(Config{Shards: 2})
+	m.SetAppendLock(&appendMu)
 	d := build(t, data(0, 0, 0, 1))
 	var a Append
 	off := int64(0)
@@ -200,7 +201,8 @@ func TestKnownCommitsWithReaders(t *testing.T) {
 // commit's append holds the append lock waits for the append's end.
 func TestKnownCommitLocksOnlyForReaders(t *testing.T) {
 	var appendMu sync.Mutex
-	m := New(Config{AppendLock: &appendMu})
+	m := New(Config{})
+	m.SetAppendLock(&appendMu)
 	d := build(t, data(5, 0, 0, 1))
 	var a Append
 	stage := func(seq int32, off int64) {

@@ -136,8 +136,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 		remaining = append(remaining, f)
 	}
 
-	m := producerstate.New(producerstate.Config{ProducerIDExpirationMs: x.o.ProducerIDExpirationMs,
-		AppendLock: x.o.ProducerAppendLock})
+	m := producerstate.New(producerstate.Config{ProducerIDExpirationMs: x.o.ProducerIDExpirationMs})
 	x.state = m
 	nowMs := x.o.Now().UnixMilli()
 	// The replay must start at or below every recovered segment, whose

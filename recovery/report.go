@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/partlog/partlog/segment"
@@ -47,14 +46,6 @@ type Options struct {
 	// ProducerIDExpirationMs is producer.id.expiration.ms for the producer
 	// state rebuild; 0 means one day.
 	ProducerIDExpirationMs int64
-	// ProducerAppendLock is given to the rebuilt producer state as its
-	// producerstate.Config.AppendLock: the lock that will serialise
-	// appends to Loaded.Producers once the caller appends to it with
-	// readers at work (a log passes its append lock; without it, a
-	// reader of entries may read one while a known batch's commit
-	// writes it). Recovery itself never holds it. Nil for a caller that
-	// uses the state from one goroutine.
-	ProducerAppendLock sync.Locker
 	// Now is the clock used for producer expiration; nil means time.Now.
 	Now func() time.Time
 	// CheckSnapshots reads every producer snapshot of the directory, not
