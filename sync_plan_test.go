@@ -416,8 +416,11 @@ func TestSyncGroupWaitsForReleased(t *testing.T) {
 	if n := calls.Load(); n != 2 {
 		t.Fatalf("%d flushes, want 2: the second group did not wait for the member the first released", n)
 	}
-	if w := gatherOf(l); w.released != 4 || w.waits != 1 {
-		t.Fatalf("the last flush released %d members after %d waits, want 4 after 1", w.released, w.waits)
+	// The leader waits once, or not at all when the released member was
+	// back (had joined) before the leader looked: either way the one
+	// flush covered all four.
+	if w := gatherOf(l); w.released != 4 || w.waits > 1 {
+		t.Fatalf("the last flush released %d members after %d waits, want 4 after at most 1", w.released, w.waits)
 	}
 	if rp, leo := l.RecoveryPoint(), l.LogEndOffset(); rp != leo {
 		t.Fatalf("recovery point %d, log end %d", rp, leo)
