@@ -69,6 +69,13 @@ func (s *Segment) Read(offset int64, maxBytes int64, upTo int64) (Range, error) 
 		s.readers.Add(-1)
 		return Range{}, err
 	}
+	if start < s.coldEnd && f.Writable() {
+		// Data the active segment was opened with, read through its
+		// writable mapping, which takes no read-ahead on faults: ask for
+		// the range at once (before the walk below touches its headers)
+		// rather than a page per fault. Advice only.
+		_ = f.WillNeed(start, min(maxBytes, s.coldEnd-start))
+	}
 	end := start
 	for {
 		last, size, ok := headerAt(data, end)

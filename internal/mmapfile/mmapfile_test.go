@@ -382,7 +382,9 @@ func TestPrefaultFallback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []int{unix.MADV_POPULATE_WRITE, unix.MADV_WILLNEED, unix.MADV_WILLNEED}
+	// The new mapping is advised MADV_RANDOM; Prefault reads ahead and
+	// populates, then, the populate refused, only reads ahead.
+	want := []int{unix.MADV_RANDOM, unix.MADV_WILLNEED, unix.MADV_POPULATE_WRITE, unix.MADV_WILLNEED}
 	if len(advices) != len(want) {
 		t.Fatalf("advices %v, want %v", advices, want)
 	}
@@ -1201,4 +1203,67 @@ func lengthAndBlocks(t *testing.T, path string) (length, allocated int64) {
 		t.Fatal(err)
 	}
 	return st.Size, st.Blocks * 512
+}
+
+// cached counts the pages of the file at path in [off, off+n) that are in
+// the page cache (cachestat(2), Linux 6.5; the test is skipped before).
+func cached(t *testing.T, path string, off, n int64) int64 {
+	t.Helper()
+	fd, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
+	var st unix.Cachestat_t
+	r := unix.CachestatRange{Off: uint64(off), Len: uint64(n)}
+	if err := unix.Cachestat(uint(fd.Fd()), &r, &st, 0); errors.Is(err, unix.ENOSYS) {
+		t.Skip("no cachestat(2)")
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return int64(st.Cache)
+}
+
+// TestWritableMappingReadsNoAhead: a store into a writable mapping brings
+// that page into the page cache, not the read-ahead window around it
+// (the device's read_ahead_kb, megabytes of zeros past an active
+// segment's write position), in a new mapping and in a remapped one;
+// Prefault brings in its range and no more.
+func TestWritableMappingReadsNoAhead(t *testing.T) {
+	const capacity, reserve = 64 << 20, 16 << 20
+	path := tempPath(t, "ra")
+	f, err := CreateAhead(path, capacity, reserve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	f.Bytes()[5*pageSize] = 1
+	if n := cached(t, path, 0, capacity); n > 1 {
+		t.Fatalf("a store brought %d pages into the page cache, want 1", n)
+	}
+	g, err := f.Remap(2 * reserve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f = g
+	if err := f.Grow(2 * reserve); err != nil {
+		t.Fatal(err)
+	}
+	f.Bytes()[reserve+reserve/2] = 1
+	if n := cached(t, path, 0, capacity); n > 2 {
+		t.Fatalf("two stores brought %d pages into the page cache, want 2", n)
+	}
+	const at, n = 4 << 20, 1 << 20
+	if err := f.Prefault(at, n); err != nil {
+		t.Fatal(err)
+	}
+	if got := cached(t, path, at, n); got != n/pageSize {
+		t.Fatalf("Prefault brought %d of its %d pages in", got, n/pageSize)
+	}
+	if got := cached(t, path, 0, capacity); got > n/pageSize+2 {
+		t.Fatalf("%d pages in the page cache after Prefault of %d and two stores", got, n/pageSize)
+	}
 }
