@@ -116,6 +116,11 @@ func (s *Segment) Scan(fn func(pos int64, v batch.View) error) error {
 		return err
 	}
 	defer func() { f.Release(); s.readers.Add(-1) }()
+	if s.coldEnd > 0 && f.Writable() {
+		// As in Read: the whole of the data the active segment was
+		// opened with is about to be read.
+		_ = f.WillNeed(0, s.coldEnd)
+	}
 	it := batch.NewIterator(data, 0)
 	for v, ok := it.Next(); ok; v, ok = it.Next() {
 		if err := fn(it.Position()-int64(len(v)), v); err != nil {
