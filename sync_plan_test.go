@@ -432,7 +432,7 @@ func TestSyncGroupWaitsForReleased(t *testing.T) {
 // at most the bound; the flush covers the others, and the group after
 // expects the members that did come.
 func TestSyncGroupWaitBounded(t *testing.T) {
-	l, b, first := gatherLog(t, 0) // the bound: the last flush's fsync time
+	l, b, first := gatherLog(t, 0) // the bound: gatherTooks times the last flush's fsync time
 	entered, release, calls := blockFirstFlush(l, nil, nil)
 	done := make(chan error, 3)
 	go func() { done <- l.Sync(context.Background(), first.LastOffset+1) }()
@@ -618,5 +618,42 @@ func TestSyncMembersStartWriteback(t *testing.T) {
 				t.Fatalf("recovery point %d, log end %d", rp, leo)
 			}
 		})
+	}
+}
+
+// TestGatherDeadline: the wait for the members a flush released outlasts
+// that flush's fsync time while they keep coming back at their pace (at
+// 64 writers their appends take longer than the fsync, and a member cut
+// out costs a flush of its own), ends a few of their gaps after the last
+// one came when they stop, and never passes gatherTooks fsync times.
+func TestGatherDeadline(t *testing.T) {
+	at := time.Unix(1000, 0)
+	const took = time.Millisecond
+	w := syncGather{released: 64, at: at, took: took}
+	// 40 of 64 back 1.2 ms after the release, one every 30 µs: still
+	// coming, past one fsync time.
+	w.back, w.last = 40, at.Add(1200*time.Microsecond)
+	if d := w.deadline(); !d.After(at.Add(1300 * time.Microsecond)) {
+		t.Fatalf("deadline %v after the release while members keep coming, want past 1.3 ms", d.Sub(at))
+	}
+	// One back after 20 µs: a first gap is no pace yet to stop at 4 of.
+	w.back, w.last = 1, at.Add(20*time.Microsecond)
+	if d := w.deadline(); d.Before(at.Add(300 * time.Microsecond)) {
+		t.Fatalf("deadline %v after the release with one member back at 20 µs, want 300 µs or more", d.Sub(at))
+	}
+	// They stopped coming: the wait ends gatherGaps gaps after the last.
+	w.back, w.last = 50, at.Add(500*time.Microsecond)
+	if d, want := w.deadline(), w.last.Add(gatherGaps*10*time.Microsecond); !d.Equal(want) {
+		t.Fatalf("deadline %v after the release, want %v", d.Sub(at), want.Sub(at))
+	}
+	// Never past gatherTooks fsync times.
+	w.back, w.last = 63, at.Add(3900*time.Microsecond)
+	if d, want := w.deadline(), at.Add(gatherTooks*took); !d.Equal(want) {
+		t.Fatalf("deadline %v after the release, want %v", d.Sub(at), want.Sub(at))
+	}
+	// A set bound replaces both.
+	w.bound = 10 * time.Second
+	if d := w.deadline(); !d.Equal(at.Add(w.bound)) {
+		t.Fatalf("deadline %v with a bound of %v", d.Sub(at), w.bound)
 	}
 }
