@@ -163,7 +163,10 @@ func (w *syncGather) release(n int, took time.Duration, now time.Time) {
 // 8 (7.5 against 6.4-6.6); 4 fsync times with 4 gaps 1.05, 1.03, 1.12
 // and 1.03, 1.15, 1.17; 1 fsync time with 16 gaps 1.04, 0.87, 1.05 and
 // 1.14, 1.22, 1.25. Against 4 and 16, 2 and 8 gave 0.94 at 64 writers,
-// 8 and 16 0.89, 4 and 32 0.99 (one run each).
+// 8 and 16 0.89, 4 and 32 0.99 (one run each). BenchmarkSyncGather
+// (block=16, two runs of each binary, alternated): gather 57.7-58.5
+// batches per flush at 64 writers against 41.0-41.4, 7.5 at 8 against
+// 6.7-6.8.
 const (
 	gatherGaps  = 16
 	gatherTooks = 4
