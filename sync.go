@@ -144,10 +144,12 @@ func (w *syncGather) release(n int, took time.Duration, now time.Time) {
 }
 
 // gatherGaps is how many mean gaps between the members coming back a
-// leader waits after the last one came (a member that does not come back,
-// such as a writer that is done, costs that rather than the whole bound),
-// and gatherTooks how many times the last flush's fsync time after that
-// flush ended it waits at most.
+// leader waits after the last one came, and gatherTooks how many times
+// the last flush's fsync time after that flush ended it waits at most,
+// while appends are running or waiting for appendMu (members still to
+// come, most likely); gatherIdleGaps and gatherIdleTooks when none is (a
+// member that does not come back, such as a writer that is done, costs
+// that rather than the whole bound).
 //
 // The members a flush released append again one after another under
 // appendMu, and at 64 writers of 16 KiB those appends (a pwritev of about
@@ -162,29 +164,36 @@ func (w *syncGather) release(n int, took time.Duration, now time.Time) {
 // (57.7-58.9 batches per flush against 39.8-41.0) and 1.16, 1.23, 1.21 at
 // 8 (7.5 against 6.4-6.6); 4 fsync times with 4 gaps 1.05, 1.03, 1.12
 // and 1.03, 1.15, 1.17; 1 fsync time with 16 gaps 1.04, 0.87, 1.05 and
-// 1.14, 1.22, 1.25. Against 4 and 16, 2 and 8 gave 0.94 at 64 writers,
-// 8 and 16 0.89, 4 and 32 0.99 (one run each). BenchmarkSyncGather
-// (block=16, two runs of each binary, alternated): gather 57.7-58.5
-// batches per flush at 64 writers against 41.0-41.4, 7.5 at 8 against
-// 6.7-6.8.
+// 1.14, 1.22, 1.25. But with 16 gaps whatever appends ran, blocks of 2
+// batches per writer (a writer that is done every other batch) lost
+// 0.79 at 64 writers and 0.93 at 8 (one run): once no append runs, the
+// wait keeps the old bound of 1 fsync time and 4 gaps (gatherIdleTooks,
+// gatherIdleGaps), as no member is then on its way.
 const (
-	gatherGaps  = 16
-	gatherTooks = 4
+	gatherGaps      = 16
+	gatherTooks     = 4
+	gatherIdleGaps  = 4
+	gatherIdleTooks = 1
 )
 
 // deadline is when a leader waiting in gatherWait stops waiting for the
 // members the last flush released: gatherTooks fsync times after that
 // flush ended (or bound after it, when set), and once members are coming
 // back, gatherGaps of their mean gaps after the last one came if that is
-// sooner. Caller holds syncMu.
-func (w *syncGather) deadline() time.Time {
+// sooner; gatherIdleTooks and gatherIdleGaps instead when no append
+// runs (appending). Caller holds syncMu.
+func (w *syncGather) deadline(appending bool) time.Time {
 	if w.bound != 0 {
 		return w.at.Add(w.bound)
 	}
-	deadline := w.at.Add(w.took * gatherTooks)
+	tooks, gaps := time.Duration(gatherIdleTooks), time.Duration(gatherIdleGaps)
+	if appending {
+		tooks, gaps = gatherTooks, gatherGaps
+	}
+	deadline := w.at.Add(w.took * tooks)
 	if w.back > 0 {
 		// Members are coming back: wait on only while they keep coming.
-		if d := w.last.Add(w.last.Sub(w.at) * gatherGaps / time.Duration(w.back)); d.Before(deadline) {
+		if d := w.last.Add(w.last.Sub(w.at) * gaps / time.Duration(w.back)); d.Before(deadline) {
 			deadline = d
 		}
 	}
@@ -686,7 +695,15 @@ func (l *Log) gatherWait(g *syncGroup, grow bool) int {
 	w := &l.gather
 	counted := false
 	for grow && !w.off && !w.waiting && w.back < w.released && l.syncNext == g {
-		left := time.Until(w.deadline())
+		// Sleep to the idle deadline at most, then look again: the
+		// appends running then decide whether to wait on.
+		left := time.Until(w.deadline(false))
+		if left <= 0 && l.appending.Load() > 0 {
+			left = time.Until(w.deadline(true))
+			if gap := w.last.Sub(w.at) / time.Duration(max(w.back, 1)); gap > 0 {
+				left = min(left, gap)
+			}
+		}
 		if left <= 0 {
 			break
 		}
