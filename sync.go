@@ -657,6 +657,16 @@ func (l *Log) arrived() {
 	}
 }
 
+// comingBack reports whether members are likely still to come back to
+// g, whose leader calls it: an append runs or waits for appendMu, or
+// more callers are parked than g's members other than its leader, which
+// are those the last flush woke that have not run yet (with 64 writers on
+// 2 CPUs, most of them for a while after the release). Caller holds
+// syncMu.
+func (l *Log) comingBack(g *syncGroup) bool {
+	return l.appending.Load() > 0 || l.parked.Load() > int64(g.members-1)
+}
+
 // gatherWait lets g grow before its flush (if grow), then ends its
 // gathering and returns how many members it has.
 //
@@ -695,10 +705,10 @@ func (l *Log) gatherWait(g *syncGroup, grow bool) int {
 	w := &l.gather
 	counted := false
 	for grow && !w.off && !w.waiting && w.back < w.released && l.syncNext == g {
-		// Sleep to the idle deadline at most, then look again: the
-		// appends running then decide whether to wait on.
+		// Sleep to the idle deadline at most, then look again: members
+		// on their way then decide whether to wait on (comingBack).
 		left := time.Until(w.deadline(false))
-		if left <= 0 && l.appending.Load() > 0 {
+		if left <= 0 && l.comingBack(g) {
 			left = time.Until(w.deadline(true))
 			if gap := w.last.Sub(w.at) / time.Duration(max(w.back, 1)); gap > 0 {
 				left = min(left, gap)

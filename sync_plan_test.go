@@ -671,11 +671,13 @@ func TestGatherDeadline(t *testing.T) {
 }
 
 // TestGatherWaitsWhileAppending: past the idle deadline (gatherIdleGaps
-// gaps after the last member came), a leader does not wait when no append
-// runs, and waits on when one does (its caller is likely a member still
-// to come), until the members are back.
+// gaps after the last member came), a leader does not wait when nobody is
+// on the way, and waits on, until the members are back, when an append
+// runs (its caller is likely a member still to come) or a member the last
+// flush woke has not run yet (still parked).
 func TestGatherWaitsWhileAppending(t *testing.T) {
-	for _, appending := range []bool{false, true} {
+	for _, on := range []string{"", "appending", "parked"} {
+		appending := on != ""
 		l, _ := openTestLog(t, smallOpts(t))
 		g := &syncGroup{done: make(chan struct{}), members: 1}
 		now := time.Now()
@@ -688,13 +690,17 @@ func TestGatherWaitsWhileAppending(t *testing.T) {
 		l.gather.at, l.gather.last = now.Add(-6*gap), now.Add(-5*gap)
 		l.syncMu.Unlock()
 		if appending {
-			l.appending.Add(1)
+			n := &l.appending
+			if on == "parked" {
+				n = &l.parked
+			}
+			n.Add(1)
 			go func() {
 				time.Sleep(gap / 2)
 				l.syncMu.Lock()
 				l.arrived() // the second member is back
 				l.syncMu.Unlock()
-				l.appending.Add(-1)
+				n.Add(-1)
 			}()
 		}
 		if n := l.gatherWait(g, true); n != 1 {
@@ -704,7 +710,7 @@ func TestGatherWaitsWhileAppending(t *testing.T) {
 		waits, back := l.gather.waits, l.gather.back
 		l.syncMu.Unlock()
 		if appending && (waits != 1 || back != 2) {
-			t.Fatalf("with an append running: %d waits, %d back; want a wait until both were back", waits, back)
+			t.Fatalf("with %s: %d waits, %d back; want a wait until both were back", on, waits, back)
 		}
 		if !appending && waits != 0 {
 			t.Fatalf("with no append running: %d waits past the idle deadline, want 0", waits)
