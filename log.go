@@ -123,7 +123,7 @@ type logCold struct {
 	// appending counts the callers inside an append, waiting for
 	// appendMu or holding it: while some are, a group's leader waiting
 	// for the members the last flush released expects more of them
-	// (syncGather.deadline).
+	// (Log.comingBack).
 	appending atomic.Int64
 	// flushFault, set by tests, makes a flush fail as an fsync would.
 	flushFault func() error

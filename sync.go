@@ -146,10 +146,11 @@ func (w *syncGather) release(n int, took time.Duration, now time.Time) {
 // gatherGaps is how many mean gaps between the members coming back a
 // leader waits after the last one came, and gatherTooks how many times
 // the last flush's fsync time after that flush ended it waits at most,
-// while appends are running or waiting for appendMu (members still to
-// come, most likely); gatherIdleGaps and gatherIdleTooks when none is (a
-// member that does not come back, such as a writer that is done, costs
-// that rather than the whole bound).
+// while members are on their way (Log.comingBack: an append runs or waits
+// for appendMu, or a member the last flush woke has not run yet);
+// gatherIdleGaps and gatherIdleTooks when none is (a member that does not
+// come back, such as a writer that is done, costs that rather than the
+// whole bound).
 //
 // The members a flush released append again one after another under
 // appendMu, and at 64 writers of 16 KiB those appends (a pwritev of about
@@ -160,15 +161,17 @@ func (w *syncGather) release(n int, took time.Duration, now time.Time) {
 // members left out then cost a flush of their own, which carries few. In
 // one process (blocks of 16 batches per writer, 8 192 batches per
 // variant, three runs, batches/s over the old bound of 1 fsync time and
-// 4 gaps): 4 fsync times and 16 gaps 1.26, 1.19, 1.21 at 64 writers
-// (57.7-58.9 batches per flush against 39.8-41.0) and 1.16, 1.23, 1.21 at
-// 8 (7.5 against 6.4-6.6); 4 fsync times with 4 gaps 1.05, 1.03, 1.12
-// and 1.03, 1.15, 1.17; 1 fsync time with 16 gaps 1.04, 0.87, 1.05 and
-// 1.14, 1.22, 1.25. But with 16 gaps whatever appends ran, blocks of 2
-// batches per writer (a writer that is done every other batch) lost
-// 0.79 at 64 writers and 0.93 at 8 (one run): once no append runs, the
-// wait keeps the old bound of 1 fsync time and 4 gaps (gatherIdleTooks,
-// gatherIdleGaps), as no member is then on its way.
+// 4 gaps, whoever was on the way): 4 fsync times and 16 gaps 1.26, 1.19,
+// 1.21 at 64 writers (57.7-58.9 batches per flush against 39.8-41.0) and
+// 1.16, 1.23, 1.21 at 8 (7.5 against 6.4-6.6); 4 fsync times with 4 gaps
+// 1.05, 1.03, 1.12 and 1.03, 1.15, 1.17; 1 fsync time with 16 gaps 1.04,
+// 0.87, 1.05 and 1.14, 1.22, 1.25. But 16 gaps for every wait made blocks
+// of 2 batches per writer (writers that are done, every other batch)
+// wait 1.7-1.9x longer per flush at 8 writers in BenchmarkSyncGather;
+// with the old bound kept when nobody is on the way it is as before
+// (311-324 µs against 320-344), and block=16 has 54.6-56.9 batches per
+// flush at 64 writers against 41.8-44.0 (two runs of each binary,
+// alternated).
 const (
 	gatherGaps      = 16
 	gatherTooks     = 4
@@ -180,8 +183,8 @@ const (
 // members the last flush released: gatherTooks fsync times after that
 // flush ended (or bound after it, when set), and once members are coming
 // back, gatherGaps of their mean gaps after the last one came if that is
-// sooner; gatherIdleTooks and gatherIdleGaps instead when no append
-// runs (appending). Caller holds syncMu.
+// sooner; gatherIdleTooks and gatherIdleGaps instead when no member is
+// on its way (appending false, see Log.comingBack). Caller holds syncMu.
 func (w *syncGather) deadline(appending bool) time.Time {
 	if w.bound != 0 {
 		return w.at.Add(w.bound)
