@@ -144,9 +144,64 @@ func (w *syncGather) release(n int, took time.Duration, now time.Time) {
 }
 
 // gatherGaps is how many mean gaps between the members coming back a
-// leader waits after the last one came (a member that does not come back,
-// such as a writer that is done, costs that rather than the whole bound).
-const gatherGaps = 4
+// leader waits after the last one came, and gatherTooks how many times
+// the last flush's fsync time after that flush ended it waits at most,
+// while members are on their way (Log.comingBack: an append runs or waits
+// for appendMu, or a member the last flush woke has not run yet);
+// gatherIdleGaps and gatherIdleTooks when none is (a member that does not
+// come back, such as a writer that is done, costs that rather than the
+// whole bound).
+//
+// The members a flush released append again one after another under
+// appendMu, and at 64 writers of 16 KiB those appends (a pwritev of about
+// 10-20 µs each here, 0.6-1.3 ms for all of them) take longer than the
+// fsync they follow: a bound of one fsync time, with 4 gaps, cut the
+// groups at 37-41 batches of 64 on average (a trace of 4 096 durable
+// appends: 31 flushes of all 64 among 91, the rest from 1 to 58). The
+// members left out then cost a flush of their own, which carries few. In
+// one process (blocks of 16 batches per writer, 8 192 batches per
+// variant, three runs, batches/s over the old bound of 1 fsync time and
+// 4 gaps, whoever was on the way): 4 fsync times and 16 gaps 1.26, 1.19,
+// 1.21 at 64 writers (57.7-58.9 batches per flush against 39.8-41.0) and
+// 1.16, 1.23, 1.21 at 8 (7.5 against 6.4-6.6); 4 fsync times with 4 gaps
+// 1.05, 1.03, 1.12 and 1.03, 1.15, 1.17; 1 fsync time with 16 gaps 1.04,
+// 0.87, 1.05 and 1.14, 1.22, 1.25. But 16 gaps for every wait made blocks
+// of 2 batches per writer (writers that are done, every other batch)
+// wait 1.7-1.9x longer per flush at 8 writers in BenchmarkSyncGather;
+// with the old bound kept when nobody is on the way it is as before
+// (311-324 µs against 320-344), and block=16 has 54.6-56.9 batches per
+// flush at 64 writers against 41.8-44.0 (two runs of each binary,
+// alternated).
+const (
+	gatherGaps      = 16
+	gatherTooks     = 4
+	gatherIdleGaps  = 4
+	gatherIdleTooks = 1
+)
+
+// deadline is when a leader waiting in gatherWait stops waiting for the
+// members the last flush released: gatherTooks fsync times after that
+// flush ended (or bound after it, when set), and once members are coming
+// back, gatherGaps of their mean gaps after the last one came if that is
+// sooner; gatherIdleTooks and gatherIdleGaps instead when no member is
+// on its way (appending false, see Log.comingBack). Caller holds syncMu.
+func (w *syncGather) deadline(appending bool) time.Time {
+	if w.bound != 0 {
+		return w.at.Add(w.bound)
+	}
+	tooks, gaps := time.Duration(gatherIdleTooks), time.Duration(gatherIdleGaps)
+	if appending {
+		tooks, gaps = gatherTooks, gatherGaps
+	}
+	deadline := w.at.Add(w.took * tooks)
+	if w.back > 0 {
+		// Members are coming back: wait on only while they keep coming.
+		if d := w.last.Add(w.last.Sub(w.at) * gaps / time.Duration(w.back)); d.Before(deadline) {
+			deadline = d
+		}
+	}
+	return deadline
+}
 
 // flushPlan is what one flush makes durable, read under appendMu: the
 // segments from the one holding the recovery point to the active one,
@@ -388,8 +443,8 @@ func (l *Log) finishLocked(p *flushPlan, err error) error {
 // flush to end, which plans the next group's flush in the critical
 // section where it advances the recovery point and hands over to the
 // leader. The group goes on gathering until the members that flush
-// released have appended again and joined, bounded by that flush's fsync
-// time and by their pace (gatherWait): with W writers that each append
+// released have appended again and joined, bounded by a few times that
+// flush's fsync time and by their pace (gatherWait): with W writers that each append
 // and sync, a flush then carries all W rather than the W/2 that append
 // while the previous flush runs. If nobody joined after the plan, the
 // leader starts its fdatasync without taking appendMu. A single writer
@@ -605,6 +660,16 @@ func (l *Log) arrived() {
 	}
 }
 
+// comingBack reports whether members are likely still to come back to
+// g, whose leader calls it: an append runs or waits for appendMu, or
+// more callers are parked than g's members other than its leader, which
+// are those the last flush woke that have not run yet (with 64 writers on
+// 2 CPUs, most of them for a while after the release). Caller holds
+// syncMu.
+func (l *Log) comingBack(g *syncGroup) bool {
+	return l.appending.Load() > 0 || l.parked.Load() > int64(g.members-1)
+}
+
 // gatherWait lets g grow before its flush (if grow), then ends its
 // gathering and returns how many members it has.
 //
@@ -616,7 +681,9 @@ func (l *Log) arrived() {
 // again makes one flush carry all W: per batch, lat/W + per + R/W
 // against 2·lat/W + per without (an fsync of n batches taking lat +
 // per·n, R the time the W appends take one after another under
-// appendMu), so it pays when R < lat. In BenchmarkSyncGather (one
+// appendMu), so it pays when R < lat; yet cutting the wait short when
+// R ≥ lat leaves the members still to come for a flush of their own,
+// which costs more (gatherTooks). In BenchmarkSyncGather (one
 // process, blocks of 16 batches per writer, seven runs) 8 writers had
 // 6.4 to 7.3 batches per flush against 3.6 to 4.0, and 1.4x to 2.1x the
 // batches/s in six runs (0.88x in one); 64 writers 49 to 58 against 28
@@ -628,8 +695,9 @@ func (l *Log) arrived() {
 // to 0.96x at 64 (seven runs).
 //
 // The leader waits until as many callers came back (led or joined a
-// group) as the last flush released, at most the last flush's fsync time
-// after it ended, and only while they keep coming: a caller that does
+// group) as the last flush released, at most a few times the last
+// flush's fsync time after it ended, and only while they keep coming
+// (syncGather.deadline): a caller that does
 // not come back (a writer that is done) costs a few of their gaps, and
 // the next group expects one fewer. A lone writer is back as soon as it
 // leads, so it never waits; nor does the first Sync after an idle spell
@@ -640,17 +708,15 @@ func (l *Log) gatherWait(g *syncGroup, grow bool) int {
 	w := &l.gather
 	counted := false
 	for grow && !w.off && !w.waiting && w.back < w.released && l.syncNext == g {
-		deadline := w.at.Add(w.took)
-		if w.bound != 0 {
-			deadline = w.at.Add(w.bound)
-		} else if w.back > 0 {
-			// Members are coming back: wait on only while they keep
-			// coming (gatherGaps times their mean gap since the release).
-			if d := w.last.Add(w.last.Sub(w.at) * gatherGaps / time.Duration(w.back)); d.Before(deadline) {
-				deadline = d
+		// Sleep to the idle deadline at most, then look again: members
+		// on their way then decide whether to wait on (comingBack).
+		left := time.Until(w.deadline(false))
+		if left <= 0 && l.comingBack(g) {
+			left = time.Until(w.deadline(true))
+			if gap := w.last.Sub(w.at) / time.Duration(max(w.back, 1)); gap > 0 {
+				left = min(left, gap)
 			}
 		}
-		left := time.Until(deadline)
 		if left <= 0 {
 			break
 		}

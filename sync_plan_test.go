@@ -432,7 +432,7 @@ func TestSyncGroupWaitsForReleased(t *testing.T) {
 // at most the bound; the flush covers the others, and the group after
 // expects the members that did come.
 func TestSyncGroupWaitBounded(t *testing.T) {
-	l, b, first := gatherLog(t, 0) // the bound: the last flush's fsync time
+	l, b, first := gatherLog(t, 0) // the bound: gatherTooks times the last flush's fsync time
 	entered, release, calls := blockFirstFlush(l, nil, nil)
 	done := make(chan error, 3)
 	go func() { done <- l.Sync(context.Background(), first.LastOffset+1) }()
@@ -618,5 +618,102 @@ func TestSyncMembersStartWriteback(t *testing.T) {
 				t.Fatalf("recovery point %d, log end %d", rp, leo)
 			}
 		})
+	}
+}
+
+// TestGatherDeadline: the wait for the members a flush released outlasts
+// that flush's fsync time while they keep coming back at their pace and
+// appends run (at 64 writers their appends take longer than the fsync,
+// and a member cut out costs a flush of its own), ends a few of their gaps
+// after the last one came when they stop, and never passes gatherTooks
+// fsync times; with no append running, the wait is the shorter one of
+// gatherIdleGaps gaps and gatherIdleTooks fsync times.
+func TestGatherDeadline(t *testing.T) {
+	at := time.Unix(1000, 0)
+	const took = time.Millisecond
+	w := syncGather{released: 64, at: at, took: took}
+	// 40 of 64 back 1.2 ms after the release, one every 30 µs, appends
+	// running: still coming, past one fsync time.
+	w.back, w.last = 40, at.Add(1200*time.Microsecond)
+	if d := w.deadline(true); !d.After(at.Add(1300 * time.Microsecond)) {
+		t.Fatalf("deadline %v after the release while members keep coming, want past 1.3 ms", d.Sub(at))
+	}
+	// One back after 20 µs, appends running: a first gap is no pace yet
+	// to stop at 4 of.
+	w.back, w.last = 1, at.Add(20*time.Microsecond)
+	if d := w.deadline(true); d.Before(at.Add(300 * time.Microsecond)) {
+		t.Fatalf("deadline %v after the release with one member back at 20 µs, want 300 µs or more", d.Sub(at))
+	}
+	// They stopped coming: the wait ends gatherGaps gaps after the last,
+	// gatherIdleGaps when no append runs.
+	w.back, w.last = 50, at.Add(500*time.Microsecond)
+	if d, want := w.deadline(true), w.last.Add(gatherGaps*10*time.Microsecond); !d.Equal(want) {
+		t.Fatalf("deadline %v after the release, want %v", d.Sub(at), want.Sub(at))
+	}
+	if d, want := w.deadline(false), w.last.Add(gatherIdleGaps*10*time.Microsecond); !d.Equal(want) {
+		t.Fatalf("deadline %v after the release with no append running, want %v", d.Sub(at), want.Sub(at))
+	}
+	// Never past gatherTooks fsync times, gatherIdleTooks when no append
+	// runs.
+	w.back, w.last = 63, at.Add(3900*time.Microsecond)
+	if d, want := w.deadline(true), at.Add(gatherTooks*took); !d.Equal(want) {
+		t.Fatalf("deadline %v after the release, want %v", d.Sub(at), want.Sub(at))
+	}
+	w.last = at.Add(990 * time.Microsecond)
+	if d, want := w.deadline(false), at.Add(gatherIdleTooks*took); !d.Equal(want) {
+		t.Fatalf("deadline %v after the release with no append running, want %v", d.Sub(at), want.Sub(at))
+	}
+	// A set bound replaces both.
+	w.bound = 10 * time.Second
+	if d := w.deadline(true); !d.Equal(at.Add(w.bound)) {
+		t.Fatalf("deadline %v with a bound of %v", d.Sub(at), w.bound)
+	}
+}
+
+// TestGatherWaitsWhileAppending: past the idle deadline (gatherIdleGaps
+// gaps after the last member came), a leader does not wait when nobody is
+// on the way, and waits on, until the members are back, when an append
+// runs (its caller is likely a member still to come) or a member the last
+// flush woke has not run yet (still parked).
+func TestGatherWaitsWhileAppending(t *testing.T) {
+	for _, on := range []string{"", "appending", "parked"} {
+		appending := on != ""
+		l, _ := openTestLog(t, smallOpts(t))
+		g := &syncGroup{done: make(chan struct{}), members: 1}
+		now := time.Now()
+		const gap = 5 * time.Millisecond
+		l.syncMu.Lock()
+		l.syncNext = g
+		// One of two back, 5 ms after the release and 25 ms ago: the idle
+		// deadline (4 gaps) has passed, the busy one (16) is 55 ms away.
+		l.gather.released, l.gather.back, l.gather.took = 2, 1, time.Second
+		l.gather.at, l.gather.last = now.Add(-6*gap), now.Add(-5*gap)
+		l.syncMu.Unlock()
+		if appending {
+			n := &l.appending
+			if on == "parked" {
+				n = &l.parked
+			}
+			n.Add(1)
+			go func() {
+				time.Sleep(gap / 2)
+				l.syncMu.Lock()
+				l.arrived() // the second member is back
+				l.syncMu.Unlock()
+				n.Add(-1)
+			}()
+		}
+		if n := l.gatherWait(g, true); n != 1 {
+			t.Fatalf("gatherWait returned %d members, want 1", n)
+		}
+		l.syncMu.Lock()
+		waits, back := l.gather.waits, l.gather.back
+		l.syncMu.Unlock()
+		if appending && (waits != 1 || back != 2) {
+			t.Fatalf("with %s: %d waits, %d back; want a wait until both were back", on, waits, back)
+		}
+		if !appending && waits != 0 {
+			t.Fatalf("with no append running: %d waits past the idle deadline, want 0", waits)
+		}
 	}
 }
