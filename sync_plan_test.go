@@ -690,17 +690,23 @@ func TestGatherWaitsWhileAppending(t *testing.T) {
 		l.gather.at, l.gather.last = now.Add(-6*gap), now.Add(-5*gap)
 		l.syncMu.Unlock()
 		if appending {
-			n := &l.appending
+			// An append in progress holds appendMu; a member not yet
+			// run is counted as parked.
 			if on == "parked" {
-				n = &l.parked
+				l.parked.Add(1)
+			} else {
+				l.appendMu.Lock()
 			}
-			n.Add(1)
 			go func() {
 				time.Sleep(gap / 2)
 				l.syncMu.Lock()
 				l.arrived() // the second member is back
 				l.syncMu.Unlock()
-				n.Add(-1)
+				if on == "parked" {
+					l.parked.Add(-1)
+				} else {
+					l.appendMu.Unlock()
+				}
 			}()
 		}
 		if n := l.gatherWait(g, true); n != 1 {
