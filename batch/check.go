@@ -37,7 +37,9 @@ func Check(b []byte) (View, error) {
 // fails.
 func CheckAt(b []byte, pos int64, h *BatchHeader) (View, error) {
 	if len(b) >= HeaderSize {
-		View(b).DecodeHeader(h)
+		hb := (*[HeaderSize]byte)(b)
+		h.decodeFraming(hb) // DecodeHeader, inline
+		h.decodeProducer(hb)
 		size := int64(h.BatchLength) + LogOverhead
 		if size >= HeaderSize && size <= int64(len(b)) && h.Magic == MagicV2 && fieldsValid(h, size) {
 			v := View(b[:size:size])

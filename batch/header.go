@@ -26,7 +26,16 @@ type BatchHeader struct {
 // DecodeHeader decodes the header of v into h. v must hold at least
 // HeaderSize bytes (a View from Check or an Iterator does).
 func (v View) DecodeHeader(h *BatchHeader) {
-	b := v[:HeaderSize:HeaderSize]
+	b := (*[HeaderSize]byte)(v)
+	h.decodeFraming(b)
+	h.decodeProducer(b)
+}
+
+// decodeFraming decodes the fields up to the last offset delta, and
+// decodeProducer the rest: DecodeHeader's two halves, each small enough
+// for the compiler to inline (the whole is not), so that CheckAt, on
+// every append, decodes without a call.
+func (h *BatchHeader) decodeFraming(b *[HeaderSize]byte) {
 	h.BaseOffset = int64(binary.BigEndian.Uint64(b[OffBaseOffset:]))
 	h.BatchLength = int32(binary.BigEndian.Uint32(b[OffBatchLength:]))
 	h.PartitionLeaderEpoch = int32(binary.BigEndian.Uint32(b[OffPartitionLeaderEpoch:]))
@@ -34,6 +43,10 @@ func (v View) DecodeHeader(h *BatchHeader) {
 	h.CRC = binary.BigEndian.Uint32(b[OffCRC:])
 	h.Attributes = int16(binary.BigEndian.Uint16(b[OffAttributes:]))
 	h.LastOffsetDelta = int32(binary.BigEndian.Uint32(b[OffLastOffsetDelta:]))
+}
+
+// decodeProducer decodes the fields from the base timestamp on.
+func (h *BatchHeader) decodeProducer(b *[HeaderSize]byte) {
 	h.BaseTimestamp = int64(binary.BigEndian.Uint64(b[OffBaseTimestamp:]))
 	h.MaxTimestamp = int64(binary.BigEndian.Uint64(b[OffMaxTimestamp:]))
 	h.ProducerID = int64(binary.BigEndian.Uint64(b[OffProducerID:]))

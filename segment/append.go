@@ -152,25 +152,37 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 // populated pages (for written appends they would be dirty zeros for the
 // next flush), so only then does the prefaulter move on, at a stride.
 func (s *Segment) publish(pos, end, next, maxTs, offMaxTs int64, indexed, stored bool) error {
+	s.noteTimestamps(pos, maxTs, offMaxTs)
+	if indexed {
+		if err := s.appendIndexes(next-1, pos); err != nil {
+			return err
+		}
+	}
+	s.settle(pos, end, next)
+	if stored && end >= s.prefaultAt && s.prefaulter != nil {
+		s.prefaulter.Advance(end)
+		s.prefaultAt = end + s.prefaultStride()
+	}
+	return nil
+}
+
+// noteTimestamps is publish's first step: the segment's timestamps after
+// an append at pos.
+func (s *Segment) noteTimestamps(pos, maxTs, offMaxTs int64) {
 	if pos == 0 {
 		s.rollingTimestamp = maxTs
 	}
 	if maxTs > s.maxTimestamp {
 		s.maxTimestamp, s.offsetOfMaxTimestamp = maxTs, offMaxTs
 	}
-	if indexed {
-		if err := s.appendIndexes(next-1, pos); err != nil {
-			return err
-		}
-	}
+}
+
+// settle is publish's last step for readers: the counters of an append
+// at [pos, end), then the new size.
+func (s *Segment) settle(pos, end, next int64) {
 	s.bytesSinceIndex += end - pos
 	s.nextOffset = next
 	s.size.Store(end)
-	if stored && end >= s.prefaultAt && s.prefaulter != nil {
-		s.prefaulter.Advance(end)
-		s.prefaultAt = end + s.prefaultStride()
-	}
-	return nil
 }
 
 // AppendLeader is Append of one batch by a leader, stored into the
@@ -219,9 +231,17 @@ func (s *Segment) AppendLeader(src []byte, h *batch.BatchHeader, next int64, epo
 	} else {
 		maxTs = batch.NoTimestamp
 	}
-	if err := s.publish(pos, end, last+1, maxTs, offMaxTs, indexed, true); err != nil {
-		return -1, err
+	if indexed || end >= s.prefaultAt && s.prefaulter != nil {
+		if err := s.publish(pos, end, last+1, maxTs, offMaxTs, indexed, true); err != nil {
+			return -1, err
+		}
+		return pos, nil
 	}
+	// publish without its two occasional steps (an index entry, one
+	// append in IndexIntervalBytes; the prefaulter's, one in
+	// prefaultStride): inline, where publish is a call.
+	s.noteTimestamps(pos, maxTs, offMaxTs)
+	s.settle(pos, end, last+1)
 	return pos, nil
 }
 
