@@ -104,7 +104,10 @@ var (
 // reserved end, so the prefaulter can populate the pages after it in
 // time); the step doubles when the
 // previous one was used up in less than a second and halves otherwise,
-// between ReserveMinBytes and Config.ReserveMaxBytes (16 MiB by default), so
+// between ReserveMinBytes and Config.ReserveMaxBytes (16 MiB by default)
+// (a step that would end past a new segment's MapMinBytes mapping while
+// the append's need lies ReserveMinBytes or more inside it ends at the
+// mapping's end instead, sparing a remap: see reserve), so
 // a busy partition takes a syscall per 16 MiB while an idle or slow one
 // reserves at most a few hundred KiB beyond its data; for a fast one
 // (steps of 4 MiB and more, growing) a prefault worker allocates the
@@ -424,6 +427,14 @@ func (s *Segment) reserve(need int64) error {
 	}
 	s.reservedAt = now
 	size := min(need+s.reserveStep, s.log.Cap())
+	if m := s.log.MapLen(); size > m && m == MapMinBytes && need+ReserveMinBytes <= m {
+		// The step would outgrow the MapMinBytes mapping while the data
+		// is still well inside it: it ends at the mapping's end instead,
+		// which leaves ReserveMinBytes or more, and the remap waits for
+		// a step the data needs. A slow partition (1 000 round robin)
+		// then never maps its whole capacity below 1 MiB of data.
+		size = m
+	}
 	if err := s.mapFor(size); err != nil {
 		return err
 	}
