@@ -13,10 +13,9 @@ type Options struct {
 	// SegmentBytes is the size at which the active segment rolls
 	// (segment.bytes). Default 1 GiB. The active segment's file is this
 	// long (a hole past its data) but reserves disk only in steps ahead of
-	// its data (see ReserveMaxBytes), and is mapped only over the
-	// reservation: mapped again at 1 MiB while it fits there, then at the
-	// whole SegmentBytes; the file is trimmed to its data on roll and
-	// close.
+	// its data (see ReserveMaxBytes), and is mapped over 1 MiB while it
+	// fits there (a reopened one over its data), then at the whole
+	// SegmentBytes; the file is trimmed to its data on roll and close.
 	SegmentBytes int64
 	// SegmentBytes and the four fields after it are the ones every append
 	// reads: together at the start they lie on one of the Log's hot lines

@@ -598,7 +598,7 @@ func TestSegmentReserveSteps(t *testing.T) {
 	}
 	src := segMakeBatch(t, 10, 6000, 1000) // ~60 KiB
 	var out Appended
-	var steps []int64
+	var steps, reserved []int64
 	appendUntilGrow := func() {
 		before := s.log.Size()
 		for s.log.Size() == before {
@@ -607,15 +607,21 @@ func TestSegmentReserveSteps(t *testing.T) {
 			}
 		}
 		steps = append(steps, s.log.Size()-s.Size())
+		reserved = append(reserved, s.log.Size())
 	}
 	for range 6 { // fast: 256 KiB (the first step), 512 KiB, 1, 2, 2, 2 MiB
 		appendUntilGrow()
 	}
 	clock = clock.Add(5 * time.Second) // slow: halves
 	appendUntilGrow()
-	want := []int64{256 << 10, 512 << 10, 1 << 20, 2 << 20, 2 << 20, 2 << 20, 1 << 20}
-	if !slices.Equal(steps, want) {
-		t.Fatalf("steps %v, want %v", steps, want)
+	// The second step (512 KiB) would end just past the MapMinBytes
+	// mapping: it ends at the mapping's end instead.
+	want := []int64{256 << 10, 0, 1 << 20, 2 << 20, 2 << 20, 2 << 20, 1 << 20}
+	if reserved[1] == MapMinBytes {
+		want[1] = steps[1]
+	}
+	if !slices.Equal(steps, want) || steps[1] > 512<<10 {
+		t.Fatalf("steps %v (reserved %v), want %v with the second ending at %d", steps, reserved, want, MapMinBytes)
 	}
 	if got := fileSize(LogSuffix); got < s.log.Size() || got > s.log.Size()+64<<10 { // block rounding, extent blocks
 		t.Fatalf("file takes %d, reserved %d", fileSize(LogSuffix), s.log.Size())
@@ -926,8 +932,17 @@ func TestSegmentMappingGrows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := s.log.MapLen(); m > ReserveMinBytes {
-		t.Fatalf("a new segment maps %d bytes", m)
+	// A new segment is mapped at MapMinBytes at once (address space
+	// only): its first reservation steps need no remap. Its blocks are
+	// still reserved for ReserveMinBytes only.
+	if m := s.log.MapLen(); m != MapMinBytes {
+		t.Fatalf("a new segment maps %d bytes, want %d", m, MapMinBytes)
+	}
+	if got := allocatedBytes(t, s.Path(LogSuffix)); got > ReserveMinBytes+64<<10 {
+		t.Fatalf("a new segment allocates %d bytes, want about %d", got, ReserveMinBytes)
+	}
+	if n := int64(len(s.mapped)); n != ReserveMinBytes {
+		t.Fatalf("stores may reach %d bytes, want the reservation %d", n, ReserveMinBytes)
 	}
 	written := segFill(t, s, 1)
 	held, err := s.Read(0, 1, math.MaxInt64)
@@ -970,9 +985,9 @@ func TestSegmentMappingGrows(t *testing.T) {
 		t.Fatalf("reader during remaps: %v", err)
 	}
 	// Mapped at MapMinBytes while the segment fits in it, then at its
-	// whole capacity: two remaps in a segment's life.
-	if s.log == first || len(maps) != 3 || maps[1] != MapMinBytes || maps[2] != cfg.SegmentBytes {
-		t.Fatalf("mapping lengths %v, want [%d %d %d]", maps, maps[0], MapMinBytes, cfg.SegmentBytes)
+	// whole capacity: one remap in a segment's life.
+	if s.log == first || len(maps) != 2 || maps[0] != MapMinBytes || maps[1] != cfg.SegmentBytes {
+		t.Fatalf("mapping lengths %v, want [%d %d]", maps, MapMinBytes, cfg.SegmentBytes)
 	}
 	if n := settledMappings(t, s, 2); n != 2 {
 		t.Fatalf("%d mappings of the .log while a reader holds the first", n)
@@ -1052,4 +1067,56 @@ func allocatedBytes(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return st.Blocks * 512
+}
+
+// TestSegmentStepsStayInFirstMapping: a fast writer of 1 KiB appends
+// keeps its new segment's MapMinBytes mapping (no remap) while its data
+// is below half of it (three quarters without a prefault window): a reservation
+// step that would carry the reservation just past the mapping stops at
+// its end, as long as that leaves ReserveMinBytes. Without the cut, the
+// second step (512 KiB, after the first was used up fast) reached past
+// MapMinBytes at about 260 KiB of data and mapped the whole capacity.
+func TestSegmentStepsStayInFirstMapping(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	monotonic = func() time.Time { return clock }
+	t.Cleanup(func() { monotonic = time.Now })
+	for _, tc := range []struct {
+		name     string
+		prefault int64
+		upTo     int64 // data written: stores keep a step reserved ahead with a prefault window
+	}{
+		{"no prefault", 0, MapMinBytes * 3 / 4},
+		{"prefault 1 MiB", 1 << 20, MapMinBytes / 2},
+		{"prefault 8 MiB", 8 << 20, MapMinBytes / 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{SegmentBytes: 64 << 20, MaxIndexBytes: 1 << 20, IndexIntervalBytes: 4096, Prefault: tc.prefault}
+			s, err := Create(t.TempDir(), 0, cfg, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			src := segMakeBatch(t, 1, 900, 1000) // ~1 KiB
+			var out Appended
+			var steps int
+			for s.Size() < tc.upTo-int64(len(src)) {
+				before := s.log.Size()
+				if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
+					t.Fatal(err)
+				}
+				if s.log.Size() != before {
+					steps++
+				}
+				if m := s.log.MapLen(); m != MapMinBytes {
+					t.Fatalf("at %d bytes of data (step %d, reserved %d) mapped %d, want %d", s.Size(), steps, s.log.Size(), m, MapMinBytes)
+				}
+				if s.log.Size() > MapMinBytes {
+					t.Fatalf("reserved %d past the mapping", s.log.Size())
+				}
+			}
+			if steps < 2 {
+				t.Fatalf("%d reservation steps", steps)
+			}
+		})
+	}
 }

@@ -36,7 +36,8 @@
 //     start, with only the reserved prefix backed by the file; the rest of
 //     the mapping is address space that Bytes never reaches. A file made
 //     "ahead" (CreateAhead, OpenAhead, MapAhead) is mapped only over its
-//     reserved prefix; Remap maps it again, longer, as a new File that
+//     reserved prefix (CreateAheadMapped: a given length past it, over
+//     the file's hole, which Bytes never reaches either); Remap maps it again, longer, as a new File that
 //     takes over the descriptor and the owner's role; the owner closes the
 //     old one, whose readers keep their slices until they release them (the
 //     file is never shortened under them: Truncate is the owner's, after
@@ -272,8 +273,21 @@ func SyncPath(path string) error {
 // address space, a page-table page or two of their own for each file's
 // written tail; mapped at what they hold they lie side by side.
 func CreateAhead(path string, capacity, reserve int64) (*File, error) {
+	return CreateAheadMapped(path, capacity, reserve, reserve)
+}
+
+// CreateAheadMapped is CreateAhead with a mapping mapLen bytes long
+// (reserve ≤ mapLen ≤ capacity; MapLen is mapLen), so Grow up to mapLen
+// needs no Remap. The part of the mapping past the reservation lies over
+// the file's hole: address space only, which Bytes, Prefault and WriteAt
+// never reach (they stay within Size), so no store allocates a block
+// there and none can fault with SIGBUS.
+func CreateAheadMapped(path string, capacity, reserve, mapLen int64) (*File, error) {
+	if mapLen < reserve || mapLen > capacity {
+		return nil, pathError(path, "create", fmt.Errorf("mapping %d outside [reserve %d, capacity %d]", mapLen, reserve, capacity))
+	}
 	return createNew(path, capacity, reserve, func(fd *os.File) (*File, error) {
-		return mapFileAhead(path, fd, 0, reserve, capacity)
+		return mapFileAhead(path, fd, 0, reserve, mapLen, capacity)
 	})
 }
 
@@ -310,7 +324,7 @@ func MapAhead(path string, fd *os.File, size, capacity, reserve int64) (*File, e
 	length := max(size, reserve)
 	capacity = max(capacity, length)
 	if length > size || capacity == size {
-		return mapFileAhead(path, fd, size, length, capacity)
+		return mapFileAhead(path, fd, size, length, length, capacity)
 	}
 	f, err := mapFileReserved(path, fd, size, size, size, true)
 	if err != nil {
@@ -322,9 +336,9 @@ func MapAhead(path string, fd *os.File, size, capacity, reserve int64) (*File, e
 }
 
 // mapFileAhead reserves [0, length), sets the file's length to capacity
-// and maps the reserved length. It takes ownership of fd and closes it on
-// failure.
-func mapFileAhead(path string, fd *os.File, current, length, capacity int64) (*File, error) {
+// and maps mapLen ≥ length bytes. It takes ownership of fd and closes it
+// on failure.
+func mapFileAhead(path string, fd *os.File, current, length, mapLen, capacity int64) (*File, error) {
 	if length > current {
 		if err := fallocate(int(fd.Fd()), 0, 0, length); err != nil {
 			_ = fd.Close()
@@ -338,7 +352,7 @@ func mapFileAhead(path string, fd *os.File, current, length, capacity int64) (*F
 			return nil, pathError(path, "truncate", err)
 		}
 	}
-	f, err := mapFileReserved(path, fd, capacity, length, length, true)
+	f, err := mapFileReserved(path, fd, capacity, length, mapLen, true)
 	if err != nil {
 		return nil, err
 	}

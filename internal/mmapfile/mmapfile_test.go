@@ -1267,3 +1267,62 @@ func TestWritableMappingReadsNoAhead(t *testing.T) {
 		t.Fatalf("%d pages in the page cache after Prefault of %d and two stores", got, n/pageSize)
 	}
 }
+
+// TestCreateAheadMapped: the mapping may reach past the reservation (over
+// the file's hole) so that Grow needs no Remap up to it, while Bytes,
+// WriteAt and the blocks stay within the reservation; a mapping shorter
+// than the reservation or longer than the capacity is refused.
+func TestCreateAheadMapped(t *testing.T) {
+	for _, tc := range []struct {
+		name                     string
+		capacity, reserve, mapTo int64
+		ok                       bool
+	}{
+		{"past the reservation", 8 << 20, 64 << 10, 1 << 20, true},
+		{"the reservation", 8 << 20, 64 << 10, 64 << 10, true},
+		{"the capacity", 8 << 20, 64 << 10, 8 << 20, true},
+		{"short of the reservation", 8 << 20, 64 << 10, 32 << 10, false},
+		{"past the capacity", 8 << 20, 64 << 10, 16 << 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tempPath(t, "m")
+			f, err := CreateAheadMapped(path, tc.capacity, tc.reserve, tc.mapTo)
+			if !tc.ok {
+				if err == nil {
+					_ = f.Close()
+					t.Fatal("accepted")
+				}
+				if _, serr := os.Stat(path); !errors.Is(serr, os.ErrNotExist) {
+					t.Fatalf("refused (%v) but left a file: %v", err, serr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if n, a := lengthAndBlocks(t, path); n != tc.capacity || a > tc.reserve+4096 || f.Size() != tc.reserve || len(f.Bytes()) != int(tc.reserve) || f.MapLen() != tc.mapTo || f.Cap() != tc.capacity {
+				t.Fatalf("length %d allocated %d size %d bytes %d mapped %d cap %d", n, a, f.Size(), len(f.Bytes()), f.MapLen(), f.Cap())
+			}
+			if err := f.WriteAt(nil, make([]byte, 10), tc.reserve-5); !errors.Is(err, ErrCapacity) {
+				t.Fatalf("WriteAt past the reservation: %v", err)
+			}
+			if err := f.Prefault(0, tc.mapTo); err != nil {
+				t.Fatal(err)
+			}
+			if _, a := lengthAndBlocks(t, path); a > tc.reserve+4096 {
+				t.Fatalf("Prefault allocated %d bytes past the reservation %d", a, tc.reserve)
+			}
+			if err := f.Grow(tc.mapTo); err != nil {
+				t.Fatal(err)
+			}
+			if _, a := lengthAndBlocks(t, path); a < tc.mapTo || len(f.Bytes()) != int(tc.mapTo) {
+				t.Fatalf("after Grow to the mapping: allocated %d, %d bytes", a, len(f.Bytes()))
+			}
+			copy(f.Bytes()[tc.mapTo-4:], "tail")
+			if err := f.Grow(tc.mapTo + 1); tc.mapTo < tc.capacity && !errors.Is(err, ErrCapacity) {
+				t.Fatalf("Grow past the mapping: %v", err)
+			}
+		})
+	}
+}
