@@ -76,17 +76,18 @@ var (
 //
 // The .log bytes:
 //
-//   - Active segment: a writable mapping of the file's reserved prefix
-//     (see "Disk reservation"). The published size (an atomic) is advanced with a
-//     release store only after a whole append has been copied and its
-//     headers stamped, so a reader that loads it (acquire) never sees a
-//     partly written batch.
+//   - Active segment: a writable mapping of the file, stored into only
+//     within its reserved prefix (see "Disk reservation"). The published
+//     size (an atomic) is advanced with a release store only after a
+//     whole append has been copied and its headers stamped, so a reader
+//     that loads it (acquire) never sees a partly written batch.
 //   - Sealed segment: the file trimmed to its data, mapped read-only on
 //     demand (and unmapped again by the owner's cache through Unmap).
 //
 // Disk reservation: the active .log's length is SegmentBytes from the
 // start (a hole past the reservation, mmapfile.CreateAhead), but a new
-// one is mapped over MapMinBytes only (address space: stores never reach
+// one is mapped over MapMinBytes only (or its SegmentBytes if smaller, or
+// if ReserveMaxBytes reserves it whole; address space: stores never reach
 // past the reservation), and mapped again at its whole capacity when a
 // step outgrows the mapping (mapFor); a reopened one is mapped over its
 // data and mapped again the same way. Its blocks are reserved with
@@ -431,8 +432,15 @@ func (s *Segment) reserve(need int64) error {
 		// The step would outgrow the MapMinBytes mapping while the data
 		// is still well inside it: it ends at the mapping's end instead,
 		// which leaves ReserveMinBytes or more, and the remap waits for
-		// a step the data needs. A slow partition (1 000 round robin)
-		// then never maps its whole capacity below 1 MiB of data.
+		// a step the data needs. A writer whose steps double (a step
+		// used up within a second: each of 1 000 partitions appended to
+		// round robin) then keeps the mapping up to 1 MiB of data
+		// without a prefault window, and to about 512 KiB with one
+		// (stores keep the 512 KiB step reserved ahead). Steps that stay
+		// at ReserveMinBytes (a writer slower than that) need
+		// 768 KiB plus an append's length at the third one, past the
+		// cut's bound, so it maps the whole capacity there (at about
+		// 512 KiB with a prefault window).
 		size = m
 	}
 	if err := s.mapFor(size); err != nil {
