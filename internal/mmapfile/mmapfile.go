@@ -750,10 +750,12 @@ func (f *File) syncMsync(off, n int64) error {
 }
 
 // Prefault asks the kernel to allocate and map the pages of [off, off+n)
-// (clamped to Size) for writing, with madvise(MADV_POPULATE_WRITE), so that
-// later stores into them do not take page faults. On kernels without that
-// advice (before 5.14, which return EINVAL) it falls back to MADV_WILLNEED,
-// which only starts read-ahead. Prefault holds a reference while it runs and
+// (clamped to Size) for writing, so that later stores into them do not
+// take page faults: a writable File's range is read into the page cache
+// with MADV_WILLNEED, then mapped with MADV_POPULATE_WRITE (a read-only
+// File's with MADV_POPULATE_READ). On kernels without the populate
+// advice (before 5.14, which return EINVAL) only the read-ahead of
+// MADV_WILLNEED is left. Prefault holds a reference while it runs and
 // returns ErrClosed if the File is closing. It is meant to run off the
 // append path; see Prefaulter.
 func (f *File) Prefault(off, n int64) error {
