@@ -96,3 +96,57 @@ func TestSegmentColdReadReadsAhead(t *testing.T) {
 		}
 	})
 }
+
+// TestSegmentEvictedReadReadsAhead: data the active segment was given
+// after it was opened can leave the page cache too (reclaim takes clean
+// pages, mapped or not; here the test unmaps them from its mapping and
+// drops them), and a Read of it through the writable mapping, which takes
+// no read-ahead on faults, asks for its range as a cold one does rather
+// than a major fault per page.
+func TestSegmentEvictedReadReadsAhead(t *testing.T) {
+	dir := t.TempDir()
+	cfg := segTestCfg
+	cfg.SegmentBytes, cfg.MaxIndexBytes = 8<<20, 1<<20
+	s, err := Create(dir, 0, cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	src := segMakeBatch(t, 1, 64<<10, 1000)
+	var a Appended
+	for range 32 {
+		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// As reclaim would: out of the page tables, then out of the page
+	// cache (clean after the Flush).
+	if err := unix.Madvise(s.log.Bytes(), unix.MADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := os.Open(s.Path(LogSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(fd.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	_ = fd.Close()
+	before := majorFaults(t)
+	r, err := s.Read(3, 1<<20, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	sum := 0
+	for _, b := range r.Bytes {
+		sum += int(b)
+	}
+	pages := int64(len(r.Bytes)) / 4096
+	if got := majorFaults(t) - before; got > pages/8 {
+		t.Fatalf("Read of %d evicted pages and a pass over them took %d major faults (sum %d)", pages, got, sum)
+	}
+}
