@@ -737,10 +737,12 @@ func (f *File) syncMsync(off, n int64) error {
 }
 
 // Prefault asks the kernel to allocate and map the pages of [off, off+n)
-// (clamped to Size) for writing, with madvise(MADV_POPULATE_WRITE), so that
-// later stores into them do not take page faults. On kernels without that
-// advice (before 5.14, which return EINVAL) it falls back to MADV_WILLNEED,
-// which only starts read-ahead. Prefault holds a reference while it runs and
+// (clamped to Size), with madvise(MADV_POPULATE_WRITE) for a writable
+// mapping (after MADV_WILLNEED, which reads the range in: see
+// "Read-ahead") and MADV_POPULATE_READ for a read-only one, so that later
+// accesses to them do not take page faults. On kernels without the
+// populate advice (before 5.14, which return EINVAL) only MADV_WILLNEED
+// is left, which starts read-ahead. Prefault holds a reference while it runs and
 // returns ErrClosed if the File is closing. It is meant to run off the
 // append path; see Prefaulter.
 func (f *File) Prefault(off, n int64) error {
