@@ -52,14 +52,6 @@ func (s *Segment) find(data []byte, target int64) (int64, error) {
 	}
 }
 
-// readAheadMin is the length of a Read of the active segment from which
-// it asks for its range to be read ahead (mmapfile.File.WillNeed) even
-// above coldEnd: a page of the range reclaimed after it was written
-// would otherwise cost a major fault of its own, while a read at the
-// tail (a consumer or follower that keeps up), shorter and just written,
-// is spared the call.
-const readAheadMin = 64 << 10
-
 // Read returns whole batches starting with the one that holds offset
 // (or the first batch after it), taking batches while their last offset
 // is below upTo and the total stays within maxBytes; the first batch is
@@ -77,13 +69,14 @@ func (s *Segment) Read(offset int64, maxBytes int64, upTo int64) (Range, error) 
 		s.readers.Add(-1)
 		return Range{}, err
 	}
-	if n := min(maxBytes, int64(len(data))-start); f.Writable() && (start < s.coldEnd || n >= readAheadMin) {
-		// The active segment's writable mapping takes no read-ahead on
-		// faults: for data it was opened with (maybe never in the page
-		// cache), or a long range (maybe reclaimed since it was
-		// written), ask for the range at once, before the walk below
-		// touches its headers, rather than a page per fault. Advice only.
-		_ = f.WillNeed(start, n)
+	if start < s.coldEnd && f.Writable() {
+		// Data the active segment was opened with, read through its
+		// writable mapping, which takes no read-ahead on faults: ask for
+		// the range at once (before the walk below touches its headers)
+		// rather than a page per fault. Advice only. (Data appended
+		// since that reclaim took is not asked for: on pages in the page
+		// cache the call would cost about as much as the Read itself.)
+		_ = f.WillNeed(start, min(maxBytes, min(s.coldEnd, int64(len(data)))-start))
 	}
 	end := start
 	for {

@@ -174,8 +174,8 @@ type Segment struct {
 	// coldEnd is the length of the data an active segment was opened
 	// with (0 for a new one): below it, the pages may not be in the page
 	// cache, and the writable mapping takes no read-ahead on faults, so
-	// Read asks for its range (mmapfile.File.WillNeed) however short
-	// (above it, from readAheadMin). Set by activate, before any reader;
+	// Read asks for its range (mmapfile.File.WillNeed). Set by activate,
+	// before any reader;
 	// never changed (after a truncation below it, a Read there asks for
 	// data that may be in the page cache already: advice only).
 	coldEnd int64
