@@ -74,8 +74,9 @@ func (s *Segment) Read(offset int64, maxBytes int64, upTo int64) (Range, error) 
 		// writable mapping, which takes no read-ahead on faults: ask for
 		// the range at once (before the walk below touches its headers)
 		// rather than a page per fault. Advice only. (Data appended
-		// since that reclaim took is not asked for: on pages in the page
-		// cache the call would cost about as much as the Read itself.)
+		// since the open, which reclaim may have taken too, is not asked
+		// for: on pages in the page cache the call costs about as much
+		// as the Read itself.)
 		_ = f.WillNeed(start, min(maxBytes, min(s.coldEnd, int64(len(data)))-start))
 	}
 	end := start
