@@ -555,6 +555,19 @@ func (m *mapped) readView() []byte {
 	return m.buf[:n*m.entrySize]
 }
 
+// readAhead asks for the pages of the entries to be read in at once,
+// before a walk of all of them (Sanity): a writable mapping takes no
+// read-ahead on faults (mmapfile, "Read-ahead"), and a cold active
+// index, checked at a clean reopen, would cost a major fault per page.
+// Advice only.
+func (m *mapped) readAhead() {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.file != nil && m.writable && !m.closed {
+		_ = m.file.WillNeed(0, m.entries.Load()*m.entrySize)
+	}
+}
+
 // checkLength is the length part of the sanity check.
 func (m *mapped) checkLength() error {
 	length := m.fileLength()

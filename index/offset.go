@@ -228,6 +228,7 @@ func (x *OffsetIndex) Sanity() error {
 	if err := x.m.checkLength(); err != nil {
 		return err
 	}
+	x.m.readAhead()
 	b := x.m.readView()
 	defer x.m.mu.RUnlock()
 	return checkOffsetEntries(x.m.path, b)

@@ -234,6 +234,7 @@ func (x *TimeIndex) Sanity() error {
 	if err := x.m.checkLength(); err != nil {
 		return err
 	}
+	x.m.readAhead()
 	b := x.m.readView()
 	defer x.m.mu.RUnlock()
 	return checkTimeEntries(x.m.path, b)

@@ -96,3 +96,52 @@ func TestSegmentColdReadReadsAhead(t *testing.T) {
 		}
 	})
 }
+
+// TestSegmentEvictedScanReadsAhead: data the active segment was given
+// after it was opened can leave the page cache too (reclaim takes clean
+// pages, mapped or not; here the test unmaps them from its mapping and
+// drops them), and a Scan of it through the writable mapping, which takes
+// no read-ahead on faults, asks for it as for data the segment was opened
+// with, rather than a major fault per page.
+func TestSegmentEvictedScanReadsAhead(t *testing.T) {
+	dir := t.TempDir()
+	cfg := segTestCfg
+	cfg.SegmentBytes, cfg.MaxIndexBytes = 8<<20, 1<<20
+	s, err := Create(dir, 0, cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	src := segMakeBatch(t, 1, 64<<10, 1000)
+	var a Appended
+	for range 32 {
+		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// As reclaim would: out of the page tables, then out of the page
+	// cache (clean after the Flush).
+	if err := unix.Madvise(s.log.Bytes(), unix.MADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := os.Open(s.Path(LogSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(fd.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	_ = fd.Close()
+	before := majorFaults(t)
+	n := 0
+	if err := s.Scan(func(int64, batch.View) error { n++; return nil }); err != nil || n != 32 {
+		t.Fatalf("Scan: %d batches, %v", n, err)
+	}
+	pages := s.Size() / 4096
+	if got := majorFaults(t) - before; got > pages/8 {
+		t.Fatalf("Scan of %d evicted pages took %d major faults", pages, got)
+	}
+}

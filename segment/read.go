@@ -73,8 +73,11 @@ func (s *Segment) Read(offset int64, maxBytes int64, upTo int64) (Range, error) 
 		// Data the active segment was opened with, read through its
 		// writable mapping, which takes no read-ahead on faults: ask for
 		// the range at once (before the walk below touches its headers)
-		// rather than a page per fault. Advice only.
-		_ = f.WillNeed(start, min(maxBytes, s.coldEnd-start))
+		// rather than a page per fault. Advice only. (Data appended
+		// since the open, which reclaim may have taken too, is not asked
+		// for: on pages in the page cache the call costs about as much
+		// as the Read itself.)
+		_ = f.WillNeed(start, min(maxBytes, min(s.coldEnd, int64(len(data)))-start))
 	}
 	end := start
 	for {
@@ -116,10 +119,11 @@ func (s *Segment) Scan(fn func(pos int64, v batch.View) error) error {
 		return err
 	}
 	defer func() { f.Release(); s.readers.Add(-1) }()
-	if s.coldEnd > 0 && f.Writable() {
-		// As in Read: the whole of the data the active segment was
-		// opened with is about to be read.
-		_ = f.WillNeed(0, s.coldEnd)
+	if f.Writable() {
+		// As in Read: the whole of the active segment's data is about
+		// to be read, some of it maybe never in the page cache (what it
+		// was opened with) or reclaimed since it was written.
+		_ = f.WillNeed(0, int64(len(data)))
 	}
 	it := batch.NewIterator(data, 0)
 	for v, ok := it.Next(); ok; v, ok = it.Next() {

@@ -180,7 +180,9 @@ type Segment struct {
 	// with (0 for a new one): below it, the pages may not be in the page
 	// cache, and the writable mapping takes no read-ahead on faults, so
 	// Read asks for its range (mmapfile.File.WillNeed). Set by activate,
-	// before any reader; never changed.
+	// before any reader; never changed (after a truncation below it, a
+	// Read there may ask for data in the page cache already: advice
+	// only).
 	coldEnd int64
 
 	// readers counts reader references taken through AcquireRange that

@@ -57,7 +57,8 @@
 // first with MADV_WILLNEED (read-ahead of exactly that range), so pages
 // provided ahead of the writer still come in large folios. Readers of a
 // writable mapping's older data (an active segment reopened with data in
-// it) call WillNeed for their range. Read-only mappings keep the default.
+// it, or whose pages reclaim took after they were written) call WillNeed
+// for their range. Read-only mappings keep the default.
 //
 // Mutating methods (Grow, Truncate, Sync, Close) belong to the owner and must
 // not run concurrently with each other. Bytes, Size, Cap, Acquire, Release and
