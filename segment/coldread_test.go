@@ -97,13 +97,11 @@ func TestSegmentColdReadReadsAhead(t *testing.T) {
 	})
 }
 
-// TestSegmentEvictedScanReadsAhead: data the active segment was given
-// after it was opened can leave the page cache too (reclaim takes clean
-// pages, mapped or not; here the test unmaps them from its mapping and
-// drops them), and a Scan of it through the writable mapping, which takes
-// no read-ahead on faults, asks for it as for data the segment was opened
-// with, rather than a major fault per page.
-func TestSegmentEvictedScanReadsAhead(t *testing.T) {
+// evictedSegment writes 32 batches of 64 KiB into a new active segment
+// and takes them out of the page cache after a Flush, as reclaim would:
+// out of the page tables, then (clean) out of the page cache.
+func evictedSegment(t *testing.T) *Segment {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := segTestCfg
 	cfg.SegmentBytes, cfg.MaxIndexBytes = 8<<20, 1<<20
@@ -122,8 +120,6 @@ func TestSegmentEvictedScanReadsAhead(t *testing.T) {
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	// As reclaim would: out of the page tables, then out of the page
-	// cache (clean after the Flush).
 	if err := unix.Madvise(s.log.Bytes(), unix.MADV_DONTNEED); err != nil {
 		t.Fatal(err)
 	}
@@ -135,13 +131,42 @@ func TestSegmentEvictedScanReadsAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = fd.Close()
-	before := majorFaults(t)
-	n := 0
-	if err := s.Scan(func(int64, batch.View) error { n++; return nil }); err != nil || n != 32 {
-		t.Fatalf("Scan: %d batches, %v", n, err)
-	}
-	pages := s.Size() / 4096
-	if got := majorFaults(t) - before; got > pages/8 {
-		t.Fatalf("Scan of %d evicted pages took %d major faults", pages, got)
-	}
+	return s
+}
+
+// TestSegmentEvictedReadsAhead: data the active segment was given after
+// it was opened can leave the page cache too (reclaim takes clean pages,
+// mapped or not), and a Read or a Scan of it through the writable
+// mapping, which takes no read-ahead on faults, asks for it as for data
+// the segment was opened with, rather than a major fault per page.
+func TestSegmentEvictedReadsAhead(t *testing.T) {
+	t.Run("Read", func(t *testing.T) {
+		s := evictedSegment(t)
+		before := majorFaults(t)
+		r, err := s.Read(3, 1<<20, math.MaxInt64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Release()
+		sum := 0
+		for _, b := range r.Bytes {
+			sum += int(b)
+		}
+		pages := int64(len(r.Bytes)) / 4096
+		if got := majorFaults(t) - before; got > pages/8 {
+			t.Fatalf("Read of %d evicted pages and a pass over them took %d major faults (sum %d)", pages, got, sum)
+		}
+	})
+	t.Run("Scan", func(t *testing.T) {
+		s := evictedSegment(t)
+		before := majorFaults(t)
+		n := 0
+		if err := s.Scan(func(int64, batch.View) error { n++; return nil }); err != nil || n != 32 {
+			t.Fatalf("Scan: %d batches, %v", n, err)
+		}
+		pages := s.Size() / 4096
+		if got := majorFaults(t) - before; got > pages/8 {
+			t.Fatalf("Scan of %d evicted pages took %d major faults", pages, got)
+		}
+	})
 }

@@ -108,7 +108,6 @@ func (s *Segment) openActiveIndexes(txn, cut bool) error {
 // closed.
 func (s *Segment) activate(size int64) error {
 	s.size.Store(size)
-	s.coldEnd = size
 	if err := s.log.ParkDescriptor(); err != nil {
 		_ = s.closeFiles()
 		return err

@@ -176,14 +176,6 @@ type Segment struct {
 	hdr        [batch.HeaderSize]byte // stamped header for WriteAt
 	created    time.Time
 	dir        string
-	// coldEnd is the length of the data an active segment was opened
-	// with (0 for a new one): below it, the pages may not be in the page
-	// cache, and the writable mapping takes no read-ahead on faults, so
-	// Read asks for its range (mmapfile.File.WillNeed). Set by activate,
-	// before any reader; never changed (after a truncation below it, a
-	// Read there may ask for data in the page cache already: advice
-	// only).
-	coldEnd int64
 
 	// readers counts reader references taken through AcquireRange that
 	// are not yet released, on any mapping of this segment (written by

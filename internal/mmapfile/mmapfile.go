@@ -58,7 +58,8 @@
 // provided ahead of the writer still come in large folios. Readers of a
 // writable mapping's older data (an active segment reopened with data in
 // it, or whose pages reclaim took after they were written) call WillNeed
-// for their range. Read-only mappings keep the default.
+// for their range when Cached says its pages are not there. Read-only
+// mappings keep the default.
 //
 // Mutating methods (Grow, Truncate, Sync, Close) belong to the owner and must
 // not run concurrently with each other. Bytes, Size, Cap, Acquire, Release and
@@ -74,6 +75,7 @@ import (
 
 	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/internal/testhook"
+	"github.com/partlog/partlog/internal/unsafeutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -805,6 +807,17 @@ func (f *File) populate(region []byte, advice int) error {
 	}
 	f.noPopulate.Store(true)
 	return nil
+}
+
+// Cached reports whether the page holding off (< Size) is in the page
+// cache, false if that cannot be told. The caller holds a reference.
+func (f *File) Cached(off int64) bool {
+	if off < 0 || off >= f.size.Load() {
+		return false
+	}
+	start := off &^ (pageSize - 1)
+	var vec [1]byte
+	return unsafeutil.Mincore(f.data[start:start+1], vec[:]) == nil && vec[0]&1 != 0
 }
 
 // WillNeed starts read-ahead of [off, off+n) (clamped to Size): the

@@ -1326,3 +1326,26 @@ func TestCreateAheadMapped(t *testing.T) {
 		})
 	}
 }
+
+// TestCached: Cached tells a page in the page cache from one that is not,
+// and is false outside Size.
+func TestCached(t *testing.T) {
+	const capacity, reserve = 4 << 20, 1 << 20
+	f, err := CreateAhead(tempPath(t, "cached"), capacity, reserve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	f.Bytes()[3*pageSize+5] = 1
+	for _, c := range []struct {
+		off  int64
+		want bool
+	}{
+		{3 * pageSize, true}, {3*pageSize + 100, true}, {4*pageSize - 1, true},
+		{0, false}, {4 * pageSize, false}, {-1, false}, {reserve, false}, {capacity, false},
+	} {
+		if got := f.Cached(c.off); got != c.want {
+			t.Errorf("Cached(%d) = %v, want %v", c.off, got, c.want)
+		}
+	}
+}

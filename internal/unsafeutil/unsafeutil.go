@@ -2,7 +2,13 @@
 // Each function states how long its result may be used.
 package unsafeutil
 
-import "unsafe"
+import (
+	"errors"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 // String returns a string that shares b's memory, without copying. The
 // string is valid only while b is neither modified nor released: for a
@@ -40,4 +46,27 @@ func Within(sub, outer []byte) bool {
 	s := uintptr(unsafe.Pointer(unsafe.SliceData(sub)))
 	o := uintptr(unsafe.Pointer(unsafe.SliceData(outer)))
 	return s >= o && s+uintptr(len(sub)) <= o+uintptr(len(outer))
+}
+
+// Mincore fills vec with a byte per page of b, whose low bit tells
+// whether the page is resident (mincore(2); for a file mapping: in the
+// page cache, mapped or not). b must start at a page boundary and vec
+// must hold a byte for each of its pages (checked: the kernel would write
+// past it). Nothing is kept.
+func Mincore(b, vec []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	page := os.Getpagesize()
+	if uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(page) != 0 {
+		return errors.New("partlog/unsafeutil: mincore of memory not at a page boundary")
+	}
+	if len(vec) < (len(b)+page-1)/page {
+		return errors.New("partlog/unsafeutil: mincore vector shorter than the pages")
+	}
+	_, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), uintptr(unsafe.Pointer(unsafe.SliceData(vec))))
+	if e != 0 {
+		return e
+	}
+	return nil
 }

@@ -1,6 +1,11 @@
 package unsafeutil
 
-import "testing"
+import (
+	"os"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
 
 func TestStringSharesMemory(t *testing.T) {
 	b := []byte("hello")
@@ -54,5 +59,31 @@ func TestWithin(t *testing.T) {
 		if got := Within(c.sub, c.outer); got != c.want {
 			t.Errorf("%s: Within = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+func TestMincore(t *testing.T) {
+	page := os.Getpagesize()
+	b, err := unix.Mmap(-1, 0, 2*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unix.Munmap(b) }()
+	b[0] = 1 // the first page is resident, the second never touched
+	var vec [2]byte
+	if err := Mincore(b, vec[:]); err != nil {
+		t.Fatal(err)
+	}
+	if vec[0]&1 != 1 || vec[1]&1 != 0 {
+		t.Fatalf("vec %v, want the first page resident and the second not", vec)
+	}
+	if err := Mincore(b[1:], vec[:]); err == nil {
+		t.Fatal("Mincore of memory off a page boundary: no error")
+	}
+	if err := Mincore(b, vec[:1]); err == nil {
+		t.Fatal("Mincore with a vector shorter than the pages: no error")
+	}
+	if err := Mincore(nil, nil); err != nil {
+		t.Fatalf("Mincore of nothing: %v", err)
 	}
 }
