@@ -3,6 +3,8 @@ package segment
 import (
 	"math"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,4 +171,63 @@ func TestSegmentEvictedReadsAhead(t *testing.T) {
 			t.Fatalf("Scan of %d evicted pages took %d major faults", pages, got)
 		}
 	})
+}
+
+// logRandomRead reports whether the active .log's mapping is advised
+// MADV_RANDOM (VmFlags "rr" in /proc/self/smaps).
+func logRandomRead(t *testing.T, s *Segment) bool {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, mine := 0, false
+	random := false
+	for _, line := range strings.Split(string(smaps), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			mine = strings.HasSuffix(line, " "+s.Path(LogSuffix))
+			if mine {
+				found++
+			}
+			continue
+		}
+		if mine && strings.HasPrefix(line, "VmFlags:") {
+			random = slices.Contains(strings.Fields(line), "rr")
+		}
+	}
+	if found != 1 {
+		t.Fatalf("%d mappings of %s", found, s.Path(LogSuffix))
+	}
+	return random
+}
+
+// TestSegmentFaultReadaheadPastFirstMapping: a new active .log's mapping
+// takes no read-ahead on faults (its writer may be one of thousands of
+// slow ones), and the mapping of its whole capacity, made once the data
+// outgrows the first, takes it again (a fast writer that may outrun the
+// prefaulter: one fault brings what it is about to write).
+func TestSegmentFaultReadaheadPastFirstMapping(t *testing.T) {
+	cfg := segTestCfg
+	cfg.SegmentBytes, cfg.MaxIndexBytes = 8<<20, 1<<20
+	s, err := Create(t.TempDir(), 0, cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	if !logRandomRead(t, s) {
+		t.Fatal("a new segment's mapping takes fault read-ahead")
+	}
+	src := segMakeBatch(t, 1, 64<<10, 1000)
+	var a Appended
+	for s.Size() <= MapMinBytes {
+		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.log.MapLen() != cfg.SegmentBytes {
+		t.Fatalf("mapped %d past MapMinBytes, want the capacity %d", s.log.MapLen(), cfg.SegmentBytes)
+	}
+	if logRandomRead(t, s) {
+		t.Fatal("the capacity mapping takes no fault read-ahead")
+	}
 }

@@ -45,8 +45,9 @@
 //
 // # Read-ahead
 //
-// A writable mapping is advised MADV_RANDOM (noFaultReadahead): a page
-// fault on it reads that page only. By default the kernel answers a fault
+// A writable mapping is advised MADV_RANDOM (noFaultReadahead), unless its
+// owner says otherwise (FaultReadahead): a page fault on it reads that
+// page only. By default the kernel answers a fault
 // on a page not in the page cache with read-ahead around it, up to the
 // device's read_ahead_kb (8 MiB on the reference VM), and past the write
 // position of an active segment, whose file is long with a hole or
@@ -59,7 +60,10 @@
 // writable mapping's older data (an active segment reopened with data in
 // it, or whose pages reclaim took after they were written) call WillNeed
 // for their range when Cached says its pages are not there. Read-only
-// mappings keep the default.
+// mappings keep the default. The segment gives the read-ahead back to an
+// active .log written past its first mapping (a fast writer, which may
+// outrun Prefault: one fault then brings the megabytes it is about to
+// write, instead of a major fault per page).
 //
 // Mutating methods (Grow, Truncate, Sync, Close) belong to the owner and must
 // not run concurrently with each other. Bytes, Size, Cap, Acquire, Release and
@@ -807,6 +811,16 @@ func (f *File) populate(region []byte, advice int) error {
 	}
 	f.noPopulate.Store(true)
 	return nil
+}
+
+// FaultReadahead gives f's mapping the kernel's fault read-ahead back
+// (MADV_NORMAL; see "Read-ahead" in the package doc), for an owner whose
+// writer is fast enough to outrun Prefault. Advice: an error changes
+// nothing the caller relies on and is dropped.
+func (f *File) FaultReadahead() {
+	if len(f.data) > 0 {
+		_ = madvise(f.data, unix.MADV_NORMAL)
+	}
 }
 
 // Cached reports whether the page holding off (< Size) is in the page
