@@ -12,46 +12,52 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// coldSegment writes 32 batches of 64 KiB into a new segment, closes it,
-// drops its .log from the page cache and opens it again as the active
-// segment.
-func coldSegment(t *testing.T) *Segment {
+// coldCfg is the segments' Config of the cold-read tests.
+var coldCfg = func() Config {
+	c := segTestCfg
+	c.SegmentBytes, c.MaxIndexBytes = 8<<20, 1<<20
+	return c
+}()
+
+// filledSegment is a new active segment holding 12 batches of 64 KiB (a
+// walk of their headers touches one page in 16), flushed: within its
+// first mapping, which takes no fault read-ahead.
+func filledSegment(t *testing.T, dir string) *Segment {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := segTestCfg
-	cfg.SegmentBytes, cfg.MaxIndexBytes = 8<<20, 1<<20
-	s, err := Create(dir, 0, cfg, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Batches of 64 KiB: a walk of their headers touches one page in 16.
-	src := segMakeBatch(t, 1, 64<<10, 1000)
-	var a Appended
-	for range 32 {
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	path := s.Path(LogSuffix)
-	fd, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Clean (Close synced it), so DONTNEED drops it from the page cache.
-	if err := unix.Fadvise(int(fd.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		t.Fatal(err)
-	}
-	_ = fd.Close()
-	s, err = OpenActive(dir, 0, cfg, time.Now())
+	s, err := Create(dir, 0, coldCfg, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
+	src := segMakeBatch(t, 1, 64<<10, 1000)
+	var a Appended
+	for range 12 {
+		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
+
+// dropCached drops the (clean) file at path from the page cache.
+func dropCached(t *testing.T, path string) {
+	t.Helper()
+	fd, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
+	if err := unix.Fadvise(int(fd.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// coldSink keeps TestSegmentColdDataReadsAhead's pass over the bytes
+// read from being optimized away.
+var coldSink int
 
 // majorFaults is the process's count of major page faults.
 func majorFaults(t *testing.T) int64 {
@@ -63,114 +69,77 @@ func majorFaults(t *testing.T) int64 {
 	return ru.Majflt
 }
 
-// TestSegmentColdReadReadsAhead: the active segment's writable mapping
+// TestSegmentColdDataReadsAhead: the active segment's writable mapping
 // takes no read-ahead on faults (mmapfile, "Read-ahead"), so a Read or a
-// Scan of the data a segment was reopened with asks the kernel for its
-// range at once: the pages arrive read ahead, not by one major fault each.
-func TestSegmentColdReadReadsAhead(t *testing.T) {
-	t.Run("Read", func(t *testing.T) {
-		s := coldSegment(t)
-		before := majorFaults(t)
-		r, err := s.Read(3, 1<<20, math.MaxInt64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Release()
-		sum := 0
-		for _, b := range r.Bytes {
-			sum += int(b)
-		}
-		pages := int64(len(r.Bytes)) / 4096
-		if got := majorFaults(t) - before; got > pages/8 {
-			t.Fatalf("Read of %d cold pages and a pass over them took %d major faults (sum %d)", pages, got, sum)
-		}
-	})
-	t.Run("Scan", func(t *testing.T) {
-		s := coldSegment(t)
-		before := majorFaults(t)
-		n := 0
-		if err := s.Scan(func(int64, batch.View) error { n++; return nil }); err != nil || n != 32 {
-			t.Fatalf("Scan: %d batches, %v", n, err)
-		}
-		pages := s.Size() / 4096
-		if got := majorFaults(t) - before; got > pages/8 {
-			t.Fatalf("Scan of %d cold pages took %d major faults", pages, got)
-		}
-	})
-}
-
-// evictedSegment writes 32 batches of 64 KiB into a new active segment
-// and takes them out of the page cache after a Flush, as reclaim would:
-// out of the page tables, then (clean) out of the page cache.
-func evictedSegment(t *testing.T) *Segment {
-	t.Helper()
-	dir := t.TempDir()
-	cfg := segTestCfg
-	cfg.SegmentBytes, cfg.MaxIndexBytes = 8<<20, 1<<20
-	s, err := Create(dir, 0, cfg, time.Now())
-	if err != nil {
-		t.Fatal(err)
+// Scan of its data that is not in the page cache (what the segment was
+// reopened with, or what reclaim took since it was written: reclaim
+// takes clean pages, mapped or not) asks the kernel for its range at
+// once: the pages arrive read ahead, not by a major fault each.
+func TestSegmentColdDataReadsAhead(t *testing.T) {
+	cold := []struct {
+		name string
+		make func(t *testing.T) *Segment
+	}{
+		{"reopened", func(t *testing.T) *Segment {
+			dir := t.TempDir()
+			s := filledSegment(t, dir)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			dropCached(t, s.Path(LogSuffix))
+			s, err := OpenActive(dir, 0, coldCfg, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			return s
+		}},
+		{"evicted", func(t *testing.T) *Segment {
+			s := filledSegment(t, t.TempDir())
+			// As reclaim would: out of the page tables, then out of
+			// the page cache.
+			if err := unix.Madvise(s.log.Bytes(), unix.MADV_DONTNEED); err != nil {
+				t.Fatal(err)
+			}
+			dropCached(t, s.Path(LogSuffix))
+			return s
+		}},
 	}
-	t.Cleanup(func() { _ = s.Close() })
-	src := segMakeBatch(t, 1, 64<<10, 1000)
-	var a Appended
-	for range 32 {
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
-			t.Fatal(err)
+	reads := []struct {
+		name string
+		read func(t *testing.T, s *Segment) (pages int64)
+	}{
+		{"Read", func(t *testing.T, s *Segment) int64 {
+			r, err := s.Read(3, 1<<20, math.MaxInt64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Release()
+			for _, b := range r.Bytes {
+				coldSink += int(b) // a pass over the bytes, kept
+			}
+			return int64(len(r.Bytes)) / 4096
+		}},
+		{"Scan", func(t *testing.T, s *Segment) int64 {
+			n := 0
+			if err := s.Scan(func(int64, batch.View) error { n++; return nil }); err != nil || n != 12 {
+				t.Fatalf("Scan: %d batches, %v", n, err)
+			}
+			return s.Size() / 4096
+		}},
+	}
+	for _, c := range cold {
+		for _, r := range reads {
+			t.Run(c.name+"/"+r.name, func(t *testing.T) {
+				s := c.make(t)
+				before := majorFaults(t)
+				pages := r.read(t, s)
+				if got := majorFaults(t) - before; got > pages/8 {
+					t.Fatalf("%s of %d cold pages (and a pass over them) took %d major faults", r.name, pages, got)
+				}
+			})
 		}
 	}
-	if err := s.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Madvise(s.log.Bytes(), unix.MADV_DONTNEED); err != nil {
-		t.Fatal(err)
-	}
-	fd, err := os.Open(s.Path(LogSuffix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Fadvise(int(fd.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		t.Fatal(err)
-	}
-	_ = fd.Close()
-	return s
-}
-
-// TestSegmentEvictedReadsAhead: data the active segment was given after
-// it was opened can leave the page cache too (reclaim takes clean pages,
-// mapped or not), and a Read or a Scan of it through the writable
-// mapping, which takes no read-ahead on faults, asks for it as for data
-// the segment was opened with, rather than a major fault per page.
-func TestSegmentEvictedReadsAhead(t *testing.T) {
-	t.Run("Read", func(t *testing.T) {
-		s := evictedSegment(t)
-		before := majorFaults(t)
-		r, err := s.Read(3, 1<<20, math.MaxInt64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Release()
-		sum := 0
-		for _, b := range r.Bytes {
-			sum += int(b)
-		}
-		pages := int64(len(r.Bytes)) / 4096
-		if got := majorFaults(t) - before; got > pages/8 {
-			t.Fatalf("Read of %d evicted pages and a pass over them took %d major faults (sum %d)", pages, got, sum)
-		}
-	})
-	t.Run("Scan", func(t *testing.T) {
-		s := evictedSegment(t)
-		before := majorFaults(t)
-		n := 0
-		if err := s.Scan(func(int64, batch.View) error { n++; return nil }); err != nil || n != 32 {
-			t.Fatalf("Scan: %d batches, %v", n, err)
-		}
-		pages := s.Size() / 4096
-		if got := majorFaults(t) - before; got > pages/8 {
-			t.Fatalf("Scan of %d evicted pages took %d major faults", pages, got)
-		}
-	})
 }
 
 // logRandomRead reports whether the active .log's mapping is advised

@@ -110,15 +110,18 @@ func (s *Segment) PositionOf(offset int64) (int64, bool, error) {
 const readAheadMin = 16 << 10
 
 // readAhead asks for [start, start+n) of the active segment's writable
-// mapping to be read ahead (mmapfile.File.WillNeed) when its first or last
-// page is not in the page cache: data the segment was reopened with, or
-// written since and taken by reclaim. That mapping takes no read-ahead on
-// faults (mmapfile, "Read-ahead"), so each of its cold pages would
+// mapping to be read ahead (mmapfile.File.WillNeed) when its middle or
+// last page is not in the page cache: data the segment was reopened with,
+// or written since and taken by reclaim. That mapping takes no read-ahead
+// on faults (mmapfile, "Read-ahead"), so each of its cold pages would
 // otherwise be a major fault of its own, while asking for pages already
 // cached costs about as much as the Read itself (1 MiB: 20-40 µs more);
-// two mincore(2) looks decide. Advice only: errors are dropped.
+// two mincore(2) looks decide. Not the first page: finding the batch at
+// start has just read it, as opening the segment read the last batch
+// (which may end the range too, hence the middle). Advice only: errors
+// are dropped.
 func (s *Segment) readAhead(f *mmapfile.File, start, n int64) {
-	if n >= readAheadMin && (!f.Cached(start) || !f.Cached(start+n-1)) {
+	if n >= readAheadMin && (!f.Cached(start+n/2) || !f.Cached(start+n-1)) {
 		_ = f.WillNeed(start, n)
 	}
 }
