@@ -37,18 +37,19 @@
 //     the mapping is address space that Bytes never reaches. A file made
 //     "ahead" (CreateAhead, OpenAhead, MapAhead) is mapped only over its
 //     reserved prefix (CreateAheadMapped: a given length past it, over
-//     the file's hole, which Bytes never reaches either); Remap maps it again, longer, as a new File that
-//     takes over the descriptor and the owner's role; the owner closes the
-//     old one, whose readers keep their slices until they release them (the
-//     file is never shortened under them: Truncate is the owner's, after
-//     the readers of that range are gone, as above).
+//     the file's hole, which Bytes never reaches either); Remap maps it
+//     again, longer, as a new File that takes over the descriptor and the
+//     owner's role; the owner closes the old one, whose readers keep their
+//     slices until they release them (the file is never shortened under
+//     them: Truncate is the owner's, after the readers of that range are
+//     gone, as above).
 //
 // # Read-ahead
 //
-// A writable mapping is advised MADV_RANDOM (noFaultReadahead), unless its
-// owner says otherwise (FaultReadahead): a page fault on it reads that
-// page only. By default the kernel answers a fault
-// on a page not in the page cache with read-ahead around it, up to the
+// A writable mapping is advised MADV_RANDOM (noFaultReadahead), unless
+// its owner says otherwise (FaultReadahead): a page fault on it reads
+// that page only. By default the kernel answers a fault on a page not in
+// the page cache with read-ahead around it, up to the
 // device's read_ahead_kb (8 MiB on the reference VM), and past the write
 // position of an active segment, whose file is long with a hole or
 // unwritten blocks, that means allocating and zeroing megabytes of page
@@ -779,14 +780,17 @@ func (f *File) Prefault(off, n int64) error {
 		// A writable mapping takes no read-ahead on faults (see
 		// "Read-ahead" in the package doc), so the range is read into the
 		// page cache first, in large folios and exactly this long; the
-		// populate then maps pages that are already there.
-		if err := madvise(region, unix.MADV_WILLNEED); err != nil {
+		// populate then maps pages that are already there (and reads
+		// them itself if the read-ahead failed: its error is the one
+		// that counts, unless there is no populate).
+		err := madvise(region, unix.MADV_WILLNEED)
+		if !f.noPopulate.Load() {
+			return f.populate(region, unix.MADV_POPULATE_WRITE)
+		}
+		if err != nil {
 			return pathError(f.path, "madvise", err)
 		}
-		if f.noPopulate.Load() {
-			return nil
-		}
-		return f.populate(region, unix.MADV_POPULATE_WRITE)
+		return nil
 	}
 	if !f.noPopulate.Load() {
 		if err := f.populate(region, unix.MADV_POPULATE_READ); err != nil || !f.noPopulate.Load() {
