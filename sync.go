@@ -146,8 +146,8 @@ func (w *syncGather) release(n int, took time.Duration, now time.Time) {
 // gatherGaps is how many mean gaps between the members coming back a
 // leader waits after the last one came, and gatherTooks how many times
 // the last flush's fsync time after that flush ended it waits at most,
-// while members are on their way (Log.comingBack: an append holds
-// appendMu, or a member the last flush woke has not run yet);
+// while members are on their way (Log.comingBack: an append runs or waits
+// for appendMu, or a member the last flush woke has not run yet);
 // gatherIdleGaps and gatherIdleTooks when none is (a member that does not
 // come back, such as a writer that is done, costs that rather than the
 // whole bound).
