@@ -217,9 +217,11 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 // names any error; only a producer-state refusal is returned as it is,
 // being the general path's own error at that point.
 func (l *Log) appendLeader(records []byte, leaderEpoch int32, info *AppendInfo) error {
+	l.appending.Add(1)
 	l.appendMu.Lock()
 	err := l.appendLeaderLocked(records, leaderEpoch, info)
 	l.appendMu.Unlock()
+	l.appending.Add(-1)
 	return err
 }
 
@@ -310,9 +312,11 @@ func (l *Log) AppendAsCoordinator(records []byte, leaderEpoch int32) (AppendInfo
 func (l *Log) appendAssigned(records []byte, leaderEpoch int32, origin Origin, info *AppendInfo) error {
 	// No defer: the locked part is a function of its own, so the unlock
 	// costs a call's return rather than a deferred call per append.
+	l.appending.Add(1)
 	l.appendMu.Lock()
 	err := l.appendAssignedLocked(records, leaderEpoch, origin, info)
 	l.appendMu.Unlock()
+	l.appending.Add(-1)
 	return err
 }
 
@@ -368,9 +372,11 @@ func (l *Log) AppendAsMirror(records []byte) (AppendInfo, error) {
 }
 
 func (l *Log) appendKept(records []byte, origin Origin, info *AppendInfo) error {
+	l.appending.Add(1)
 	l.appendMu.Lock()
 	err := l.appendKeptLocked(records, origin, info)
 	l.appendMu.Unlock()
+	l.appending.Add(-1)
 	return err
 }
 

@@ -121,6 +121,11 @@ type logCold struct {
 	// waiting for a flush to end or, as a group's leader, to start
 	// (tests wait on it: a caller inside Sync may not have joined yet).
 	syncers, parked atomic.Int64
+	// appending counts the callers inside an append, waiting for
+	// appendMu or holding it: while some are, a group's leader waiting
+	// for the members the last flush released expects more of them
+	// (Log.comingBack).
+	appending atomic.Int64
 	// flushFault, set by tests, makes a flush fail as an fsync would.
 	flushFault func() error
 	// flushed, set by tests, is called by a flush before it fsyncs each

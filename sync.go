@@ -661,24 +661,13 @@ func (l *Log) arrived() {
 }
 
 // comingBack reports whether members are likely still to come back to
-// g, whose leader calls it: an append holds appendMu (its caller is
-// likely a member on its way), or more callers are parked than g's
-// members other than its leader, which are those the last flush woke
-// that have not run yet (with 64 writers on 2 CPUs, most of them for a
-// while after the release). The append is seen by a TryLock, not by a
-// count the appends keep: that would be two atomic additions on a line
-// of its own in every append, durable or not, for the sake of this
-// look. Caller holds syncMu (TryLock never waits, so the order of the
-// two locks does not matter here).
+// g, whose leader calls it: an append runs or waits for appendMu, or
+// more callers are parked than g's members other than its leader, which
+// are those the last flush woke that have not run yet (with 64 writers on
+// 2 CPUs, most of them for a while after the release). Caller holds
+// syncMu.
 func (l *Log) comingBack(g *syncGroup) bool {
-	if l.parked.Load() > int64(g.members-1) {
-		return true
-	}
-	if l.appendMu.TryLock() {
-		l.appendMu.Unlock()
-		return false
-	}
-	return true
+	return l.appending.Load() > 0 || l.parked.Load() > int64(g.members-1)
 }
 
 // gatherWait lets g grow before its flush (if grow), then ends its

@@ -690,23 +690,17 @@ func TestGatherWaitsWhileAppending(t *testing.T) {
 		l.gather.at, l.gather.last = now.Add(-6*gap), now.Add(-5*gap)
 		l.syncMu.Unlock()
 		if appending {
-			// An append in progress holds appendMu; a member not yet
-			// run is counted as parked.
+			n := &l.appending
 			if on == "parked" {
-				l.parked.Add(1)
-			} else {
-				l.appendMu.Lock()
+				n = &l.parked
 			}
+			n.Add(1)
 			go func() {
 				time.Sleep(gap / 2)
 				l.syncMu.Lock()
 				l.arrived() // the second member is back
 				l.syncMu.Unlock()
-				if on == "parked" {
-					l.parked.Add(-1)
-				} else {
-					l.appendMu.Unlock()
-				}
+				n.Add(-1)
 			}()
 		}
 		if n := l.gatherWait(g, true); n != 1 {
