@@ -35,8 +35,7 @@ import (
 //     so appends go on meanwhile.
 //   - Lock order: flushMu, then appendMu, then mu, then a segment's own
 //     lock; syncMu is taken last (a flush takes it under flushMu) and
-//     nothing is taken while it is held, but for a TryLock of appendMu
-//     (Log.comingBack), which never waits.
+//     nothing is taken while it is held.
 //
 // Offsets (logStartOffset, logEndOffset, recoveryPoint, highWatermark) are
 // atomics written under appendMu and read by anyone. LogEndOffset is
