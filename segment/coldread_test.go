@@ -142,32 +142,21 @@ func TestSegmentColdDataReadsAhead(t *testing.T) {
 	}
 }
 
-// logRandomRead reports whether the active .log's mapping is advised
-// MADV_RANDOM (VmFlags "rr" in /proc/self/smaps).
+// logRandomRead reports whether the active .log's current mapping is
+// advised MADV_RANDOM (VmFlags "rr" in /proc/self/smaps).
 func logRandomRead(t *testing.T, s *Segment) bool {
 	t.Helper()
-	smaps, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Fatal(err)
+	entry := smapsEntry(t, s.log.Bytes())
+	if !strings.HasSuffix(entry[0], " "+s.Path(LogSuffix)) {
+		t.Fatalf("the mapping at the .log's data is %q", entry[0])
 	}
-	found, mine := 0, false
-	random := false
-	for _, line := range strings.Split(string(smaps), "\n") {
-		if f := strings.Fields(line); len(f) > 0 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
-			mine = strings.HasSuffix(line, " "+s.Path(LogSuffix))
-			if mine {
-				found++
-			}
-			continue
-		}
-		if mine && strings.HasPrefix(line, "VmFlags:") {
-			random = slices.Contains(strings.Fields(line), "rr")
+	for _, l := range entry[1:] {
+		if rest, ok := strings.CutPrefix(l, "VmFlags:"); ok {
+			return slices.Contains(strings.Fields(rest), "rr")
 		}
 	}
-	if found != 1 {
-		t.Fatalf("%d mappings of %s", found, s.Path(LogSuffix))
-	}
-	return random
+	t.Fatal("no VmFlags in the mapping's smaps entry")
+	return false
 }
 
 // TestSegmentFaultReadaheadPastFirstMapping: a new active .log's mapping

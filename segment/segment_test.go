@@ -743,9 +743,11 @@ func TestSegmentCreateReplacesLeftovers(t *testing.T) {
 	}
 }
 
-// mappingRss returns the resident size of the mapping that starts at
-// data's first byte, from /proc/self/smaps.
-func mappingRss(t *testing.T, data []byte) int64 {
+// smapsEntry returns the lines of /proc/self/smaps that describe the
+// mapping starting at data's first byte: its range line, then its fields.
+// Found by address, not by file name: a segment's old mapping of the
+// same file may still be there (Retire unmaps it off the owner's path).
+func smapsEntry(t *testing.T, data []byte) []string {
 	t.Helper()
 	start := fmt.Sprintf("%p", &data[0])[2:] + "-"
 	smaps, err := os.ReadFile("/proc/self/smaps")
@@ -757,17 +759,37 @@ func mappingRss(t *testing.T, data []byte) int64 {
 		if !strings.HasPrefix(line, start) {
 			continue
 		}
-		for _, l := range lines[i+1:] {
-			if rest, ok := strings.CutPrefix(l, "Rss:"); ok {
-				var kb int64
-				if _, err := fmt.Sscan(rest, &kb); err != nil {
-					t.Fatal(err)
-				}
-				return kb << 10
-			}
+		end := i + 1
+		for end < len(lines) && !smapsRange(lines[end]) {
+			end++
 		}
+		return lines[i:end]
 	}
 	t.Fatalf("mapping at %s not found in smaps", start)
+	return nil
+}
+
+// smapsRange reports whether an smaps line opens a mapping's entry (its
+// first field is an address range, not a "Name:" field).
+func smapsRange(line string) bool {
+	f, _, _ := strings.Cut(line, " ")
+	return strings.Contains(f, "-") && !strings.HasSuffix(f, ":")
+}
+
+// mappingRss returns the resident size of the mapping that starts at
+// data's first byte, from /proc/self/smaps.
+func mappingRss(t *testing.T, data []byte) int64 {
+	t.Helper()
+	for _, l := range smapsEntry(t, data)[1:] {
+		if rest, ok := strings.CutPrefix(l, "Rss:"); ok {
+			var kb int64
+			if _, err := fmt.Sscan(rest, &kb); err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no Rss in the mapping's smaps entry")
 	return 0
 }
 
