@@ -116,13 +116,14 @@ type logCold struct {
 	// gather is how long a group's leader lets its group grow before its
 	// flush starts (sync.go), under syncMu.
 	gather syncGather
-	// syncers counts the callers inside Sync; parked, those of them
-	// waiting for a flush to end or, as a group's leader, to start
-	// (tests wait on it: a caller inside Sync may not have joined yet).
-	syncers, parked atomic.Int64
+	// parked counts the callers inside Sync (writes.syncers) waiting for
+	// a flush to end or, as a group's leader, to start (tests wait on it:
+	// a caller inside Sync may not have joined yet).
+	parked atomic.Int64
 	// appending counts the callers inside an append, waiting for
-	// appendMu or holding it: while some are, a group's leader waiting
-	// for the members the last flush released expects more of them
+	// appendMu or holding it, that began while a caller was in Sync
+	// (enterAppend): while some are, a group's leader waiting for the
+	// members the last flush released expects more of them
 	// (Log.comingBack).
 	appending atomic.Int64
 	// flushFault, set by tests, makes a flush fail as an fsync would.

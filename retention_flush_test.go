@@ -91,7 +91,7 @@ func TestSyncAcrossTruncation(t *testing.T) {
 			_, release, flushes := blockFirstFlush(l, nil, nil)
 			done := make(chan error, 1)
 			go func() { done <- l.Sync(context.Background(), 6) }()
-			for l.syncers.Load() == 0 {
+			for l.writes.syncers.Load() == 0 {
 				time.Sleep(time.Millisecond)
 			}
 			if err := c.cut(l); err != nil {

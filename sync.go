@@ -245,6 +245,9 @@ type writePolicy struct {
 	// lone is set when the last flush was a Sync whose caller was alone
 	// in Sync (one appender syncing each append): see write.
 	lone atomic.Bool
+	// syncers counts the callers inside Sync (in the padding after lone,
+	// on the line appends read: enterAppend looks at it).
+	syncers atomic.Int32
 	// Under appendMu: the flush count seen last, and how many more
 	// appends use pwritev because of it.
 	seen, left int
@@ -374,7 +377,7 @@ func (l *Log) syncPlan(p *flushPlan, g *syncGroup) (*syncGroup, error) {
 		// leader's gatherWait ends) unless gathering is off.
 		next = l.nextGroup(!l.gather.off)
 	}
-	l.writes.lone.Store(g != nil && next == nil && l.syncers.Load() <= 1)
+	l.writes.lone.Store(g != nil && next == nil && l.writes.syncers.Load() <= 1)
 
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -458,8 +461,8 @@ func (l *Log) Sync(ctx context.Context, offset int64) error {
 	if end := l.logEndOffset.Load(); offset > end {
 		return &OffsetError{Err: ErrOffsetOutOfRange, Offset: offset, LogStartOffset: l.logStartOffset.Load(), LogEndOffset: end}
 	}
-	l.syncers.Add(1)
-	defer l.syncers.Add(-1)
+	l.writes.syncers.Add(1)
+	defer l.writes.syncers.Add(-1)
 	for {
 		if l.truncations.Load() != gen && l.truncatedBelow(gen, offset) {
 			return &OffsetError{Err: ErrTruncated, Offset: offset, LogStartOffset: l.logStartOffset.Load(), LogEndOffset: l.logEndOffset.Load()}

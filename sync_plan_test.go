@@ -717,3 +717,48 @@ func TestGatherWaitsWhileAppending(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendCountedWhileSyncing: an append is counted in l.appending (for
+// comingBack) from its start, waiting for appendMu included, when a
+// caller is in Sync, and not at all otherwise; the count is back to 0
+// when it returns either way.
+func TestAppendCountedWhileSyncing(t *testing.T) {
+	for _, syncing := range []bool{false, true} {
+		l, _ := openTestLog(t, smallOpts(t))
+		if syncing {
+			l.writes.syncers.Add(1) // as a caller inside Sync
+		}
+		l.appendMu.Lock() // the append waits for it, as behind another one
+		done := make(chan error, 1)
+		go func() {
+			_, err := l.AppendAsLeader(makeBatch(t, 1, 10, 1), 0)
+			done <- err
+		}()
+		want := int64(0)
+		if syncing {
+			want = 1
+			for deadline := time.Now().Add(10 * time.Second); l.appending.Load() != 1; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					l.appendMu.Unlock()
+					t.Fatal("an append waiting for appendMu while a caller is in Sync is not counted")
+				}
+			}
+		} else {
+			time.Sleep(10 * time.Millisecond) // time for a count to show, if one were made
+		}
+		if n := l.appending.Load(); n != want {
+			l.appendMu.Unlock()
+			t.Fatalf("syncing %v: %d appends counted while one waits, want %d", syncing, n, want)
+		}
+		l.appendMu.Unlock()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if n := l.appending.Load(); n != 0 {
+			t.Fatalf("syncing %v: %d appends counted after it returned", syncing, n)
+		}
+		if syncing {
+			l.writes.syncers.Add(-1)
+		}
+	}
+}

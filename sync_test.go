@@ -431,9 +431,9 @@ func TestSyncCountsWaiters(t *testing.T) {
 		t.Fatal(err)
 	}
 	release := make(chan struct{})
-	seen := make(chan int64, 4)
+	seen := make(chan int32, 4)
 	l.flushFault = func() error {
-		seen <- l.syncers.Load()
+		seen <- l.writes.syncers.Load()
 		<-release
 		return nil
 	}
@@ -441,10 +441,10 @@ func TestSyncCountsWaiters(t *testing.T) {
 	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
 	first := <-seen // the leader is inside its flush
 	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
-	for deadline := time.Now().Add(10 * time.Second); l.syncers.Load() < 2; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); l.writes.syncers.Load() < 2; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			close(release)
-			t.Fatalf("a second caller waiting in Sync is not counted: %d syncers", l.syncers.Load())
+			t.Fatalf("a second caller waiting in Sync is not counted: %d syncers", l.writes.syncers.Load())
 		}
 	}
 	close(release)
@@ -457,7 +457,7 @@ func TestSyncCountsWaiters(t *testing.T) {
 	if first != 1 {
 		t.Fatalf("the first flush saw %d syncers, want 1", first)
 	}
-	if n := l.syncers.Load(); n != 0 {
+	if n := l.writes.syncers.Load(); n != 0 {
 		t.Fatalf("%d syncers counted after every Sync returned", n)
 	}
 }
