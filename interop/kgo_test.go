@@ -106,13 +106,23 @@ func TestKgoTransactions(t *testing.T) {
 
 	for _, topic := range []string{"ta", "tb"} {
 		committed := consumeAll(t, s, topic, 20, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-		// Wait a moment for anything else that might (wrongly) arrive.
+		// A second consumer reads the topic until it has the 20 committed
+		// records (a slow machine may take seconds to start it: the wait
+		// is generous), then a moment longer for anything else that might
+		// (wrongly) arrive. The aborted records lie before the second
+		// committed transaction's, so a consumer that showed them would
+		// show them before it had 20.
 		extra := s.client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 		var all []*kgo.Record
-		deadline := time.Now().Add(3 * time.Second)
-		for time.Now().Before(deadline) && len(all) < 40 {
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) && len(all) < 20 {
 			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			all = append(all, extra.PollFetches(pctx).Records()...)
+			cancel()
+		}
+		for grace := time.Now().Add(time.Second); time.Now().Before(grace) && len(all) < 40; {
+			pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 			all = append(all, extra.PollFetches(pctx).Records()...)
 			cancel()
 		}

@@ -442,11 +442,11 @@ func prefaulterDone(p *Prefaulter) int64 {
 	return p.done
 }
 
-// waitPopulated waits (5 s at most) until p's worker has populated its
+// waitPopulated waits (settleTimeout at most) until p's worker has populated its
 // file up to want.
 func waitPopulated(t *testing.T, p *Prefaulter, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(settleTimeout)
 	for prefaulterDone(p) < want && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
@@ -476,7 +476,7 @@ func TestPrefaultPool(t *testing.T) {
 	for _, p := range ps {
 		p.Advance(4096)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(settleTimeout)
 	for pool.Workers() > 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
@@ -909,7 +909,7 @@ func TestPrefaultWindowFollowsRate(t *testing.T) {
 	}
 	idle := func() {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(settleTimeout)
 		for pool.Workers() > 0 && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
@@ -992,7 +992,7 @@ func TestPrefaultUrgentFirst(t *testing.T) {
 func TestRetire(t *testing.T) {
 	waitMappings := func(path string, want int) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(settleTimeout)
 		for mappingsOf(t, path) != want && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
@@ -1102,7 +1102,7 @@ func TestPreallocate(t *testing.T) {
 	f = remap(t, f, 8<<20)
 	p := NewPrefaulter(f, 1<<20)
 	p.Preallocate(2<<20, 1<<20)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(settleTimeout)
 	for _, a := lengthAndBlocks(t, path); a < 3<<20+64<<10 && time.Now().Before(deadline); _, a = lengthAndBlocks(t, path) {
 		time.Sleep(time.Millisecond)
 	}
@@ -1174,7 +1174,7 @@ func TestPrefaulterPreallocateDuringPreallocate(t *testing.T) {
 	<-entered
 	p.Preallocate(3<<20, 1<<20) // while the first one runs
 	close(release)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(settleTimeout)
 	for time.Now().Before(deadline) {
 		mu.Lock()
 		n := len(calls)
@@ -1349,3 +1349,10 @@ func TestCached(t *testing.T) {
 		}
 	}
 }
+
+// settleTimeout bounds the waits for the prefault pool's workers and the
+// retire goroutine. The waits end as soon as the condition holds; the
+// bound is for a 2-core CI machine running other test packages beside
+// this one under -race, where that work can be seconds late without
+// anything being wrong.
+const settleTimeout = 30 * time.Second

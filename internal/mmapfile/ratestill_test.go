@@ -27,7 +27,7 @@ func TestPrefaultRateNeedsProgress(t *testing.T) {
 	p := pool.NewPrefaulter(f, window)
 	waitIdle := func() {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(settleTimeout)
 		for pool.Workers() > 0 && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
