@@ -664,8 +664,9 @@ func (l *Log) arrived() {
 }
 
 // comingBack reports whether members are likely still to come back to
-// g, whose leader calls it: an append runs or waits for appendMu, or
-// more callers are parked than g's members other than its leader, which
+// g, whose leader calls it: an append counted by enterAppend (begun
+// while a caller was in Sync, as a member coming back is) runs or waits
+// for appendMu, or more callers are parked than g's members other than its leader, which
 // are those the last flush woke that have not run yet (with 64 writers on
 // 2 CPUs, most of them for a while after the release). Caller holds
 // syncMu.
