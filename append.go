@@ -6,6 +6,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
 )
 
@@ -272,10 +273,15 @@ func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *Append
 		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
 	}
 	// A batch without producer state (no producer id; not a control
-	// batch, refused above) stages nothing: unless the general tail
-	// below takes it, producer state only sees CommitPlain.
+	// batch, refused above) stages nothing, and neither does the usual
+	// batch of a stored producer (Manager.FindKnown, kept in known):
+	// unless the general tail below takes them, producer state only sees
+	// CommitPlain or CommitKnown. Any other batch is staged in l.stage
+	// now, as validate would, and a refusal returned as it is.
 	plain := h.ProducerID < 0
-	if !plain {
+	var known producerstate.Known
+	staged := !plain && !l.psm.FindKnown(&h, next, &known)
+	if staged {
 		if err := l.beginLeader(v, &h, next); err != nil {
 			return err
 		}
@@ -292,8 +298,10 @@ func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *Append
 	}
 	if pos < 0 {
 		// A roll, a reservation step or a written append: the general
-		// path's tail, on the scan validate would have made.
-		if plain {
+		// path's tail, on the stage and scan validate would have made
+		// (staging again what FindKnown accepted: nothing has changed
+		// since, so the general path accepts it too).
+		if !staged {
 			if err := l.beginLeader(v, &h, next); err != nil {
 				return err
 			}
@@ -305,10 +313,13 @@ func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *Append
 	}
 	l.logEndOffset.Store(last + 1)
 	l.waiters.logEndMoved()
-	if plain {
+	switch {
+	case plain:
 		l.psm.CommitPlain(last)
-	} else {
+	case staged:
 		l.psm.Commit(&l.stage) // a client's data batch completes no transaction
+	default:
+		l.psm.CommitKnown(&known)
 	}
 	info.FirstOffset, info.LastOffset = next, last
 	info.MaxTimestamp, info.OffsetOfMaxTimestamp = batch.NoTimestamp, -1

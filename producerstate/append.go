@@ -133,7 +133,7 @@ type Append struct {
 	accs         []accumulator
 	completed    []CompletedTxn
 	barriers     []int64
-	known        knownBatch
+	known        Known
 	scratch      []byte
 	record       batch.Record
 }
@@ -364,34 +364,37 @@ func (a *Append) validateData(h *batch.BatchHeader, baseOffset int64) error {
 	return nil
 }
 
-// knownBatch is the one batch staged by validateKnownData: what Commit
-// needs to add it to the stored entry.
-type knownBatch struct {
-	stored *entry        // its shard is not kept: Commit and materialize rarely need it
+// Known is one data batch of a stored producer that FindKnown accepted
+// for an append of that batch alone: the entry it extends and what
+// CommitKnown adds to it. Its zero value is not an accepted batch.
+type Known struct {
+	stored *entry        // its shard is not kept: commits and materialize rarely need it
 	meta   BatchMetadata // meta.LastSequence is the entry's seqTop once it is pushed
 }
 
-// validateKnownData is validateData for the case a produce request
-// usually is, decided without an accumulator or an op: the first batch
-// of a Client append that has producer state (nothing staged before it,
-// so no barrier either) is a data batch of a stored producer in its
-// stored epoch (≥ 0), outside a transaction and not transactional, whose
-// sequences run from the stored seqTop+1 upwards without wrapping: it
-// follows the newest cached batch and ends above every cached one, so it
-// is no duplicate. That is decided from the entry's first cache line.
-// validateData accepts such a batch and stages one data op (its
-// accumulator holding the stored entry unchanged, the op pending); here
-// the op's content is kept in a.known, and materialize makes both if
-// another batch with producer state follows; the batch's offsets are
-// noted. For every other batch (a wrap to 0 and a cache out of order
-// included) it returns false having done nothing, and validateStaged
-// decides the batch, errors included. TestKnownPathMatchesGeneralPath
-// runs both paths on the same random appends.
-func (a *Append) validateKnownData(h *batch.BatchHeader, baseOffset int64) bool {
+// FindKnown decides, without an Append, the batch a produce request
+// usually is: a data batch of header h (its CRC checked) at baseOffset
+// ≥ 0 of a Client, from a stored producer in its stored epoch (≥ 0),
+// outside a transaction and not transactional, whose sequences run from
+// the entry's seqTop+1 upwards without wrapping. It thus follows the
+// newest cached batch and ends above every cached one, so it is no
+// duplicate; that is decided from the entry's first cache line. The
+// general path (Begin, ValidateHeader) accepts exactly such a batch; here
+// the entry is kept in k, for CommitKnown once the batch is in the log,
+// and nothing else is staged or changed. For every other batch (a wrap
+// to 0 and a cache out of order included) it returns false having done
+// nothing, and the general path decides the batch, errors included.
+// Same contract as ValidateHeader: the caller's append lock is held
+// from FindKnown to CommitKnown (package doc, invariant 1).
+// TestKnownPathMatchesGeneralPath runs both paths on the same random
+// appends.
+func (m *Manager) FindKnown(h *batch.BatchHeader, baseOffset int64, k *Known) bool {
 	pid, epoch := h.ProducerID, h.ProducerEpoch
-	sh := a.m.shardFor(pid)
-	st := sh.producers.get(pid)
-	if st == nil || a.m.noKnownPath || h.Attributes&(batch.AttrControl|batch.AttrTransactional) != 0 ||
+	if pid < 0 || baseOffset < 0 || m.noKnownPath {
+		return false
+	}
+	st := m.shardFor(pid).producers.get(pid)
+	if st == nil || h.Attributes&(batch.AttrControl|batch.AttrTransactional) != 0 ||
 		st.epoch != epoch || epoch < 0 || st.txnFirstOffset >= 0 {
 		return false
 	}
@@ -403,15 +406,53 @@ func (a *Append) validateKnownData(h *batch.BatchHeader, baseOffset int64) bool 
 	if firstSeq != st.seqTop+1 || firstSeq|delta|lastSeq < 0 {
 		return false
 	}
-	k := &a.known
-	last := baseOffset + int64(delta)
 	k.stored = st
-	k.meta.LastSequence, k.meta.OffsetDelta, k.meta.LastOffset, k.meta.Timestamp = lastSeq, delta, last, h.MaxTimestamp
-	a.tryKnown, a.knownPending = false, true
-	if !a.hasOffsets || last > a.lastOffset { // noteOffsets
-		a.lastOffset = last
+	k.meta.LastSequence, k.meta.OffsetDelta, k.meta.LastOffset, k.meta.Timestamp = lastSeq, delta, baseOffset+int64(delta), h.MaxTimestamp
+	return true
+}
+
+// CommitKnown is Commit of an append of the one batch FindKnown accepted
+// into k, once its bytes are in the log: the batch joins its producer's
+// entry and the MEO moves past it. Nothing may have changed the state
+// since FindKnown (the caller's append lock is held throughout).
+func (m *Manager) CommitKnown(k *Known) {
+	m.pushKnown(k)
+	m.mapEndOffset.Store(k.meta.LastOffset + 1)
+}
+
+// pushKnown adds the batch FindKnown accepted into k to its entry,
+// without the shard lock unless a reader is at work. The caller's append
+// lock, held, keeps out readers that came first (beginRead waits for
+// it); one that counted itself before that is seen here (readers > 0),
+// and the entry is written under its shard lock as readers expect. No
+// atomic operation is added to the append (readers is a load), where a
+// lock would be two. Package doc, Locking.
+func (m *Manager) pushKnown(k *Known) {
+	if m.readers.Load() == 0 {
+		k.stored.push(&k.meta, k.meta.LastSequence)
+		return
 	}
-	a.hasOffsets = true
+	sh := m.shardFor(k.stored.producerID)
+	sh.mu.Lock()
+	k.stored.push(&k.meta, k.meta.LastSequence)
+	sh.mu.Unlock()
+}
+
+// validateKnownData is validateData for the case FindKnown accepts: the
+// first batch of a Client append that has producer state (nothing staged
+// before it, so no barrier either). validateData accepts such a batch
+// and stages one data op (its accumulator holding the stored entry
+// unchanged, the op pending); here the op's content is kept in a.known,
+// and materialize makes both if another batch with producer state
+// follows; the batch's offsets are noted. For every other batch it
+// returns false having done nothing, and validateStaged decides the
+// batch.
+func (a *Append) validateKnownData(h *batch.BatchHeader, baseOffset int64) bool {
+	if !a.m.FindKnown(h, baseOffset, &a.known) {
+		return false
+	}
+	a.tryKnown, a.knownPending = false, true
+	a.noteOffsets(h, baseOffset)
 	return true
 }
 
@@ -626,23 +667,8 @@ func (m *Manager) Commit(a *Append) {
 	if len(a.ops) == 0 {
 		if a.knownPending {
 			// One data batch of a stored producer in its epoch, outside
-			// a transaction (validateKnownData): as below, without an op,
-			// and without the shard lock unless a reader is at work. The
-			// caller's append lock, held, keeps out readers that came
-			// first (beginRead waits for it); one that counted itself
-			// before that is seen here (readers > 0), and the entry is
-			// written under its shard lock as readers expect. No atomic
-			// operation is added to an append without producer state
-			// (readers is a load), where a lock would be two.
-			k := &a.known
-			if m.readers.Load() == 0 {
-				k.stored.push(&k.meta, k.meta.LastSequence)
-			} else {
-				sh := m.shardFor(k.stored.producerID)
-				sh.mu.Lock()
-				k.stored.push(&k.meta, k.meta.LastSequence)
-				sh.mu.Unlock()
-			}
+			// a transaction (validateKnownData): CommitKnown's work.
+			m.pushKnown(&a.known)
 		}
 		m.mapEndOffset.Store(a.lastOffset + 1)
 		return

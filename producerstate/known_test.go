@@ -11,13 +11,16 @@ import (
 	"github.com/partlog/partlog/batch"
 )
 
-// pairedAppend runs one append on two Managers, one with the known path
-// (validateKnownData) and one without it, and fails the test unless both
-// give the same error and the same state afterwards. It returns the
-// error and whether the known path staged a batch (and whether it had to
-// be materialized).
-func pairedAppend(t *testing.T, known, general *Manager, next int64, origin Origin, vs []batch.View) (err error, took, materialized bool) {
+// pairedAppend runs one append on three Managers, one with the known
+// path (validateKnownData), one without it, and one that takes the
+// one-batch calls (FindKnown, CommitKnown) where they apply, as the
+// log's leader does, and Begin, Validate, Commit otherwise; it fails the
+// test unless all give the same error and the same state afterwards. It
+// returns the error and whether the known path staged a batch (and
+// whether it had to be materialized).
+func pairedAppend(t *testing.T, ms *managers, next int64, origin Origin, vs []batch.View) (err error, took, materialized bool) {
 	t.Helper()
+	known, general := ms.known, ms.general
 	var ak, ag Append
 	known.Begin(&ak, origin, 0)
 	general.Begin(&ag, origin, 0)
@@ -41,8 +44,57 @@ func pairedAppend(t *testing.T, known, general *Manager, next int64, origin Orig
 	if !reflect.DeepEqual(ak.CompletedTxns(), ag.CompletedTxns()) {
 		t.Fatalf("completed %v vs %v", ak.CompletedTxns(), ag.CompletedTxns())
 	}
-	sameState(t, known, general)
+	if errD, direct := ms.appendDirect(next, origin, vs); !reflect.DeepEqual(errD, errK) {
+		t.Fatalf("one-batch calls (taken %v): %v, known path %v", direct, errD, errK)
+	} else if direct != (took && len(vs) == 1) {
+		t.Fatalf("FindKnown took the batch %v, the known path %v", direct, took)
+	}
+	ms.same(t)
 	return errK, took, materialized
+}
+
+// managers are the three Managers pairedAppend compares.
+type managers struct{ known, general, direct *Manager }
+
+// appendDirect is the append on ms.direct: FindKnown and CommitKnown for
+// one batch of a Client that FindKnown accepts (reported), the general
+// calls otherwise.
+func (ms *managers) appendDirect(next int64, origin Origin, vs []batch.View) (err error, direct bool) {
+	m := ms.direct
+	if len(vs) == 1 && origin == Client {
+		var h batch.BatchHeader
+		vs[0].DecodeHeader(&h)
+		var k Known
+		if m.FindKnown(&h, next, &k) {
+			m.CommitKnown(&k)
+			return nil, true
+		}
+	}
+	var a Append
+	m.Begin(&a, origin, 0)
+	o := next
+	for _, v := range vs {
+		if err = m.Validate(&a, v, o); err != nil {
+			break
+		}
+		o += span(v)
+	}
+	m.Commit(&a)
+	return err, false
+}
+
+// same fails the test unless the three Managers hold the same state.
+func (ms *managers) same(t *testing.T) {
+	t.Helper()
+	sameState(t, ms.known, ms.general)
+	sameState(t, ms.direct, ms.general)
+}
+
+// removeExpired is RemoveExpired on all three.
+func (ms *managers) removeExpired(nowMs int64) {
+	for _, m := range []*Manager{ms.known, ms.general, ms.direct} {
+		m.RemoveExpired(nowMs)
+	}
 }
 
 func sameState(t *testing.T, a, b *Manager) {
@@ -56,10 +108,10 @@ func sameState(t *testing.T, a, b *Manager) {
 	}
 }
 
-func knownPair() (known, general *Manager) {
-	known, general = New(Config{Shards: 4}), New(Config{Shards: 4})
-	general.noKnownPath = true
-	return known, general
+func knownPair() *managers {
+	ms := &managers{New(Config{Shards: 4}), New(Config{Shards: 4}), New(Config{Shards: 4})}
+	ms.general.noKnownPath = true
+	return ms
 }
 
 // TestKnownPathMatchesGeneralPath: random appends (mostly Client, one to
@@ -76,7 +128,7 @@ func TestKnownPathMatchesGeneralPath(t *testing.T) {
 	if testing.Short() {
 		steps = 1000
 	}
-	known, general := knownPair()
+	ms := knownPair()
 	type prod struct {
 		epoch int16
 		seq   int32
@@ -153,7 +205,7 @@ func TestKnownPathMatchesGeneralPath(t *testing.T) {
 		for j, s := range specs {
 			vs[j] = build(t, s)
 		}
-		err, k, mat := pairedAppend(t, known, general, next, origin, vs)
+		err, k, mat := pairedAppend(t, ms, next, origin, vs)
 		if k {
 			took++
 		}
@@ -169,7 +221,7 @@ func TestKnownPathMatchesGeneralPath(t *testing.T) {
 		}
 		// The generator follows the committed state.
 		for pid, p := range prods {
-			e, ok := known.Producer(pid)
+			e, ok := ms.known.Producer(pid)
 			if !ok {
 				*p = prod{}
 				continue
@@ -190,9 +242,8 @@ func TestKnownPathMatchesGeneralPath(t *testing.T) {
 			}
 		}
 		if i%500 == 0 {
-			known.RemoveExpired(1 << 62) // every producer without a transaction goes
-			general.RemoveExpired(1 << 62)
-			sameState(t, known, general)
+			ms.removeExpired(1 << 62) // every producer without a transaction goes
+			ms.same(t)
 		}
 	}
 	t.Logf("%d of %d appends accepted; known path %d times, %d of them materialized", accepted, steps, took, materialized)
@@ -254,7 +305,7 @@ func TestKnownPathDecisions(t *testing.T) {
 		{"replicated without sequences", []bspec{data(pid, 0, -1, 1)}, []bspec{data(pid, 0, 0, 1)}, true, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			known, general := knownPair()
+			ms := knownPair()
 			next := int64(0)
 			for _, s := range c.setup {
 				origin := Client
@@ -265,7 +316,7 @@ func TestKnownPathDecisions(t *testing.T) {
 					origin = Replication
 				}
 				v := build(t, s)
-				if err, _, _ := pairedAppend(t, known, general, next, origin, []batch.View{v}); err != nil {
+				if err, _, _ := pairedAppend(t, ms, next, origin, []batch.View{v}); err != nil {
 					t.Fatalf("setup %+v: %v", s, err)
 				}
 				next += span(v)
@@ -274,7 +325,7 @@ func TestKnownPathDecisions(t *testing.T) {
 			for i, s := range c.batch {
 				vs[i] = build(t, s)
 			}
-			err, took, _ := pairedAppend(t, known, general, next, Client, vs)
+			err, took, _ := pairedAppend(t, ms, next, Client, vs)
 			if took != c.takes || (err == nil) != c.ok {
 				t.Fatalf("known path taken %v (want %v), error %v (want ok %v)", took, c.takes, err, c.ok)
 			}
@@ -286,9 +337,9 @@ func TestKnownPathDecisions(t *testing.T) {
 // refused even when its header looks like the next data batch of a
 // stored producer (same epoch, not transactional, the next sequence).
 func TestKnownPathLeavesControlBatches(t *testing.T) {
-	known, general := knownPair()
+	ms := knownPair()
 	v := build(t, data(5, 0, 0, 1))
-	if err, _, _ := pairedAppend(t, known, general, 0, Client, []batch.View{v}); err != nil {
+	if err, _, _ := pairedAppend(t, ms, 0, Client, []batch.View{v}); err != nil {
 		t.Fatal(err)
 	}
 	c := build(t, bspec{pid: 5, epoch: 0, control: 4, ts: 1000})
@@ -296,7 +347,7 @@ func TestKnownPathLeavesControlBatches(t *testing.T) {
 	if c.IsTransactional() || !c.IsControl() || c.BaseSequence() != 1 {
 		t.Fatalf("test batch: transactional %v control %v sequence %d", c.IsTransactional(), c.IsControl(), c.BaseSequence())
 	}
-	err, took, _ := pairedAppend(t, known, general, 1, Client, []batch.View{c})
+	err, took, _ := pairedAppend(t, ms, 1, Client, []batch.View{c})
 	if took || !errors.Is(err, ErrControlFromClient) {
 		t.Fatalf("known path taken %v, error %v", took, err)
 	}
