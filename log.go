@@ -44,7 +44,9 @@ import (
 type Log struct {
 	// The fields every append reads or writes come first, on three cache
 	// lines with the Options fields it reads (the first five of opts),
-	// and the stage's first two lines: with a thousand partitions
+	// and the stage's first two lines (which the leader's usual request,
+	// of a batch without producer id or of a known producer, does not
+	// touch: appendLeaderLocked): with a thousand partitions
 	// appended to in turn, an append's cost is mostly the lines it
 	// touches, and each one it misses is a trip to memory. Keep them
 	// together (TestLogAppendLines checks the offsets). Line 0:
@@ -75,7 +77,8 @@ type Log struct {
 	opts    Options
 	_       [24]byte // so that stage starts a line
 	// stage starts a line (after opts: TestLogAppendLines): its first 128
-	// bytes, two lines, are what a producer-less append touches.
+	// bytes, two lines, are what a producer-less append of the general
+	// path (appendAssigned, appendKept) touches.
 	stage producerstate.Append // reused by appends, under appendMu
 
 	// The rest is what no append touches (flushes, truncations, opening

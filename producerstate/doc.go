@@ -43,7 +43,9 @@
 //     epoch, next sequence, no transaction, not in the cache) is staged
 //     without an accumulator or an op (validateKnownData); should another
 //     batch with a producer id follow, both are made first, exactly as
-//     the general path would have made them.
+//     the general path would have made them. A caller appending that one
+//     batch alone (the log's leader) may skip the Append altogether:
+//     FindKnown makes the same decision and CommitKnown the same commit.
 //  3. Commit applies the staged updates one by one in batch order, with
 //     the same functions the accumulators used, so the committed state is
 //     exactly what validation predicted. Completed transactions are
@@ -92,7 +94,8 @@
 // (it only stores the MEO, an atomic), of an append of one data batch of
 // a known producer outside a transaction (it updates that entry under
 // its shard lock alone), and of an append whose one batch with producer
-// state the known path staged (below). So readers of entries (Producers,
+// state the known path staged or FindKnown accepted (CommitKnown;
+// below). So readers of entries (Producers,
 // SnapshotEntries) hold Manager.mu and take each shard's lock while they
 // read that shard; readers of transactions and offsets (LastStableOffset,
 // …) hold Manager.mu only. A snapshot pairs the entries with the MEO, so
