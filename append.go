@@ -278,10 +278,8 @@ func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *Append
 	// unless the general tail below takes them, producer state only sees
 	// CommitPlain or CommitKnown. Any other batch is staged in l.stage
 	// now, as validate would, and a refusal returned as it is.
-	plain := h.ProducerID < 0
 	var known producerstate.Known
-	staged := !plain && !l.psm.FindKnown(&h, next, &known)
-	if staged {
+	if h.ProducerID >= 0 && !l.psm.FindKnown(&h, next, &known) {
 		if err := l.beginLeader(v, &h, next); err != nil {
 			return err
 		}
@@ -301,7 +299,7 @@ func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *Append
 		// path's tail, on the stage and scan validate would have made
 		// (staging again what FindKnown accepted: nothing has changed
 		// since, so the general path accepts it too).
-		if !staged {
+		if h.ProducerID < 0 || known.Accepted() {
 			if err := l.beginLeader(v, &h, next); err != nil {
 				return err
 			}
@@ -314,12 +312,12 @@ func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *Append
 	l.logEndOffset.Store(last + 1)
 	l.waiters.logEndMoved()
 	switch {
-	case plain:
+	case h.ProducerID < 0:
 		l.psm.CommitPlain(last)
-	case staged:
-		l.psm.Commit(&l.stage) // a client's data batch completes no transaction
-	default:
+	case known.Accepted():
 		l.psm.CommitKnown(&known)
+	default:
+		l.psm.Commit(&l.stage) // a client's data batch completes no transaction
 	}
 	info.FirstOffset, info.LastOffset = next, last
 	info.MaxTimestamp, info.OffsetOfMaxTimestamp = batch.NoTimestamp, -1

@@ -372,6 +372,9 @@ type Known struct {
 	meta   BatchMetadata // meta.LastSequence is the entry's seqTop once it is pushed
 }
 
+// Accepted reports whether FindKnown accepted a batch into k.
+func (k *Known) Accepted() bool { return k.stored != nil }
+
 // FindKnown decides, without an Append, the batch a produce request
 // usually is: a data batch of header h (its CRC checked) at baseOffset
 // ≥ 0 of a Client, from a stored producer in its stored epoch (≥ 0),
