@@ -112,7 +112,7 @@ type logCold struct {
 	truncated [8]truncation
 
 	flushMu sync.Mutex // serializes flushes; taken before appendMu
-	syncMu  sync.Mutex // guards syncing
+	syncMu  sync.Mutex // guards syncing, syncNext, syncFree and gather
 	syncing *syncGroup // the flush Sync callers currently share, if any
 	// syncNext is the group gathering for the next flush (sync.go).
 	syncNext *syncGroup
