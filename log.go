@@ -112,10 +112,13 @@ type logCold struct {
 	truncated [8]truncation
 
 	flushMu sync.Mutex // serializes flushes; taken before appendMu
-	syncMu  sync.Mutex // guards syncing
+	syncMu  sync.Mutex // guards syncing, syncNext, syncFree and gather
 	syncing *syncGroup // the flush Sync callers currently share, if any
 	// syncNext is the group gathering for the next flush (sync.go).
 	syncNext *syncGroup
+	// syncFree lists the groups nobody references any more, for reuse
+	// (syncGroup), under syncMu.
+	syncFree *syncGroup
 	// gather is how long a group's leader lets its group grow before its
 	// flush starts (sync.go), under syncMu.
 	gather syncGather

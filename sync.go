@@ -14,15 +14,34 @@ import (
 
 // syncGroup is one flush shared by every Sync caller that joined it
 // while it was gathering (see Sync).
+//
+// Groups are recycled (Log.syncFree) so that a Sync allocates nothing
+// once the log has seen its usual number of waiters: refs counts who may
+// still read the group (its leader until its flush is over, each waiter
+// until it has read err, the next group's leader until it has read err
+// through prev), and the one that drops it to 0 puts the group on the
+// free list. Nobody can take a new reference once the group's flush is
+// over: it is then neither l.syncing nor l.syncNext, through which
+// callers find a group. A waiter waits on a slot of its own (a channel of
+// one, kept with the group), which the flush's end sends to once, so a
+// flush nobody waits for (a lone writer) needs no channel at all.
 type syncGroup struct {
-	done chan struct{} // closed when the flush is over
-	err  error         // its result, set before done is closed
+	// slots[:waits] are the waiters' (waitSlot); finished is set, with
+	// err, when the flush is over and every slot not left has been sent
+	// to. Under syncMu; err is read by the waiters after their wake-up.
+	slots    []waitSlot
+	waits    int
+	finished bool
+	err      error // its result, set before the slots are sent to
+	refs     atomic.Int32
+	free     *syncGroup // next on Log.syncFree
 	// prev is the flush that was running when the group formed; the
-	// group's flush starts after it. ready (with a prev only) is closed
-	// by prev's flush when it is over, after done: the leader of this
-	// group is the last goroutine it wakes, so it runs next (a goroutine
-	// woken from a channel takes the waker's run-next slot, and each later
-	// one takes it over) rather than behind the members prev released.
+	// group's flush starts after it. ready (with a prev only, made on
+	// first use and kept) is sent to once by prev's flush when it is
+	// over, after the slots: the leader of this group is the last
+	// goroutine it wakes, so it runs next (a goroutine woken from a
+	// channel takes the waker's run-next slot, and each later one takes
+	// it over) rather than behind the members prev released.
 	prev  *syncGroup
 	ready chan struct{}
 	// plan is what the group's flush syncs when planned is set: planned
@@ -44,6 +63,82 @@ type syncGroup struct {
 	members, covered int
 	// took is how long the group's fsyncs took, set by its flush.
 	took time.Duration
+}
+
+// waitSlot is one waiter's place in a group: ch (capacity 1) gets one
+// send when the flush is over, unless the waiter left first (its context
+// ended before the flush did).
+type waitSlot struct {
+	ch   chan struct{}
+	left bool
+}
+
+// newGroupLocked returns a group for a leader, recycled if one is free,
+// with one reference (the leader's) and, with prev, one on prev. Caller
+// holds syncMu.
+func (l *Log) newGroupLocked(prev *syncGroup) *syncGroup {
+	g := l.syncFree
+	if g != nil {
+		l.syncFree, g.free = g.free, nil
+	} else {
+		g = new(syncGroup)
+	}
+	g.members, g.prev = 1, prev
+	g.refs.Store(1)
+	if prev != nil {
+		prev.refs.Add(1)
+		if g.ready == nil {
+			g.ready = make(chan struct{}, 1)
+		}
+	}
+	return g
+}
+
+// waitLocked registers a waiter on g, which is l.syncing or l.syncNext
+// (so its flush is not over), and returns its slot. Caller holds syncMu.
+func (l *Log) waitLocked(g *syncGroup) int {
+	k := g.waits
+	if k == len(g.slots) {
+		g.slots = append(g.slots, waitSlot{ch: make(chan struct{}, 1)})
+	}
+	g.slots[k].left = false
+	g.waits++
+	g.refs.Add(1)
+	return k
+}
+
+// finish reports err to g's waiters: every slot not left is
+// sent to (never blocking: each gets one send per use of the group).
+// Caller holds syncMu.
+func (g *syncGroup) finish(err error) {
+	g.err, g.finished = err, true
+	for i := range g.slots[:g.waits] {
+		if !g.slots[i].left {
+			g.slots[i].ch <- struct{}{}
+		}
+	}
+}
+
+// releaseGroup drops a reference to g; the last one puts g, cleared, on
+// the free list. locked: the caller holds syncMu.
+func (l *Log) releaseGroup(g *syncGroup, locked bool) {
+	if g.refs.Add(-1) != 0 {
+		return
+	}
+	if !locked {
+		l.syncMu.Lock()
+		defer l.syncMu.Unlock()
+	}
+	// Every slot's channel is empty: each sent-to slot's waiter received
+	// before it let go, and ready's one send was received by the leader.
+	for i := range g.slots[:g.waits] {
+		g.slots[i].left = false
+	}
+	g.waits, g.finished, g.err, g.prev = 0, false, nil, nil
+	g.plan, g.planned = flushPlan{}, false
+	g.target.Store(0)
+	g.members, g.covered, g.took = 0, 0, 0
+	g.free, l.syncFree = l.syncFree, g
 }
 
 // syncGather decides how long a group's leader lets the group grow
@@ -489,6 +584,8 @@ func (l *Log) Sync(ctx context.Context, offset int64) error {
 				l.arrived()
 				from, to = l.gather.claimWriteback(seg, size)
 			}
+			k := l.waitLocked(wait)
+			ch := wait.slots[k].ch
 			l.syncMu.Unlock()
 			if seg != nil && from < to {
 				// The group's flush writes these bytes whatever happens
@@ -498,22 +595,34 @@ func (l *Log) Sync(ctx context.Context, offset int64) error {
 			}
 			l.parked.Add(1)
 			select {
-			case <-wait.done:
+			case <-ch:
 			case <-ctx.Done():
 				l.parked.Add(-1)
+				l.syncMu.Lock()
+				over := wait.finished
+				if !over {
+					wait.slots[k].left = true // the flush's end skips it
+				}
+				l.syncMu.Unlock()
+				if over {
+					// The flush's end sent to the slot (or is sending):
+					// take it, so the group is reused with it empty.
+					<-ch
+				}
+				l.releaseGroup(wait, false)
 				return ctx.Err()
 			}
 			l.parked.Add(-1)
-			if wait.err != nil {
-				return wait.err
+			err := wait.err
+			l.releaseGroup(wait, false)
+			if err != nil {
+				return err
 			}
 			continue
 		}
-		g := &syncGroup{done: make(chan struct{}), prev: l.syncing, members: 1}
+		g := l.newGroupLocked(l.syncing)
 		l.arrived()
-		if g.prev != nil {
-			g.ready = make(chan struct{})
-		} else {
+		if g.prev == nil {
 			// Nothing is flushing: this group flushes at once, and the
 			// next one gathers behind it.
 			l.syncing = g
@@ -576,6 +685,8 @@ func (l *Log) leadGroup(g *syncGroup) error {
 		// A failed flush poisoned the log: g's members get that error
 		// itself, not one of a flush of their own on the failed log.
 		err = g.prev.err
+		l.releaseGroup(g.prev, false)
+		g.prev = nil
 	}
 	// Let the group grow (when nothing failed), then end its gathering.
 	members := l.gatherWait(g, err == nil)
@@ -603,8 +714,7 @@ func (l *Log) leadGroup(g *syncGroup) error {
 	}
 
 	l.syncMu.Lock()
-	g.err = err
-	close(g.done)
+	g.finish(err)
 	if ended {
 		l.gather.release(members, g.took, time.Now())
 		if err == nil {
@@ -612,8 +722,11 @@ func (l *Log) leadGroup(g *syncGroup) error {
 		}
 	}
 	if next != nil {
-		close(next.ready)
+		next.ready <- struct{}{} // its one send: never blocks
 	}
+	// The leader's reference: g is no longer l.syncing or l.syncNext
+	// (nextGroup moved on), so only its waiters and next may still read it.
+	l.releaseGroup(g, true)
 	l.syncMu.Unlock()
 	if next != nil {
 		// Let next's leader (in the run-next slot, see syncGroup.ready)

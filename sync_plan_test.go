@@ -679,7 +679,7 @@ func TestGatherWaitsWhileAppending(t *testing.T) {
 	for _, on := range []string{"", "appending", "parked"} {
 		appending := on != ""
 		l, _ := openTestLog(t, smallOpts(t))
-		g := &syncGroup{done: make(chan struct{}), members: 1}
+		g := &syncGroup{members: 1}
 		now := time.Now()
 		const gap = 5 * time.Millisecond
 		l.syncMu.Lock()
