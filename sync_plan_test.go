@@ -182,8 +182,8 @@ func TestSyncNextFlushPlannedAhead(t *testing.T) {
 
 // TestSyncGroupBehindFailedFlush: the group gathering behind a flush
 // that fails gets that flush's error itself (it does not flush the
-// poisoned log, and does not hang), and a later Sync fails with
-// ErrFailed.
+// poisoned log, and does not hang), a later Sync fails with ErrFailed,
+// and every group is free afterwards.
 func TestSyncGroupBehindFailedFlush(t *testing.T) {
 	l, _ := openTestLog(t, smallOpts(t))
 	b := makeBatch(t, 1, 50, 1)
@@ -225,6 +225,7 @@ func TestSyncGroupBehindFailedFlush(t *testing.T) {
 		t.Fatalf("recovery point %d advanced past a failed flush", rp)
 	}
 	l.flushFault = nil
+	checkGroupsFree(t, l) // the failed flush's group and the one behind it are recycled too
 }
 
 // TestSyncLeavesActiveIndexes: a Sync fdatasyncs the active segment's

@@ -169,35 +169,3 @@ func TestSyncWaiterLeavesAsFlushEnds(t *testing.T) {
 	}
 	checkGroupsFree(t, l)
 }
-
-// TestSyncGroupsRecycledAfterFailure: a failed flush's group and the one
-// behind it (which gets the same error without flushing) are freed too.
-func TestSyncGroupsRecycledAfterFailure(t *testing.T) {
-	l, _ := openTestLog(t, smallOpts(t))
-	b := makeBatch(t, 1, 50, 1)
-	first, err := l.AppendAsLeader(b, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	boom := errors.New("injected fsync failure")
-	entered, release, _ := blockFirstFlush(l, boom, nil)
-	done := make(chan error, 4)
-	go func() { done <- l.Sync(context.Background(), first.LastOffset+1) }()
-	<-entered
-	for range 3 {
-		info, err := l.AppendAsLeader(b, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
-	}
-	waitParked(t, l, 3)
-	close(release)
-	for range 4 {
-		if err := <-done; err != boom {
-			t.Fatalf("%v, want the failed flush's error", err)
-		}
-	}
-	l.flushFault = nil
-	checkGroupsFree(t, l)
-}

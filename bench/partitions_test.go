@@ -241,6 +241,27 @@ func reportMedian(b *testing.B, ratios []float64, unit string) {
 	}
 }
 
+// openRoundRobinLogs opens a directory of n new partitions of topic t
+// (closed at cleanup) and returns their logs, partition 0 first.
+func openRoundRobinLogs(b *testing.B, n int) []*partlog.Log {
+	dir := benchBaseDir(b)
+	makePartitionDirs(b, dir, n)
+	d, err := partlog.OpenDir(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = d.Close() })
+	logs := make([]*partlog.Log, 0, n)
+	for i := range n {
+		l, ok := d.Log(partlog.TopicPartition{Topic: "t", Partition: int32(i)})
+		if !ok {
+			b.Fatalf("partition %d missing", i)
+		}
+		logs = append(logs, l)
+	}
+	return logs
+}
+
 // BenchmarkRoundRobin appends 1 KiB batches spread round-robin over 1 000
 // partitions (one batch to each in turn) and the same batches into one
 // partition, interleaved in rounds of 1 000 appends per variant, and
@@ -260,21 +281,7 @@ func BenchmarkRoundRobin(b *testing.B) {
 	needFiles(b, n, 2)
 	src := batchOfSize(b, 1<<10)
 	b.Run(fmt.Sprintf("partitions=%d/size=1KiB", n), func(b *testing.B) {
-		dir := benchBaseDir(b)
-		makePartitionDirs(b, dir, n)
-		d, err := partlog.OpenDir(dir, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = d.Close() })
-		logs := make([]*partlog.Log, 0, n)
-		for i := range n {
-			l, ok := d.Log(partlog.TopicPartition{Topic: "t", Partition: int32(i)})
-			if !ok {
-				b.Fatalf("partition %d missing", i)
-			}
-			logs = append(logs, l)
-		}
+		logs := openRoundRobinLogs(b, n)
 		single := openBenchLog(b)
 		// Before the timer, for every log: the first append at a leader
 		// epoch writes the epoch checkpoint (an fsync), and the first

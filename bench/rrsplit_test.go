@@ -21,20 +21,7 @@ func BenchmarkRoundRobinSplit(b *testing.B) {
 		b.Run(fmt.Sprintf("partitions=%d/size=1KiB/%s", n, mode), func(b *testing.B) {
 			var logs []*partlog.Log
 			if mode == "rr" {
-				dir := benchBaseDir(b)
-				makePartitionDirs(b, dir, n)
-				d, err := partlog.OpenDir(dir, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { _ = d.Close() })
-				for i := range n {
-					l, ok := d.Log(partlog.TopicPartition{Topic: "t", Partition: int32(i)})
-					if !ok {
-						b.Fatalf("partition %d missing", i)
-					}
-					logs = append(logs, l)
-				}
+				logs = openRoundRobinLogs(b, n)
 			} else {
 				logs = []*partlog.Log{openBenchLog(b)}
 			}
