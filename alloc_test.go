@@ -1,19 +1,27 @@
 package partlog
 
 import (
+	"context"
 	"encoding/binary"
 	"testing"
 
 	"github.com/partlog/partlog/batch"
 )
 
-// TestAppendDoesNotAllocate guards the 0 allocs/op of the append path
-// (leader and follower) once the leader epoch is known.
-func TestAppendDoesNotAllocate(t *testing.T) {
+// allocTestLog opens a log whose segment and indexes leave room for the
+// appends of an AllocsPerRun (no roll, which allocates, in between).
+func allocTestLog(t *testing.T) *Log {
 	opts := smallOpts(t)
 	opts.SegmentBytes = 64 << 20
 	opts.MaxIndexBytes = 1 << 20
 	l, _ := openTestLog(t, opts)
+	return l
+}
+
+// TestAppendDoesNotAllocate guards the 0 allocs/op of the append path
+// (leader and follower) once the leader epoch is known.
+func TestAppendDoesNotAllocate(t *testing.T) {
+	l := allocTestLog(t)
 	src := makeBatch(t, 3, 100, 1700000000000)
 	if _, err := l.AppendAsLeader(src, 1); err != nil {
 		t.Fatal(err)
@@ -65,10 +73,7 @@ func TestReadDoesNotAllocate(t *testing.T) {
 // commit under its shard lock alone), and two batches of one producer in
 // one append (the working copy).
 func TestIdempotentAppendDoesNotAllocate(t *testing.T) {
-	opts := smallOpts(t)
-	opts.SegmentBytes = 64 << 20
-	opts.MaxIndexBytes = 1 << 20
-	l, _ := openTestLog(t, opts)
+	l := allocTestLog(t)
 	const producers = 10
 	seqs := make([]int32, producers)
 	one := psData(t, 0, 0, 0, 2, false)
@@ -105,5 +110,26 @@ func TestIdempotentAppendDoesNotAllocate(t *testing.T) {
 	pair()
 	if n := testing.AllocsPerRun(1000, pair); n != 0 {
 		t.Errorf("AppendAsLeader of two batches of one producer allocates %v times per call", n)
+	}
+}
+
+// TestSyncDoesNotAllocate guards 0 allocs per append+Sync of one writer:
+// its groups are recycled, and a flush nobody waits for makes no channel.
+func TestSyncDoesNotAllocate(t *testing.T) {
+	l := allocTestLog(t)
+	src := makeBatch(t, 1, 16<<10, 1)
+	ctx := context.Background()
+	step := func() {
+		info, err := l.AppendAsLeader(src, 1)
+		if err == nil {
+			err = l.Sync(ctx, info.LastOffset+1)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	step()
+	if n := testing.AllocsPerRun(200, step); n != 0 {
+		t.Errorf("AppendAsLeader+Sync of one writer allocates %v times per call", n)
 	}
 }

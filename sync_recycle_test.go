@@ -9,30 +9,6 @@ import (
 	"time"
 )
 
-// TestSyncDoesNotAllocate guards 0 allocs per append+Sync of one writer:
-// its groups are recycled, and a flush nobody waits for makes no channel.
-func TestSyncDoesNotAllocate(t *testing.T) {
-	opts := smallOpts(t)
-	opts.SegmentBytes = 64 << 20
-	opts.MaxIndexBytes = 1 << 20
-	l, _ := openTestLog(t, opts)
-	src := makeBatch(t, 1, 16<<10, 1)
-	ctx := context.Background()
-	step := func() {
-		info, err := l.AppendAsLeader(src, 1)
-		if err == nil {
-			err = l.Sync(ctx, info.LastOffset+1)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	step()
-	if n := testing.AllocsPerRun(200, step); n != 0 {
-		t.Errorf("AppendAsLeader+Sync of one writer allocates %v times per call", n)
-	}
-}
-
 // TestSyncGroupsRecycledUnderLoad: writers that append and sync, some
 // with contexts that end at random moments (a waiter leaving just as its
 // flush ends, or while its group gathers), while groups are recycled:
