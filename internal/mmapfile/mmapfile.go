@@ -151,6 +151,43 @@ type File struct {
 	// capacity is the largest size Grow (after a Remap, for a file made
 	// ahead) may give the file: len(data), or more for a file made ahead.
 	capacity int64
+
+	// allocMu guards allocated and allocGen. allocated is how far past
+	// the reserved prefix (size, always backed) the file's blocks are
+	// known to be allocated: by a Preallocate that starts within
+	// max(allocated, size) and that no Truncate overtook (Truncate bumps allocGen and lowers allocated to
+	// its length). A Grow that stays within it has nothing to allocate
+	// and makes no system call: the blocks it reserves are already the
+	// file's, so stores into them cannot meet a full disk at writeback.
+	allocMu   sync.Mutex
+	allocated int64
+	allocGen  uint64
+}
+
+// allocatedTo returns how far the file's blocks are known to be allocated
+// (see File.allocated).
+func (f *File) allocatedTo() int64 {
+	f.allocMu.Lock()
+	defer f.allocMu.Unlock()
+	return max(f.allocated, f.size.Load())
+}
+
+// noteAllocated records that [off, end) was allocated by a call that
+// started when allocGen was gen: it extends allocated unless a Truncate
+// came in between or the range leaves a gap after it.
+func (f *File) noteAllocated(off, end int64, gen uint64) {
+	f.allocMu.Lock()
+	if gen == f.allocGen && off <= max(f.allocated, f.size.Load()) {
+		f.allocated = max(f.allocated, end)
+	}
+	f.allocMu.Unlock()
+}
+
+// allocGeneration returns allocGen, for noteAllocated.
+func (f *File) allocGeneration() uint64 {
+	f.allocMu.Lock()
+	defer f.allocMu.Unlock()
+	return f.allocGen
 }
 
 // Create creates a new file at path (failing if it exists), preallocates size
@@ -492,7 +529,13 @@ func (f *File) Grow(n int64) error {
 		return pathError(f.path, "grow", fmt.Errorf("%w: %d > mapped %d (capacity %d)", ErrCapacity, n, f.MapLen(), f.Cap()))
 	}
 	// Only the new range: the part below cur is already backed (Create,
-	// Open and the previous Grow reserved it).
+	// Open and the previous Grow reserved it), and so is the part a
+	// Preallocate allocated (a prefault worker's, off the append path).
+	start := max(cur, f.allocatedTo())
+	if start >= n && f.lengthAt == 0 {
+		f.size.Store(n)
+		return nil
+	}
 	err := f.withFD(func(fd int) error {
 		if f.lengthAt > 0 {
 			// The length deferred by OpenAhead (a hole past the
@@ -502,7 +545,10 @@ func (f *File) Grow(n int64) error {
 			}
 			f.lengthAt = 0
 		}
-		return fallocate(fd, 0, cur, n-cur)
+		if start >= n {
+			return nil
+		}
+		return fallocate(fd, 0, start, n-start)
 	})
 	if err != nil {
 		return pathError(f.path, "fallocate", err)
@@ -533,6 +579,10 @@ func (f *File) Remap(mapLen int64) (*File, error) {
 		return nil, pathError(f.path, "remap", fmt.Errorf("length %d does not fit in memory", mapLen))
 	}
 	g := &File{path: f.path, writable: true, reopen: f.reopen, lengthAt: f.lengthAt, capacity: f.capacity}
+	// Blocks a Preallocate allocated for f are g's file's too (one that
+	// is still running on f and finishes later is not counted: Grow then
+	// allocates its range again, which only costs the call).
+	g.allocated = f.allocatedTo()
 	if mapLen > 0 {
 		fd := f.fd.Load()
 		if fd == nil {
@@ -694,7 +744,14 @@ func (f *File) Truncate(n int64) error {
 	// Publish the smaller size first so that no new Bytes call hands out the
 	// region that is about to lose its backing.
 	f.size.Store(n)
-	if err := f.withFD(func(fd int) error { return unix.Ftruncate(fd, n) }); err != nil {
+	err := f.withFD(func(fd int) error { return unix.Ftruncate(fd, n) })
+	// After the ftruncate, even a failed one: blocks past n may be gone,
+	// and a Preallocate that ran before it must not count them.
+	f.allocMu.Lock()
+	f.allocGen++
+	f.allocated = min(f.allocated, n)
+	f.allocMu.Unlock()
+	if err != nil {
 		return pathError(f.path, "truncate", err)
 	}
 	return nil
@@ -861,8 +918,9 @@ func (f *File) WillNeed(off, n int64) error {
 // Preallocate allocates the blocks of [off, off+n) (clamped to Cap)
 // ahead of a Grow that will reserve them, with fallocate(2) in
 // FALLOC_FL_KEEP_SIZE mode on a descriptor of its own, so that the
-// Grow's fallocate finds them allocated and returns at once. Allocating
-// can wait on the disk (the file system reads the bitmaps of the block
+// Grow that takes them has nothing to allocate and makes no system call
+// (File.allocated records them; a Truncate forgets what lies past it).
+// Allocating can wait on the disk (the file system reads the bitmaps of the block
 // groups it moves to: milliseconds on the reference VM), which is why a
 // Prefaulter's worker calls it, off the append path. It changes neither
 // the file's contents nor its length nor Size: the blocks read as zeros
@@ -882,6 +940,7 @@ func (f *File) Preallocate(off, n int64) error {
 	if off < 0 || n <= 0 {
 		return nil
 	}
+	gen := f.allocGeneration()
 	tmp, err := fsutil.Open(f.path, os.O_RDWR|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return pathError(f.path, "preallocate", err)
@@ -893,6 +952,7 @@ func (f *File) Preallocate(off, n int64) error {
 	if err != nil {
 		return pathError(f.path, "fallocate", err)
 	}
+	f.noteAllocated(off, off+n, gen)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1132,6 +1133,84 @@ func TestPreallocate(t *testing.T) {
 	}
 	if err := f.Preallocate(0, 4096); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Preallocate after Close: %v", err)
+	}
+}
+
+// TestGrowWithinPreallocated checks that a Grow into blocks Preallocate
+// allocated makes no fallocate call, that a Grow past them allocates only
+// the rest, and that neither a Preallocate leaving a gap after the
+// reservation nor one overtaken by a Truncate counts.
+func TestGrowWithinPreallocated(t *testing.T) {
+	var calls [][2]int64
+	orig := fallocate
+	fallocate = func(fd int, mode uint32, off, n int64) error {
+		if mode == 0 { // Grow's (Preallocate keeps the size)
+			calls = append(calls, [2]int64{off, n})
+		}
+		return orig(fd, mode, off, n)
+	}
+	t.Cleanup(func() { fallocate = orig })
+	path := tempPath(t, "g")
+	f, err := CreateAheadMapped(path, 8<<20, 64<<10, 8<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	calls = nil
+	if err := f.Preallocate(64<<10, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Grow(512 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Grow(1<<20 + 64<<10); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 0 || f.Size() != 1<<20+64<<10 {
+		t.Fatalf("Grow within preallocated blocks: fallocate calls %v, size %d", calls, f.Size())
+	}
+	if err := f.Grow(2 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][2]int64{{1<<20 + 64<<10, 2<<20 - (1<<20 + 64<<10)}}; !slices.Equal(calls, want) {
+		t.Fatalf("Grow past preallocated blocks: fallocate calls %v, want %v", calls, want)
+	}
+	// A gap between the reservation and the preallocated range.
+	calls = nil
+	if err := f.Preallocate(3<<20, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Grow(3<<20 + 4096); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][2]int64{{2 << 20, 1<<20 + 4096}}; !slices.Equal(calls, want) {
+		t.Fatalf("Grow after a Preallocate with a gap: fallocate calls %v, want %v", calls, want)
+	}
+	// A Truncate forgets what it cut off.
+	if err := f.Preallocate(f.Size(), 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(4096); err != nil {
+		t.Fatal(err)
+	}
+	calls = nil
+	if err := f.Grow(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][2]int64{{4096, 60 << 10}}; !slices.Equal(calls, want) {
+		t.Fatalf("Grow after Truncate: fallocate calls %v, want %v", calls, want)
+	}
+	// A Remap keeps what was preallocated.
+	if err := f.Preallocate(64<<10, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	f = remap(t, f, 8<<20)
+	calls = nil
+	if err := f.Grow(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 0 {
+		t.Fatalf("Grow after Remap within preallocated blocks: fallocate calls %v", calls)
 	}
 }
 
