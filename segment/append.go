@@ -160,10 +160,22 @@ func (s *Segment) publish(pos, end, next, maxTs, offMaxTs int64, indexed, stored
 	}
 	s.settle(pos, end, next)
 	if stored && end >= s.prefaultAt && s.prefaulter != nil {
-		s.prefaulter.Advance(end)
-		s.prefaultAt = end + s.prefaultStride()
+		s.advancePrefault(end)
 	}
 	return nil
+}
+
+// advancePrefault reports the write position end to the prefaulter, at
+// publish's stride. The first report of a segment that has not taken a
+// reservation step yet also asks for its first step's blocks ahead (see
+// preallocMinStep): that step falls due after half its reservation, in
+// the same round for partitions appended round robin.
+func (s *Segment) advancePrefault(end int64) {
+	if s.prefaultAt == 0 && s.reserveStep == 0 {
+		s.prefaulter.Preallocate(s.log.Size(), ReserveMinBytes+preallocMargin)
+	}
+	s.prefaulter.Advance(end)
+	s.prefaultAt = end + s.prefaultStride()
 }
 
 // noteTimestamps is publish's first step: the segment's timestamps after

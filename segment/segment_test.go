@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/partlog/partlog/internal/testhook"
 	"io/fs"
 	"math"
 	"os"
@@ -1077,6 +1078,70 @@ func TestSegmentPreallocatesNextStep(t *testing.T) {
 	// preallocated step.
 	if a := allocated(); a > size+sealSlack {
 		t.Fatalf("sealed at %d bytes, %d still allocated", size, a)
+	}
+}
+
+// TestSegmentPreallocatesFirstStep checks that a new prefaulted segment's
+// first append has a prefault worker allocate the blocks of its first
+// reservation step, so that the append that takes the step makes no
+// fallocate call for it (with 1 000 partitions appended round robin the
+// steps fall due in the same round), and that a segment nobody appends
+// to gets nothing allocated beyond its first reservation.
+func TestSegmentPreallocatesFirstStep(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{SegmentBytes: 64 << 20, MaxIndexBytes: 1 << 20, IndexIntervalBytes: 4096, Prefault: 1 << 20}
+	idle, err := Create(dir, 0, cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	s, err := Create(dir, 1000, cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var mu sync.Mutex
+	var at []int64 // offsets of the fallocate calls
+	hook := func(fd int, off, n int64) error {
+		mu.Lock()
+		at = append(at, off)
+		mu.Unlock()
+		return nil
+	}
+	if !testhook.Fallocate.CompareAndSwap(nil, &hook) {
+		t.Fatal("testhook.Fallocate is already set")
+	}
+	defer testhook.Fallocate.Store(nil)
+	src := segMakeBatch(t, 2, 1000, 1000) // ~2 KiB
+	appendOne := func() {
+		t.Helper()
+		var a Appended
+		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendOne()
+	want := int64(2*ReserveMinBytes + preallocMargin)
+	deadline := time.Now().Add(settleTimeout)
+	for allocatedBytes(t, s.Path(LogSuffix)) < want && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if a := allocatedBytes(t, s.Path(LogSuffix)); a < want {
+		t.Fatalf("after the first append: %d bytes allocated, want the first step's too: %d", a, want)
+	}
+	mu.Lock()
+	at = nil // the worker's call, at ReserveMinBytes too
+	mu.Unlock()
+	for s.reserveStep == 0 {
+		appendOne()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Contains(at, ReserveMinBytes) {
+		t.Fatalf("the first step allocated its blocks itself: fallocate calls at %v", at)
+	}
+	if a := allocatedBytes(t, idle.Path(LogSuffix)); a > ReserveMinBytes+64<<10 {
+		t.Fatalf("a segment never appended to has %d bytes allocated", a)
 	}
 }
 
