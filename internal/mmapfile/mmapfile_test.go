@@ -959,7 +959,8 @@ func TestPrefaultWindowFollowsRate(t *testing.T) {
 }
 
 // TestPrefaultUrgentFirst: a writer left less than a quarter window ahead
-// of its position is queued before the writers that are further ahead.
+// of its position, or waiting for a Preallocate (the step its next
+// append may take), is queued before the writers that are further ahead.
 func TestPrefaultUrgentFirst(t *testing.T) {
 	f, err := Create(tempPath(t, "u"), 4<<20)
 	if err != nil {
@@ -967,20 +968,24 @@ func TestPrefaultUrgentFirst(t *testing.T) {
 	}
 	defer f.Close()
 	pool := NewPrefaultPool(1, 64<<20)
-	ahead, behind := pool.NewPrefaulter(f, 1<<20), pool.NewPrefaulter(f, 1<<20)
+	ahead, behind, alloc := pool.NewPrefaulter(f, 1<<20), pool.NewPrefaulter(f, 1<<20), pool.NewPrefaulter(f, 1<<20)
 	pool.mu.Lock()
-	ahead.pos.Store(4096)
-	ahead.done = 4096 + 512<<10
+	for _, p := range []*Prefaulter{ahead, alloc} {
+		p.pos.Store(4096)
+		p.done = 4096 + 512<<10
+	}
 	behind.pos.Store(4096)
 	behind.done = 4096 + 64<<10
+	alloc.allocAt, alloc.allocN = 1<<20, 1<<20
 	pool.enqueue(ahead)
 	pool.enqueue(behind)
-	if len(pool.urgent) != 1 || pool.urgent[0] != behind || len(pool.queue) != 1 || pool.queue[0] != ahead {
+	pool.enqueue(alloc)
+	if len(pool.urgent) != 2 || pool.urgent[0] != behind || pool.urgent[1] != alloc || len(pool.queue) != 1 || pool.queue[0] != ahead {
 		pool.mu.Unlock()
-		t.Fatal("the writer behind is not queued first")
+		t.Fatal("the writer behind, or the one waiting for a Preallocate, is not queued first")
 	}
 	pool.mu.Unlock()
-	for _, p := range []*Prefaulter{ahead, behind} {
+	for _, p := range []*Prefaulter{ahead, behind, alloc} {
 		if err := p.Stop(); err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,9 @@ const prefaultChunk = 1 << 20
 // Rate-aware windows: a worker measures each writer's rate (bytes per
 // second, between two of its turns at least 10 ms apart, the later one
 // after the writer reported progress, averaged with the previous
-// figure) and the window it keeps is about a second of that
+// figure; a turn more than prefaultHorizon after the last measure starts
+// it again instead, so that a pause is not taken for slow appends) and
+// the window it keeps is about a second of that
 // rate (prefaultHorizon), at least 64 KiB and at most the Prefaulter's own
 // window. A slow writer then holds few populated pages ahead of it (pages
 // populated long before they are written are written back as zeros by
@@ -52,7 +54,9 @@ const prefaultChunk = 1 << 20
 // instead of the first few taking the whole budget, and the writer with
 // a thousand times their rate gets a thousand times their window. A
 // writer that a worker leaves less than a quarter of its window ahead of
-// its position is served before those that are further ahead.
+// its position is served before those that are further ahead, and so is
+// one waiting for a Preallocate (its next reservation step, which its
+// appends may reach before a worker gets through a long queue).
 //
 // Budget bounds the sum over writers of the populated bytes ahead of their
 // positions (each writer's share is recounted whenever a worker serves it,
@@ -68,7 +72,7 @@ type PrefaultPool struct {
 
 	mu      sync.Mutex
 	queue   []*Prefaulter // writers waiting for a worker, FIFO
-	urgent  []*Prefaulter // as queue, for writers less than step ahead
+	urgent  []*Prefaulter // as queue, for writers less than step ahead or with a Preallocate
 	demand  int64         // sum of the writers' rate-based windows
 	clock   func() int64  // monotonicNanos; tests set their own pool's
 	running int           // live worker goroutines
@@ -142,7 +146,7 @@ func (pp *PrefaultPool) enqueue(p *Prefaulter) {
 		return
 	}
 	p.queued = true
-	if p.done-p.pos.Load() < p.step.Load() {
+	if p.allocN > 0 || p.done-p.pos.Load() < p.step.Load() {
 		pp.urgent = append(pp.urgent, p)
 	} else {
 		pp.queue = append(pp.queue, p)
@@ -403,8 +407,12 @@ func (p *Prefaulter) windowAt(pos int64) int64 {
 	pp := p.pool
 	now := pp.clock()
 	switch dt := now - p.rateAt; {
-	case p.rateAt == 0 || pos < p.ratePos:
-		p.rateAt, p.ratePos = now, pos // first turn, or a rewind
+	case p.rateAt == 0 || pos < p.ratePos || dt > int64(prefaultHorizon):
+		// First turn, a rewind, or a writer back from a pause: an
+		// interval that spans the pause would put its rate at a small
+		// fraction of what it appends at now (the previous figure, if
+		// any, is kept until the next turn measures).
+		p.rateAt, p.ratePos = now, pos
 	case dt >= int64(rateInterval) && pos > p.ratePos:
 		// Only a turn after the writer reported progress measures: the
 		// position moves in quarter-window steps, and the chunks of one
