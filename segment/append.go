@@ -8,6 +8,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/unsafeutil"
 )
 
 // Stamp says how Append writes the two header fields outside the CRC.
@@ -197,6 +198,28 @@ func (s *Segment) settle(pos, end, next int64) {
 	s.size.Store(end)
 }
 
+// After AppendLeader's copy of a batch of at least prefetchMinBytes, the
+// cache lines of the next append's destination (as many bytes as this
+// batch, at most prefetchMaxBytes) are fetched for writing
+// (unsafeutil.PrefetchWrite), so that the next append of this segment
+// finds them in this core's cache. Those lines are cold: the prefault
+// worker zeroed their page on another core, and with many partitions
+// appended in turn the writer comes back to this segment only after
+// hundreds of other appends. A store to a cold line waits for the line,
+// and the first atomic publication after the copy (settle's size.Store,
+// an XCHG on amd64) waits for every such store: in a profile of 1 000
+// partitions appended round robin, 17% of the writer's time was in that
+// XCHG and 8% in the header's store. With the hint, BenchmarkRoundRobin
+// (1 KiB, 1 000 partitions against one) went from a median ratio of 0.50
+// to 0.63 over five rounds, three binaries alternated (better in each
+// round). Below 1 KiB the hint's fixed cost shows: prefetching 256 B
+// after a 256 B single-partition append made it ~10% slower (105-112 ns
+// against 118-120 ns).
+const (
+	prefetchMinBytes = 1 << 10
+	prefetchMaxBytes = 4 << 10
+)
+
 // AppendLeader is Append of one batch by a leader, stored into the
 // mapping (Stamp{Assign: true, NextOffset: next, LeaderEpoch: epoch}),
 // with ShouldRoll's checks made in the same call: the usual produce
@@ -237,6 +260,11 @@ func (s *Segment) AppendLeader(src []byte, h *batch.BatchHeader, next int64, epo
 	hv.SetBaseOffset(next)
 	hv.SetPartitionLeaderEpoch(epoch)
 	copy(dst[batch.HeaderSize:], src[batch.HeaderSize:])
+	if n >= prefetchMinBytes {
+		if e := min(end+min(n, prefetchMaxBytes), int64(len(s.mapped))); e > end {
+			unsafeutil.PrefetchWrite(s.mapped[end:e])
+		}
+	}
 	offMaxTs := int64(-1)
 	if maxTs > batch.NoTimestamp {
 		offMaxTs = last
