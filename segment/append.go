@@ -167,12 +167,14 @@ func (s *Segment) publish(pos, end, next, maxTs, offMaxTs int64, indexed, stored
 }
 
 // advancePrefault reports the write position end to the prefaulter, at
-// publish's stride. The first report of a segment that has not taken a
-// reservation step yet also asks for its first step's blocks ahead (see
-// preallocMinStep): that step falls due after half its reservation, in
-// the same round for partitions appended round robin.
+// publish's stride. The first report past preallocFirstAt of a segment
+// that has not taken a reservation step yet also asks for its first
+// step's blocks ahead (see preallocMinStep): that step falls due after
+// half its reservation, in the same round for partitions appended round
+// robin.
 func (s *Segment) advancePrefault(end int64) {
-	if s.prefaultAt == 0 && s.reserveStep == 0 {
+	if !s.firstPrealloc && s.reserveStep == 0 && end >= preallocFirstAt {
+		s.firstPrealloc = true
 		s.prefaulter.Preallocate(s.log.Size(), ReserveMinBytes+preallocMargin)
 	}
 	s.prefaulter.Advance(end)

@@ -1081,12 +1081,13 @@ func TestSegmentPreallocatesNextStep(t *testing.T) {
 	}
 }
 
-// TestSegmentPreallocatesFirstStep checks that a new prefaulted segment's
-// first append has a prefault worker allocate the blocks of its first
-// reservation step, so that the append that takes the step makes no
-// fallocate call for it (with 1 000 partitions appended round robin the
-// steps fall due in the same round), and that a segment nobody appends
-// to gets nothing allocated beyond its first reservation.
+// TestSegmentPreallocatesFirstStep checks that once a new prefaulted
+// segment holds preallocFirstAt bytes, a prefault worker allocates the
+// blocks of its first reservation step, so that the append that takes
+// the step makes no fallocate call for it (with 1 000 partitions appended
+// round robin the steps fall due in the same round), and that a segment
+// nobody appends to, or with a few batches only, gets nothing allocated
+// beyond its first reservation.
 func TestSegmentPreallocatesFirstStep(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Config{SegmentBytes: 64 << 20, MaxIndexBytes: 1 << 20, IndexIntervalBytes: 4096, Prefault: 1 << 20}
@@ -1120,14 +1121,26 @@ func TestSegmentPreallocatesFirstStep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	appendOne()
+	for range 3 {
+		appendOne()
+	}
+	time.Sleep(20 * time.Millisecond) // a worker's turn, were one asked for
+	if a := allocatedBytes(t, s.Path(LogSuffix)); a > ReserveMinBytes+64<<10 {
+		t.Fatalf("a segment with three batches has %d bytes allocated", a)
+	}
+	for s.Size() < preallocFirstAt+s.prefaultStride() {
+		appendOne()
+	}
+	if s.reserveStep != 0 {
+		t.Fatal("the first step was taken before preallocFirstAt")
+	}
 	want := int64(2*ReserveMinBytes + preallocMargin)
 	deadline := time.Now().Add(settleTimeout)
 	for allocatedBytes(t, s.Path(LogSuffix)) < want && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	if a := allocatedBytes(t, s.Path(LogSuffix)); a < want {
-		t.Fatalf("after the first append: %d bytes allocated, want the first step's too: %d", a, want)
+		t.Fatalf("past preallocFirstAt: %d bytes allocated, want the first step's too: %d", a, want)
 	}
 	mu.Lock()
 	at = nil // the worker's call, at ReserveMinBytes too

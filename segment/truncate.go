@@ -50,6 +50,7 @@ func (s *Segment) TruncateTo(offset int64, now time.Time) (int64, error) {
 	}
 	s.noteIndexes()
 	s.prefaultAt = 0 // the position went back: the prefaulter must hear of it
+	s.firstPrealloc = false
 	if p < oldSize {
 		s.nextOffset = offset
 	}

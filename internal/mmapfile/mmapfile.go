@@ -155,10 +155,11 @@ type File struct {
 	// allocMu guards allocated and allocGen. allocated is how far past
 	// the reserved prefix (size, always backed) the file's blocks are
 	// known to be allocated: by a Preallocate that starts within
-	// max(allocated, size) and that no Truncate overtook (Truncate bumps allocGen and lowers allocated to
-	// its length). A Grow that stays within it has nothing to allocate
-	// and makes no system call: the blocks it reserves are already the
-	// file's, so stores into them cannot meet a full disk at writeback.
+	// max(allocated, size) and that no Truncate overtook (Truncate bumps
+	// allocGen and lowers allocated to its length). A Grow that stays
+	// within it has nothing to allocate and makes no system call: the
+	// blocks it reserves are already the file's, so stores into them
+	// cannot meet a full disk at writeback.
 	allocMu   sync.Mutex
 	allocated int64
 	allocGen  uint64
