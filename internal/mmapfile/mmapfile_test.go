@@ -443,6 +443,22 @@ func prefaulterDone(p *Prefaulter) int64 {
 	return p.done
 }
 
+// prefaulterRate returns the rate p's worker measured (bytes a second).
+func prefaulterRate(p *Prefaulter) int64 {
+	p.pool.mu.Lock()
+	defer p.pool.mu.Unlock()
+	return p.rate
+}
+
+// waitPoolIdle waits (settleTimeout at most) until pool has no worker
+// running: every writer served as far as it asked.
+func waitPoolIdle(pool *PrefaultPool) {
+	deadline := time.Now().Add(settleTimeout)
+	for pool.Workers() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // waitPopulated waits (settleTimeout at most) until p's worker has populated its
 // file up to want.
 func waitPopulated(t *testing.T, p *Prefaulter, want int64) {
@@ -477,10 +493,7 @@ func TestPrefaultPool(t *testing.T) {
 	for _, p := range ps {
 		p.Advance(4096)
 	}
-	deadline := time.Now().Add(settleTimeout)
-	for pool.Workers() > 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	waitPoolIdle(pool)
 	if w := pool.Workers(); w != 0 {
 		t.Fatalf("%d workers still running with nothing to do", w)
 	}
@@ -908,13 +921,7 @@ func TestPrefaultWindowFollowsRate(t *testing.T) {
 		defer f.Close()
 		ps[i] = pool.NewPrefaulter(f, 4<<20)
 	}
-	idle := func() {
-		t.Helper()
-		deadline := time.Now().Add(settleTimeout)
-		for pool.Workers() > 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-	}
+	idle := func() { waitPoolIdle(pool) }
 	window := func(p *Prefaulter) int64 { return 4 * p.step.Load() }
 	clock.Store(int64(time.Millisecond))
 	fast, slow := ps[0], ps[1]

@@ -25,30 +25,17 @@ func TestPrefaultRateNeedsProgress(t *testing.T) {
 	pool := NewPrefaultPool(1, 64<<20)
 	pool.clock = func() int64 { return clock.Add(int64(20 * time.Millisecond)) } // every turn 20 ms later
 	p := pool.NewPrefaulter(f, window)
-	waitIdle := func() {
-		t.Helper()
-		deadline := time.Now().Add(settleTimeout)
-		for pool.Workers() > 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-	}
 	p.Advance(4096)
-	waitIdle()
+	waitPoolIdle(pool)
 	if d := prefaulterDone(p); d < 4096+window {
 		t.Fatalf("populated to %d with the writer still at 4096, want its %d-byte window", d, window)
 	}
-	pool.mu.Lock()
-	rate := p.rate
-	pool.mu.Unlock()
-	if rate != 0 {
+	if rate := prefaulterRate(p); rate != 0 {
 		t.Fatalf("rate %d measured while the writer did not move", rate)
 	}
 	p.Advance(4096 + 2<<20)
-	waitIdle()
-	pool.mu.Lock()
-	rate = p.rate
-	pool.mu.Unlock()
-	if rate <= 1 {
+	waitPoolIdle(pool)
+	if rate := prefaulterRate(p); rate <= 1 {
 		t.Fatalf("rate %d after the writer moved 2 MiB", rate)
 	}
 	if err := p.Stop(); err != nil {
@@ -73,31 +60,19 @@ func TestPrefaultRateAfterPause(t *testing.T) {
 	pool := NewPrefaultPool(1, 64<<20)
 	pool.clock = clock.Load
 	p := pool.NewPrefaulter(f, window)
-	waitIdle := func() {
-		t.Helper()
-		deadline := time.Now().Add(settleTimeout)
-		for pool.Workers() > 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-	}
-	rate := func() int64 {
-		pool.mu.Lock()
-		defer pool.mu.Unlock()
-		return p.rate
-	}
 	clock.Store(int64(time.Millisecond))
 	p.Advance(4096) // the first turn: where the measure starts
-	waitIdle()
+	waitPoolIdle(pool)
 	clock.Add(int64(5 * time.Second))
 	p.Advance(4096 + 1<<20) // back after the pause: the measure starts again
-	waitIdle()
-	if r := rate(); r != 0 {
+	waitPoolIdle(pool)
+	if r := prefaulterRate(p); r != 0 {
 		t.Fatalf("rate %d measured across a 5 s pause", r)
 	}
 	clock.Add(int64(100 * time.Millisecond))
 	p.Advance(4096 + 2<<20) // 1 MiB in 100 ms
-	waitIdle()
-	if r := rate(); r < 9<<20 || r > 11<<20 {
+	waitPoolIdle(pool)
+	if r := prefaulterRate(p); r < 9<<20 || r > 11<<20 {
 		t.Fatalf("rate %d after 1 MiB in 100 ms, want ~10 MiB/s", r)
 	}
 	if err := p.Stop(); err != nil {
