@@ -1,7 +1,7 @@
 package unsafeutil
 
 // PrefetchWrite asks the CPU to fetch the cache lines of b for writing
-// (PREFETCHW, one per 64 bytes), so that stores coming later find them
+// (PREFETCHW, once for each 64-byte line b touches), so that stores coming later find them
 // in this core's cache in exclusive state instead of waiting for them
 // then. It is a hint: it reads and writes nothing, never faults (not on
 // an unmapped, protected or not yet populated page: the hint is then
