@@ -916,6 +916,33 @@ func (f *File) WillNeed(off, n int64) error {
 	return nil
 }
 
+// DropPages takes the pages of [off, off+n) (off rounded up and the end
+// down to whole pages, clamped to Size) out of f's mapping
+// (MADV_DONTNEED), so that they no longer count in the process's
+// resident memory. Nothing is lost: the mapping is shared, so the
+// pages' contents stay in the page cache (a dirty page is still written
+// back), and the next access maps the same page again. A Prefaulter's
+// worker calls it for pages it populated ahead of a writer that stopped
+// appending. It returns ErrClosed if the File is closing.
+func (f *File) DropPages(off, n int64) error {
+	if !f.Acquire() {
+		return pathError(f.path, "madvise", ErrClosed)
+	}
+	defer f.Release()
+	if n <= 0 {
+		return nil
+	}
+	start := (max(off, 0) + pageSize - 1) &^ (pageSize - 1)
+	end := min(off+n, f.size.Load(), int64(len(f.data))) &^ (pageSize - 1)
+	if start >= end {
+		return nil
+	}
+	if err := madvise(f.data[start:end], unix.MADV_DONTNEED); err != nil {
+		return pathError(f.path, "madvise", err)
+	}
+	return nil
+}
+
 // Preallocate allocates the blocks of [off, off+n) (clamped to Cap)
 // ahead of a Grow that will reserve them, with fallocate(2) in
 // FALLOC_FL_KEEP_SIZE mode on a descriptor of its own, so that the

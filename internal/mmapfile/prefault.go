@@ -62,10 +62,20 @@ const prefaultChunk = 1 << 20
 // positions (each writer's share is recounted whenever a worker serves it,
 // and released when it stops). When the budget is spent, writers are served
 // only as far as what is left, and those that got nothing are dropped from
-// the queue until they report progress again. A writer that stops appending
-// keeps its populated pages (the kernel cannot un-populate a shared file
-// mapping without writing its dirty pages back) and so keeps its share until
-// its segment rolls or closes.
+// the queue until they report progress again.
+//
+// Idle writers: a writer that has not reported progress for prefaultIdle
+// gives its share back when the budget or the fair share runs short (a
+// worker looks at most once per prefaultSweep): its demand and its share
+// leave the pool's counts, and a worker takes the pages it populated past
+// its position out of its mapping (File.DropPages; they stay in the page
+// cache, so nothing is lost, and the kernel writes them back and may
+// evict them like any other page). Without it, partitions that appended
+// for a while and then stopped kept the budget until their segments
+// rolled, which at a slow partition's rate can be days, and a partition
+// that became busy afterwards got no page ahead of it. Its next Advance
+// counts it again, and the worker populates its window again from its
+// position.
 type PrefaultPool struct {
 	workers int
 	budget  int64
@@ -79,6 +89,10 @@ type PrefaultPool struct {
 	ahead   int64         // sum of the writers' counted shares
 	flight  int64         // bytes being populated by workers right now
 	writers int           // writers advanced at least once and not stopped
+	// counted lists those writers (Prefaulter.slot is each one's index),
+	// for the sweep of idle writers; swept is when it last ran (clock).
+	counted []*Prefaulter
+	swept   int64
 }
 
 // minFairWindow is the smallest window a writer gets when the budget is
@@ -90,6 +104,17 @@ const minFairWindow = 64 << 10
 const (
 	prefaultHorizon = time.Second
 	rateInterval    = 10 * time.Millisecond
+)
+
+// prefaultIdle is how long a writer goes without reporting progress
+// before it counts as idle (see PrefaultPool, idle writers), and
+// prefaultSweep the shortest time between two looks for idle writers (a
+// look goes over every writer). A writer slower than a quarter of its
+// window per prefaultIdle (at least 16 KiB per 10 s) is taken for idle
+// too; that costs it the repopulation of one window at its next Advance.
+const (
+	prefaultIdle  = 10 * time.Second
+	prefaultSweep = time.Second
 )
 
 // clockBase and monotonicNanos are the pools' clock, in nanoseconds.
@@ -169,8 +194,14 @@ func (pp *PrefaultPool) work() {
 		(*q)[0] = nil
 		*q = (*q)[1:]
 		p.queued = false
+		if p.dropN > 0 {
+			pp.drop(p)
+		}
 		if p.allocN > 0 {
 			pp.preallocate(p)
+		}
+		if pp.budget-pp.ahead-pp.flight < prefaultChunk || pp.demand > pp.budget {
+			pp.sweepIdle()
 		}
 		start, n := p.nextChunk()
 		if n <= 0 {
@@ -229,6 +260,52 @@ func (pp *PrefaultPool) preallocate(p *Prefaulter) {
 	p.idle.Broadcast()
 }
 
+// sweepIdle gives back the shares of the writers that have been idle for
+// prefaultIdle (see PrefaultPool, idle writers), at most once per
+// prefaultSweep, and queues each one whose populated pages past its
+// position are to be dropped. Caller holds pp.mu.
+func (pp *PrefaultPool) sweepIdle() {
+	now := pp.clock()
+	if now-pp.swept < int64(prefaultSweep) {
+		return
+	}
+	pp.swept = now
+	for i := len(pp.counted) - 1; i >= 0; i-- { // release moves the last writer to i
+		p := pp.counted[i]
+		if p.busy || p.queued || p.stopped || now-p.active < int64(prefaultIdle) {
+			continue
+		}
+		pp.release(p)
+		p.next.Store(0)
+		if from := (p.pos.Load() + pageSize - 1) &^ (pageSize - 1); p.done > from {
+			p.dropAt, p.dropN = from, p.done-from
+			p.done = from
+			pp.enqueue(p)
+		}
+	}
+}
+
+// drop takes the pages sweepIdle found populated past an idle writer's
+// position out of its mapping, with p busy (so Stop and Retarget wait
+// for it), unless the writer came back meanwhile (it is counted again,
+// and will write into them). Caller holds pp.mu, which is released
+// during the call. A failure is dropped: the pages stay mapped, and
+// nothing else depends on it.
+func (pp *PrefaultPool) drop(p *Prefaulter) {
+	off, n := p.dropAt, p.dropN
+	p.dropN = 0
+	if p.stopped || p.isCounted() {
+		return
+	}
+	p.busy = true
+	f := p.f
+	pp.mu.Unlock()
+	_ = f.DropPages(off, n)
+	pp.mu.Lock()
+	p.busy = false
+	p.idle.Broadcast()
+}
+
 // recount updates p's share of the budget from its current position.
 // Caller holds pp.mu.
 func (pp *PrefaultPool) recount(p *Prefaulter) {
@@ -244,10 +321,25 @@ func (pp *PrefaultPool) release(p *Prefaulter) {
 	p.share = 0
 	pp.demand -= p.demand
 	p.demand = 0
-	if p.counted {
-		p.counted = false
+	if p.isCounted() {
+		last := pp.counted[len(pp.counted)-1]
+		pp.counted[p.slot], last.slot = last, p.slot
+		pp.counted[len(pp.counted)-1] = nil
+		pp.counted = pp.counted[:len(pp.counted)-1]
+		p.slot = -1
 		pp.writers--
 	}
+}
+
+// count adds p to the pool's writers, unless it is counted or stopped.
+// Caller holds pp.mu.
+func (pp *PrefaultPool) count(p *Prefaulter) {
+	if p.isCounted() || p.stopped {
+		return
+	}
+	p.slot = len(pp.counted)
+	pp.counted = append(pp.counted, p)
+	pp.writers++
 }
 
 // Prefaulter keeps the pages just ahead of one writer populated, using the
@@ -275,13 +367,17 @@ type Prefaulter struct {
 
 	pos  atomic.Int64 // latest position reported by Advance
 	step atomic.Int64 // a quarter of the window in force (fair share)
-	next int64        // writer only: Advance queues p when pos reaches it
-	last int64        // writer only: previous position, to detect rewinds
+	// next is the position at which Advance next takes the pool's lock
+	// (set by the writer; cleared by sweepIdle, so that a writer back
+	// from idle is counted and queued at its first Advance).
+	next atomic.Int64
+	last int64 // writer only: previous position, to detect rewinds
 
 	// Guarded by pool.mu.
 	done    int64 // pages below this offset have been populated
 	share   int64 // populated bytes ahead of pos, as counted in pool.ahead
-	counted bool  // counted in pool.writers
+	slot    int   // index in pool.counted; -1: not counted (isCounted)
+	active  int64 // pool.clock at the last Advance that took the lock
 	queued  bool
 	busy    bool // a worker is populating a chunk of it
 	stopped bool
@@ -296,9 +392,18 @@ type Prefaulter struct {
 	// Preallocate) before its next chunk; allocN 0: none.
 	allocAt int64
 	allocN  int64
-	err     error      // first error other than the File being closed
-	idle    *sync.Cond // signalled when busy goes false
+	// dropAt and dropN are the range of populated pages a worker takes
+	// out of the mapping of an idle writer (File.DropPages) on its next
+	// turn; dropN 0: none.
+	dropAt int64
+	dropN  int64
+	err    error      // first error other than the File being closed
+	idle   *sync.Cond // signalled when busy goes false
 }
+
+// isCounted reports whether p is among its pool's writers (pool.counted).
+// Caller holds pool.mu.
+func (p *Prefaulter) isCounted() bool { return p.slot >= 0 }
 
 // NewPrefaulter returns a Prefaulter of f in the default pool.
 func NewPrefaulter(f *File, window int64) *Prefaulter {
@@ -312,7 +417,7 @@ func (pp *PrefaultPool) NewPrefaulter(f *File, window int64) *Prefaulter {
 	if window <= 0 {
 		window = DefaultPrefaultWindow
 	}
-	p := &Prefaulter{pool: pp, f: f, window: window}
+	p := &Prefaulter{pool: pp, f: f, window: window, slot: -1}
 	p.step.Store(window / 4)
 	p.idle = sync.NewCond(&pp.mu)
 	return p
@@ -325,17 +430,15 @@ func (pp *PrefaultPool) NewPrefaulter(f *File, window int64) *Prefaulter {
 func (p *Prefaulter) Advance(pos int64) {
 	rewound := pos < p.last
 	p.last = pos
-	if pos < p.next && !rewound {
+	if pos < p.next.Load() && !rewound {
 		return
 	}
-	p.next = pos + max(p.step.Load(), pageSize)
+	p.next.Store(pos + max(p.step.Load(), pageSize))
 	p.pos.Store(pos)
 	pp := p.pool
 	pp.mu.Lock()
-	if !p.counted && !p.stopped {
-		p.counted = true
-		pp.writers++
-	}
+	pp.count(p)
+	p.active = pp.clock()
 	if rewound {
 		// Pages after pos may have gone with the file's tail.
 		p.done = min(p.done, pos)
@@ -360,8 +463,9 @@ func (p *Prefaulter) Retarget(f *File) {
 	}
 	p.f = f
 	p.done = 0
+	p.dropN = 0 // the new mapping has none of the old one's pages
 	pp.recount(p)
-	p.next = 0
+	p.next.Store(0)
 }
 
 // Preallocate asks a worker to allocate the blocks of [off, off+n) of
@@ -380,7 +484,7 @@ func (p *Prefaulter) Preallocate(off, n int64) {
 // Grew tells p that its file's reserved size grew, so the next Advance
 // queues it (the window may have been cut short by the old size). Writer
 // only.
-func (p *Prefaulter) Grew() { p.next = 0 }
+func (p *Prefaulter) Grew() { p.next.Store(0) }
 
 // nextChunk returns the range a worker should populate next for p, within
 // the window, the file's reserved size and the pool's budget. Caller holds
