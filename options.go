@@ -78,7 +78,9 @@ type Options struct {
 	// The work runs on the process's shared prefault pool (one worker per
 	// CPU, started on demand, within a process-wide budget of 256 MiB of
 	// populated, not yet written pages), and only for partitions that are
-	// appending through the mapping: an idle partition populates nothing.
+	// appending through the mapping: an idle partition populates nothing,
+	// and one that stopped appending for 10 s gives its pages ahead and
+	// its share of the budget back once other partitions need them.
 	// Default 8 MiB; negative disables it.
 	PrefaultBytes int64
 	// CleanShutdown says the log directory's .kafka_cleanshutdown marker

@@ -66,7 +66,9 @@ const prefaultChunk = 1 << 20
 //
 // Idle writers: a writer that has not reported progress for prefaultIdle
 // gives its share back when the budget or the fair share runs short (a
-// worker looks at most once per prefaultSweep): its demand and its share
+// worker looks at most once per prefaultSweep), or when no worker has run
+// for prefaultIdle (the pool's one timer, set when its last worker exits
+// while shares are held, looks then): its demand and its share
 // leave the pool's counts, and a worker takes the pages it populated past
 // its position out of its mapping (File.DropPages; they stay in the page
 // cache, so nothing is lost, and the kernel writes them back and may
@@ -93,6 +95,12 @@ type PrefaultPool struct {
 	// for the sweep of idle writers; swept is when it last ran (clock).
 	counted []*Prefaulter
 	swept   int64
+	// sweeper is the one timer that sweeps for idle writers when no
+	// worker runs while shares are held (armed: it is set), after
+	// sweepAfter (prefaultIdle+prefaultSweep; tests set their own pool's).
+	sweeper    *time.Timer
+	armed      bool
+	sweepAfter time.Duration
 }
 
 // minFairWindow is the smallest window a writer gets when the budget is
@@ -132,7 +140,7 @@ func NewPrefaultPool(workers int, budget int64) *PrefaultPool {
 	if budget <= 0 {
 		budget = DefaultPrefaultBudget
 	}
-	return &PrefaultPool{workers: workers, budget: budget, clock: monotonicNanos}
+	return &PrefaultPool{workers: workers, budget: budget, clock: monotonicNanos, sweepAfter: prefaultIdle + prefaultSweep}
 }
 
 var (
@@ -194,11 +202,15 @@ func (pp *PrefaultPool) work() {
 		(*q)[0] = nil
 		*q = (*q)[1:]
 		p.queued = false
-		if p.dropN > 0 {
-			pp.drop(p)
-		}
+		dropped := p.dropN > 0 && pp.drop(p)
 		if p.allocN > 0 {
 			pp.preallocate(p)
+		}
+		if dropped && !p.isCounted() {
+			// An idle writer's turn is its drop: populating its window
+			// again would undo it. It is queued again at its next
+			// Advance (sweepIdle cleared next), the one that counts it.
+			continue
 		}
 		if pp.budget-pp.ahead-pp.flight < prefaultChunk || pp.demand > pp.budget {
 			pp.sweepIdle()
@@ -238,7 +250,40 @@ func (pp *PrefaultPool) work() {
 	pp.queue = pp.queue[:0:0] // let a long queue's array go
 	pp.urgent = pp.urgent[:0:0]
 	pp.running--
+	if pp.running == 0 {
+		pp.armSweeper()
+	}
 	pp.mu.Unlock()
+}
+
+// armSweeper sets the sweeper to run after prefaultIdle, unless it is
+// set or no writer holds a share: when every partition has stopped
+// appending, no worker runs to find them idle, and their pages would
+// stay mapped. Caller holds pp.mu.
+func (pp *PrefaultPool) armSweeper() {
+	if pp.armed || pp.ahead <= 0 {
+		return
+	}
+	pp.armed = true
+	if pp.sweeper == nil {
+		pp.sweeper = time.AfterFunc(pp.sweepAfter, pp.sweepLater)
+	} else {
+		pp.sweeper.Reset(pp.sweepAfter)
+	}
+}
+
+// sweepLater is the sweeper's run: a sweep for idle writers (queuing
+// those with pages to drop, which starts a worker), set again while
+// shares are held and no worker runs.
+func (pp *PrefaultPool) sweepLater() {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	pp.armed = false
+	pp.swept = 0
+	pp.sweepIdle()
+	if pp.running == 0 {
+		pp.armSweeper()
+	}
 }
 
 // preallocate runs p's pending Preallocate request (see
@@ -288,14 +333,14 @@ func (pp *PrefaultPool) sweepIdle() {
 // drop takes the pages sweepIdle found populated past an idle writer's
 // position out of its mapping, with p busy (so Stop and Retarget wait
 // for it), unless the writer came back meanwhile (it is counted again,
-// and will write into them). Caller holds pp.mu, which is released
-// during the call. A failure is dropped: the pages stay mapped, and
-// nothing else depends on it.
-func (pp *PrefaultPool) drop(p *Prefaulter) {
+// and will write into them). It reports whether it dropped them. Caller
+// holds pp.mu, which is released during the call. A failure is dropped:
+// the pages stay mapped, and nothing else depends on it.
+func (pp *PrefaultPool) drop(p *Prefaulter) bool {
 	off, n := p.dropAt, p.dropN
 	p.dropN = 0
 	if p.stopped || p.isCounted() {
-		return
+		return false
 	}
 	p.busy = true
 	f := p.f
@@ -304,6 +349,7 @@ func (pp *PrefaultPool) drop(p *Prefaulter) {
 	pp.mu.Lock()
 	p.busy = false
 	p.idle.Broadcast()
+	return true
 }
 
 // recount updates p's share of the budget from its current position.

@@ -165,3 +165,41 @@ func TestPrefaultIdleWriterGivesBack(t *testing.T) {
 		t.Fatalf("ahead %d demand %d writers %d counted %d after both stopped", pool.Ahead(), pool.demand, pool.writers, len(pool.counted))
 	}
 }
+
+// TestPrefaultSweeperWhenAllIdle: when every writer has stopped
+// appending, no worker runs to find them idle; the pool's timer, set by
+// its last worker, sweeps then, and their pages leave their mappings.
+func TestPrefaultSweeperWhenAllIdle(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(int64(time.Millisecond))
+	pool := NewPrefaultPool(1, 64<<20)
+	pool.clock = clock.Load
+	pool.sweepAfter = 10 * time.Millisecond
+	f, err := Create(tempPath(t, "s"), 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := pool.NewPrefaulter(f, 1<<20)
+	defer p.Stop()
+	p.Advance(0)
+	waitPopulated(t, p, 1<<20)
+	waitPoolIdle(pool)
+	if n := presentPages(t, f.Bytes()); n == 0 {
+		t.Skip("nothing mapped after the populate (no populate here?)")
+	}
+	// The timer has run at least once by now, with the writer not idle
+	// yet: it is set again while the share is held.
+	time.Sleep(50 * time.Millisecond)
+	if a := pool.Ahead(); a != 1<<20 {
+		t.Fatalf("%d bytes ahead before the writer was idle, want its window", a)
+	}
+	clock.Add(int64(prefaultIdle + prefaultSweep))
+	deadline := time.Now().Add(settleTimeout)
+	for (pool.Ahead() != 0 || presentPages(t, f.Bytes()) != 0) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if a, n := pool.Ahead(), presentPages(t, f.Bytes()); a != 0 || n != 0 {
+		t.Fatalf("after the writer was idle: %d bytes counted ahead, %d pages mapped", a, n)
+	}
+}
