@@ -64,10 +64,10 @@ const prefaultChunk = 1 << 20
 // only as far as what is left, and those that got nothing are dropped from
 // the queue until they report progress again.
 //
-// Idle writers: a writer that has not reported progress for prefaultIdle
+// Idle writers: a writer that has not reported progress for PrefaultIdle
 // gives its share back when the budget or the fair share runs short (a
 // worker looks at most once per prefaultSweep), or when no worker has run
-// for prefaultIdle (the pool's one timer, set when its last worker exits
+// for PrefaultIdle (the pool's one timer, set when its last worker exits
 // while shares are held, looks then): its demand and its share
 // leave the pool's counts, and a worker takes the pages it populated past
 // its position out of its mapping (File.DropPages; they stay in the page
@@ -97,7 +97,7 @@ type PrefaultPool struct {
 	swept   int64
 	// sweeper is the one timer that sweeps for idle writers when no
 	// worker runs while shares are held (armed: it is set), after
-	// sweepAfter (prefaultIdle+prefaultSweep; tests set their own pool's).
+	// sweepAfter (PrefaultIdle+prefaultSweep; tests set their own pool's).
 	sweeper    *time.Timer
 	armed      bool
 	sweepAfter time.Duration
@@ -114,14 +114,15 @@ const (
 	rateInterval    = 10 * time.Millisecond
 )
 
-// prefaultIdle is how long a writer goes without reporting progress
-// before it counts as idle (see PrefaultPool, idle writers), and
-// prefaultSweep the shortest time between two looks for idle writers (a
-// look goes over every writer). A writer slower than a quarter of its
-// window per prefaultIdle (at least 16 KiB per 10 s) is taken for idle
+// PrefaultIdle is how long a writer goes without reporting progress
+// before it counts as idle (see PrefaultPool, idle writers); a pool with
+// no worker running looks for idle writers PrefaultIdle+prefaultSweep
+// after its last worker exited. prefaultSweep is the shortest time
+// between two looks (a look goes over every writer). A writer slower than a quarter of its
+// window per PrefaultIdle (at least 16 KiB per 10 s) is taken for idle
 // too; that costs it the repopulation of one window at its next Advance.
 const (
-	prefaultIdle  = 10 * time.Second
+	PrefaultIdle  = 10 * time.Second
 	prefaultSweep = time.Second
 )
 
@@ -140,7 +141,7 @@ func NewPrefaultPool(workers int, budget int64) *PrefaultPool {
 	if budget <= 0 {
 		budget = DefaultPrefaultBudget
 	}
-	return &PrefaultPool{workers: workers, budget: budget, clock: monotonicNanos, sweepAfter: prefaultIdle + prefaultSweep}
+	return &PrefaultPool{workers: workers, budget: budget, clock: monotonicNanos, sweepAfter: PrefaultIdle + prefaultSweep}
 }
 
 var (
@@ -256,7 +257,7 @@ func (pp *PrefaultPool) work() {
 	pp.mu.Unlock()
 }
 
-// armSweeper sets the sweeper to run after prefaultIdle, unless it is
+// armSweeper sets the sweeper to run after PrefaultIdle, unless it is
 // set or no writer holds a share: when every partition has stopped
 // appending, no worker runs to find them idle, and their pages would
 // stay mapped. Caller holds pp.mu.
@@ -306,7 +307,7 @@ func (pp *PrefaultPool) preallocate(p *Prefaulter) {
 }
 
 // sweepIdle gives back the shares of the writers that have been idle for
-// prefaultIdle (see PrefaultPool, idle writers), at most once per
+// PrefaultIdle (see PrefaultPool, idle writers), at most once per
 // prefaultSweep, and queues each one whose populated pages past its
 // position are to be dropped. Caller holds pp.mu.
 func (pp *PrefaultPool) sweepIdle() {
@@ -317,7 +318,7 @@ func (pp *PrefaultPool) sweepIdle() {
 	pp.swept = now
 	for i := len(pp.counted) - 1; i >= 0; i-- { // release moves the last writer to i
 		p := pp.counted[i]
-		if p.busy || p.queued || p.stopped || now-p.active < int64(prefaultIdle) {
+		if p.busy || p.queued || p.stopped || now-p.active < int64(PrefaultIdle) {
 			continue
 		}
 		pp.release(p)

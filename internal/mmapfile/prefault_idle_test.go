@@ -89,7 +89,7 @@ func TestDropPagesKeepsContents(t *testing.T) {
 
 // TestPrefaultIdleWriterGivesBack: a writer that took the whole budget
 // and then stopped appending holds it until it has been idle for
-// prefaultIdle; then a busy writer gets pages ahead of it, the idle
+// PrefaultIdle; then a busy writer gets pages ahead of it, the idle
 // one's populated pages leave its mapping, and when the idle writer
 // appends again it is counted and populated again.
 func TestPrefaultIdleWriterGivesBack(t *testing.T) {
@@ -123,14 +123,14 @@ func TestPrefaultIdleWriterGivesBack(t *testing.T) {
 	}
 
 	// Not idle long enough yet: nothing is given back.
-	clock.Add(int64(prefaultIdle) / 2)
+	clock.Add(int64(PrefaultIdle) / 2)
 	busy.Advance(1 << 20)
 	waitPoolIdle(pool)
 	if d := prefaulterDone(busy); d != 0 {
-		t.Fatalf("after %v the second writer got %d bytes", prefaultIdle/2, d)
+		t.Fatalf("after %v the second writer got %d bytes", PrefaultIdle/2, d)
 	}
-	// Idle for prefaultIdle: its share comes back to the pool.
-	clock.Add(int64(prefaultIdle))
+	// Idle for PrefaultIdle: its share comes back to the pool.
+	clock.Add(int64(PrefaultIdle))
 	busy.Advance(2 << 20)
 	waitPoolIdle(pool)
 	if d := prefaulterDone(busy); d <= 2<<20 {
@@ -194,7 +194,7 @@ func TestPrefaultSweeperWhenAllIdle(t *testing.T) {
 	if a := pool.Ahead(); a != 1<<20 {
 		t.Fatalf("%d bytes ahead before the writer was idle, want its window", a)
 	}
-	clock.Add(int64(prefaultIdle + prefaultSweep))
+	clock.Add(int64(PrefaultIdle + prefaultSweep))
 	deadline := time.Now().Add(settleTimeout)
 	for (pool.Ahead() != 0 || presentPages(t, f.Bytes()) != 0) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
