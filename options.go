@@ -80,7 +80,7 @@ type Options struct {
 	// populated, not yet written pages), and only for partitions that are
 	// appending through the mapping: an idle partition populates nothing,
 	// and one that stopped appending for 10 s gives its pages ahead and
-	// its share of the budget back once other partitions need them.
+	// its share of the budget back (the pages stay in the page cache).
 	// Default 8 MiB; negative disables it.
 	PrefaultBytes int64
 	// CleanShutdown says the log directory's .kafka_cleanshutdown marker
