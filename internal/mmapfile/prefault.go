@@ -297,10 +297,16 @@ func (pp *PrefaultPool) preallocate(p *Prefaulter) {
 	if p.stopped {
 		return
 	}
+	pp.busyCall(p, func(f *File) { _ = f.Preallocate(off, n) })
+}
+
+// busyCall runs call on p's File with p busy (Stop and Retarget wait
+// for it) and pp.mu released; caller holds pp.mu.
+func (pp *PrefaultPool) busyCall(p *Prefaulter, call func(*File)) {
 	p.busy = true
 	f := p.f
 	pp.mu.Unlock()
-	_ = f.Preallocate(off, n)
+	call(f)
 	pp.mu.Lock()
 	p.busy = false
 	p.idle.Broadcast()
@@ -343,13 +349,7 @@ func (pp *PrefaultPool) drop(p *Prefaulter) bool {
 	if p.stopped || p.isCounted() {
 		return false
 	}
-	p.busy = true
-	f := p.f
-	pp.mu.Unlock()
-	_ = f.DropPages(off, n)
-	pp.mu.Lock()
-	p.busy = false
-	p.idle.Broadcast()
+	pp.busyCall(p, func(f *File) { _ = f.DropPages(off, n) })
 	return true
 }
 
