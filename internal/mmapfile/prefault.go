@@ -118,9 +118,10 @@ const (
 // before it counts as idle (see PrefaultPool, idle writers); a pool with
 // no worker running looks for idle writers PrefaultIdle+prefaultSweep
 // after its last worker exited. prefaultSweep is the shortest time
-// between two looks (a look goes over every writer). A writer slower than a quarter of its
-// window per PrefaultIdle (at least 16 KiB per 10 s) is taken for idle
-// too; that costs it the repopulation of one window at its next Advance.
+// between two looks (a look goes over every writer). A writer slower
+// than a quarter of its window per PrefaultIdle (at least 16 KiB per
+// 10 s) is taken for idle too; that costs it the repopulation of one
+// window at its next Advance.
 const (
 	PrefaultIdle  = 10 * time.Second
 	prefaultSweep = time.Second
