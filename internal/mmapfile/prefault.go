@@ -90,9 +90,9 @@ type PrefaultPool struct {
 	running int           // live worker goroutines
 	ahead   int64         // sum of the writers' counted shares
 	flight  int64         // bytes being populated by workers right now
-	writers int           // writers advanced at least once and not stopped
-	// counted lists those writers (Prefaulter.slot is each one's index),
-	// for the sweep of idle writers; swept is when it last ran (clock).
+	// counted lists the writers advanced at least once and neither
+	// stopped nor found idle since (Prefaulter.slot is each one's
+	// index); swept is when the sweep of idle writers last ran (clock).
 	counted []*Prefaulter
 	swept   int64
 	// sweeper is the one timer that sweeps for idle writers when no
@@ -375,7 +375,6 @@ func (pp *PrefaultPool) release(p *Prefaulter) {
 		pp.counted[len(pp.counted)-1] = nil
 		pp.counted = pp.counted[:len(pp.counted)-1]
 		p.slot = -1
-		pp.writers--
 	}
 }
 
@@ -387,7 +386,6 @@ func (pp *PrefaultPool) count(p *Prefaulter) {
 	}
 	p.slot = len(pp.counted)
 	pp.counted = append(pp.counted, p)
-	pp.writers++
 }
 
 // Prefaulter keeps the pages just ahead of one writer populated, using the
@@ -578,7 +576,7 @@ func (p *Prefaulter) windowAt(pos int64) int64 {
 		p.rate, p.rateAt, p.ratePos = max(r, 1), now, pos
 	}
 	if p.rate == 0 {
-		return min(p.window, max(pp.budget/int64(max(pp.writers, 1)), minFairWindow))
+		return min(p.window, max(pp.budget/int64(max(len(pp.counted), 1)), minFairWindow))
 	}
 	demand := int64(float64(p.rate) * float64(prefaultHorizon) / float64(time.Second))
 	demand = min(max(demand, minFairWindow), p.window)
