@@ -253,3 +253,11 @@ func (s *Server) mirrorsFromCluster(cluster, topic string, partition int32) bool
 	c := p.mirror.Checkpoint()
 	return c.State.ReadOnly() && c.State != mirror.StateStopping && c.SourceClusterID == cluster
 }
+
+// mirrored is linkHost's: with Fsync, mirrored bytes become visible to
+// consumers once the flusher has made them durable.
+func (s *Server) mirrored(p *partition) {
+	if s.cfg.Fsync {
+		s.flushLater(p)
+	}
+}

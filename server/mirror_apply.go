@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// applyFetched appends one partition's fetched batches.
-func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart, rp *kmsg.FetchResponseTopicPartition) bool {
+// apply appends one partition's fetched batches.
+func (l *mirrorLink) apply(ctx context.Context, mp *mirrorPart, rp *kmsg.FetchResponseTopicPartition) bool {
 	p := mp.p
 	setErr := func(msg string) { // as note: the source high watermark is no longer known
 		l.mu.Lock()
@@ -24,7 +24,7 @@ func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart
 	switch rp.ErrorCode {
 	case 0:
 	case kerr.OffsetOutOfRange.Code:
-		if err := s.mirrorOutOfRange(ctx, l, mp); err != nil {
+		if err := l.outOfRange(ctx, mp); err != nil {
 			setErr(err.Error())
 		}
 		return false
@@ -42,7 +42,7 @@ func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart
 	mp.lastErr = ""
 	l.mu.Unlock()
 	recs := wholeBatchesFrom(rp.RecordBatches, p.log.LogEndOffset())
-	if err := s.mirrorCheckDivergence(ctx, l, mp, recs); err != nil {
+	if err := l.checkDivergence(ctx, mp, recs); err != nil {
 		setErr(err.Error())
 		return false
 	}
@@ -56,7 +56,7 @@ func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart
 			// The local epoch was raised above the batch's: same bytes again.
 			_, err = p.mirror.AppendMirror(mp.session, chunk)
 		}
-		s.followMirrorEpoch(p)
+		l.host.followMirrorEpoch(p)
 		if err != nil {
 			l.mu.Lock()
 			mp.lastErr = err.Error()
@@ -65,13 +65,13 @@ func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart
 			}
 			l.mu.Unlock()
 			if !errors.Is(err, mirror.ErrNotMirroring) && !errors.Is(err, mirror.ErrFencedSession) {
-				s.logf("mirror %s %s: %v", l.name, p.tp, err)
+				l.host.logf("mirror %s %s: %v", l.name, p.tp, err)
 			}
 			return false
 		}
 	}
-	if len(recs) > 0 && s.cfg.Fsync {
-		s.flushLater(p)
+	if len(recs) > 0 {
+		l.host.mirrored(p)
 	}
 	if rp.LogStartOffset > p.log.LogStartOffset() && rp.LogStartOffset <= p.log.LogEndOffset() {
 		if err := p.mirror.AdvanceLogStart(mp.session, rp.LogStartOffset); err != nil {
@@ -81,7 +81,7 @@ func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart
 	return len(recs) > 0
 }
 
-// mirrorCheckDivergence runs when the first fetched batch has a leader
+// checkDivergence runs when the first fetched batch has a leader
 // epoch above the local log's latest: the source changed leaders (or
 // stopped mirroring and took writes) since the last mirrored batch, and it
 // may have truncated what we mirrored first, as a mirror in the middle of
@@ -89,9 +89,9 @@ func (s *Server) applyFetched(ctx context.Context, l *mirrorLink, mp *mirrorPart
 // log end would then join two histories silently. The source's end offset
 // of our latest epoch (OffsetForLeaderEpoch) says: below our log end, the
 // logs diverged and the partition goes FAILED (divergence is not resolved,
-// as in mirrorOutOfRange); a source that no longer has that epoch cannot
+// as in outOfRange); a source that no longer has that epoch cannot
 // tell, and fetching goes on.
-func (s *Server) mirrorCheckDivergence(ctx context.Context, l *mirrorLink, mp *mirrorPart, recs []byte) error {
+func (l *mirrorLink) checkDivergence(ctx context.Context, mp *mirrorPart, recs []byte) error {
 	if len(recs) < batch.HeaderSize {
 		return nil
 	}
@@ -129,11 +129,11 @@ func (s *Server) mirrorCheckDivergence(ctx context.Context, l *mirrorLink, mp *m
 	return l.fail(mp, err)
 }
 
-// mirrorOutOfRange handles OFFSET_OUT_OF_RANGE: the source's log start
+// outOfRange handles OFFSET_OUT_OF_RANGE: the source's log start
 // moved past our log end (retention), so the local log restarts there;
 // a source log ending below ours is a divergence the engine does not
 // resolve (the partition goes FAILED).
-func (s *Server) mirrorOutOfRange(ctx context.Context, l *mirrorLink, mp *mirrorPart) error {
+func (l *mirrorLink) outOfRange(ctx context.Context, mp *mirrorPart) error {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
 	t := kmsg.NewListOffsetsRequestTopic()

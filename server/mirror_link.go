@@ -14,6 +14,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// linkHost is what a link needs of its server, and all it may call: a
+// link fetches and appends through its partitions' mirror state machines
+// (mirrorPart.p), and tells the server only what the server serves from.
+type linkHost interface {
+	// followMirrorEpoch raises the partition's served leader epoch to its
+	// mirror state machine's, after an append or a fencing.
+	followMirrorEpoch(p *partition)
+	// mirrored reports bytes appended to p (the server flushes them later
+	// when it acknowledges durable offsets only).
+	mirrored(p *partition)
+	logf(format string, args ...any)
+}
+
 // mirrorLink is a running link: its client and fetch loop. name, source
 // and sourceCluster never change (a link's name stays with its source).
 type mirrorLink struct {
@@ -22,6 +35,7 @@ type mirrorLink struct {
 	sourceCluster string   // the source's cluster id
 	topics        []string // guarded by Server.mmu
 	cl            *kgo.Client
+	host          linkHost
 	cancel        context.CancelFunc
 	done          chan struct{}
 	kick          chan struct{}
@@ -61,8 +75,8 @@ func (l *mirrorLink) close() {
 	l.cl.Close()
 }
 
-// runLink is a link's fetch loop.
-func (s *Server) runLink(ctx context.Context, l *mirrorLink) {
+// run is a link's fetch loop.
+func (l *mirrorLink) run(ctx context.Context) {
 	defer close(l.done)
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -98,7 +112,7 @@ func (s *Server) runLink(ctx context.Context, l *mirrorLink) {
 		}
 		progress := false
 		for leader, parts := range byLeader {
-			ok, err := s.mirrorFetch(ctx, l, leader, parts)
+			ok, err := l.fetch(ctx, leader, parts)
 			if err != nil && ctx.Err() == nil {
 				l.note(parts, err)
 			}
@@ -246,9 +260,9 @@ func (l *mirrorLink) refreshMetadata(ctx context.Context) error {
 	return nil
 }
 
-// mirrorFetch sends one Fetch to a source leader and appends what came
+// fetch sends one Fetch to a source leader and appends what came
 // back; ok says something was appended.
-func (s *Server) mirrorFetch(ctx context.Context, l *mirrorLink, leader int32, parts []*mirrorPart) (ok bool, err error) {
+func (l *mirrorLink) fetch(ctx context.Context, leader int32, parts []*mirrorPart) (ok bool, err error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = 500
@@ -301,7 +315,7 @@ func (s *Server) mirrorFetch(ctx context.Context, l *mirrorLink, leader int32, p
 			if mp == nil {
 				continue
 			}
-			if s.applyFetched(ctx, l, mp, rp) {
+			if l.apply(ctx, mp, rp) {
 				ok = true
 			}
 		}

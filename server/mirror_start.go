@@ -349,12 +349,12 @@ func (s *Server) sourceTopicConfigs(ctx context.Context, cl *kgo.Client, name st
 func (s *Server) newLink(name string, st mirrorLinkState, cl *kgo.Client) *mirrorLink {
 	ctx, cancel := context.WithCancel(s.ctx)
 	l := &mirrorLink{name: name, source: st.Source, sourceCluster: st.SourceClusterID, topics: slices.Clone(st.Topics),
-		cl: cl, cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1),
+		cl: cl, host: s, cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1),
 		parts: map[partlog.TopicPartition]*mirrorPart{}}
 	s.lmu.Lock()
 	s.links[name] = l
 	s.lmu.Unlock()
-	go s.runLink(ctx, l)
+	go l.run(ctx)
 	return l
 }
 
