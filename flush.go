@@ -1,9 +1,9 @@
 package partlog
 
 import (
+	"context"
 	"errors"
 	"slices"
-	"time"
 
 	"github.com/partlog/partlog/internal/testhook"
 	"github.com/partlog/partlog/segment"
@@ -52,7 +52,7 @@ func (l *Log) flush() error {
 	if err != nil {
 		return err
 	}
-	_, err = l.syncPlan(&p, nil)
+	_, err = l.finishFlush(&p, l.fsyncPlan(&p), nil, false)
 	return err
 }
 
@@ -79,15 +79,11 @@ func (l *Log) planLocked(p *flushPlan) error {
 	return nil
 }
 
-// syncPlan syncs what p lists, then, under appendMu, advances the
-// recovery point to p.leo (or poisons the log). With g, the group whose
-// flush this is, it also ends the gathering of the next group (which
-// it returns) and, when this flush succeeded, plans that group's flush
-// under the same hold of appendMu. Caller holds flushMu; appends go on
-// during the fsyncs.
-func (l *Log) syncPlan(p *flushPlan, g *syncGroup) (*syncGroup, error) {
+// fsyncPlan makes what p lists durable: the .log data and length of each
+// segment, then the directory when it changed. Caller holds flushMu;
+// appends go on during the fsyncs.
+func (l *Log) fsyncPlan(p *flushPlan) error {
 	var err error
-	start := time.Now()
 	if l.flushFault != nil {
 		err = l.flushFault()
 	}
@@ -111,26 +107,33 @@ func (l *Log) syncPlan(p *flushPlan, g *syncGroup) (*syncGroup, error) {
 	if err == nil && p.dirDirty {
 		err = segment.SyncDir(l.dir)
 	}
+	return err
+}
 
-	var next *syncGroup
-	if g != nil {
-		g.took = time.Since(start)
-		// Whoever joined so far appended before joining, so the plan made
-		// below covers them. The group goes on gathering (until its
-		// leader's gatherWait ends) unless gathering is off.
-		next = l.nextGroup(!l.gather.off)
-	}
-	l.writes.lone.Store(g != nil && next == nil && l.writes.syncers.Load() <= 1)
-
+// finishFlush is commitEnv's: under appendMu, the recovery point moves
+// to p.leo (or the log is poisoned), then next's flush is planned.
+func (l *Log) finishFlush(p *flushPlan, err error, next *flushPlan, lone bool) (bool, error) {
+	l.writes.lone.Store(lone)
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err = l.finishLocked(p, err); err == nil && next != nil {
-		if l.planLocked(&next.plan) == nil {
-			next.planned = true
-			next.target.Store(next.plan.leo)
-		}
+		return l.planLocked(next) == nil, nil
 	}
-	return next, err
+	return false, err
+}
+
+// The rest of commitEnv, for the group commit of Sync (groupcommit.go).
+
+func (l *Log) durableOffset() int64  { return l.recoveryPoint.Load() }
+func (l *Log) truncationGen() uint64 { return l.truncations.Load() }
+func (l *Log) lockFlush()            { l.flushMu.Lock() }
+func (l *Log) unlockFlush()          { l.flushMu.Unlock() }
+
+// planFlush plans a flush under appendMu.
+func (l *Log) planFlush(p *flushPlan) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	return l.planLocked(p)
 }
 
 // deleted reports whether s has left the log's segment list.
@@ -188,4 +191,36 @@ func (l *Log) activeEnd() (*segment.Segment, int64) {
 	}
 	s := l.active()
 	return s, s.Size()
+}
+
+// Sync returns once every offset below offset is durable (the recovery
+// point has reached it), flushing if needed. offset may not exceed the
+// log end offset. A flush failure is returned to every waiter and leaves
+// the log refusing writes until it is reopened.
+//
+// Group commit: concurrent callers share flushes. While one flush runs,
+// the next group gathers: the first caller to find no gathering group
+// leads it, every later one joins it. The leader waits for the running
+// flush to end, which plans the next group's flush in the critical
+// section where it advances the recovery point and hands over to the
+// leader. The group goes on gathering until the members that flush
+// released have appended again and joined, bounded by a few times that
+// flush's fsync time and by their pace (gatherWait): with W writers that each append
+// and sync, a flush then carries all W rather than the W/2 that append
+// while the previous flush runs. If nobody joined after the plan, the
+// leader starts its fdatasync without taking appendMu. A single writer
+// never waits.
+//
+// A truncation below offset while the caller waits (a follower's
+// TruncateTo, a mirror's alignment) removed the bytes it waits for, which
+// other bytes may replace: Sync returns ErrTruncated.
+func (l *Log) Sync(ctx context.Context, offset int64) error {
+	gen := l.truncations.Load()
+	if end := l.logEndOffset.Load(); offset > end {
+		return &OffsetError{Err: ErrOffsetOutOfRange, Offset: offset, LogStartOffset: l.logStartOffset.Load(), LogEndOffset: end}
+	}
+	if err := l.commit.wait(ctx, offset, gen); err != errWaitTruncated {
+		return err
+	}
+	return &OffsetError{Err: ErrTruncated, Offset: offset, LogStartOffset: l.logStartOffset.Load(), LogEndOffset: l.logEndOffset.Load()}
 }
