@@ -72,6 +72,22 @@
 // Fetched record bytes alias the segment mappings (Log.Read) until the
 // response is written.
 //
+// A client cannot make the server hold more than its bounds (conn.go):
+// a frame of at most Config.MaxRequestBytes (Kafka's
+// socket.request.max.bytes, 100 MiB), buffered as its bytes arrive and
+// walked before it is decoded, so no array is allocated beyond the bytes
+// present and at most Config.MaxRequestEntries entries are (a request
+// holding more ends its connection with a log line; Kafka has no such
+// bound and would allocate them); a fetch answered once per partition
+// and within Config.FetchMaxBytes (Kafka's fetch.max.bytes, 55 MiB),
+// waiting on one channel however many partitions it names; a
+// connection idle for Config.IdleTimeout (connections.max.idle.ms, 10
+// minutes), or whose frame or response stalls that long, closed;
+// at most Config.MaxConnections connections (max.connections; by
+// default a quarter of the open-file limit), accepting waiting for a
+// slot at the bound; accept failures that pass (too many open files)
+// retried with a growing pause and logged.
+//
 // # Durability
 //
 // Without Fsync an append is acknowledged when it is in the log (page
