@@ -103,9 +103,13 @@
 // StateFile (JSON, replaced atomically with the engine's atomic-file
 // helper at every change): the cluster id, the end of the reserved
 // producer-id block (ids are handed out from a block of 1000 reserved in
-// the file before the first of them is used, and the next start is never
-// below an id seen in the logs' producer state, so no id is handed out
-// twice across restarts or crashes), every transactional id's producer
+// the file before the first of them is used, and never at or below an id
+// the logs hold: the allocator starts above every id of the logs'
+// producer state at open and is raised by every append of a higher id,
+// so no id is handed out twice across restarts or crashes, nor one a
+// client wrote with unasked; a client's id above 2^62, which no
+// allocator reaches and which would leave this one nothing to hand out,
+// is refused with INVALID_RECORD), every transactional id's producer
 // id, epoch, timeout, state and partitions, and the topic configs. Own
 // files rather than Kafka's internal partitions (__transaction_state):
 // the log directory stays what a Kafka broker would load (no internal

@@ -168,6 +168,11 @@ func Open(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, w := range meta.warnings {
+		if cfg.Logf != nil {
+			cfg.Logf("%s", w)
+		}
+	}
 	var tmpl partlog.Options
 	if cfg.Log != nil {
 		tmpl = *cfg.Log
