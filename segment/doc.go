@@ -21,7 +21,7 @@
 //     demand and unmapped again by the owner's cache (Unmap).
 //
 // Disk reservation: the active .log's length is SegmentBytes from the
-// start (a hole past the reservation, mmapfile.CreateAhead), but its blocks
+// start (a hole past the reservation, mmapfile.Options.Ahead), but its blocks
 // are reserved with fallocate in steps ahead of the write position, so
 // disk use grows with the data and a full disk is the error of the append
 // that needed the room, never a SIGBUS or a lost writeback: no store or

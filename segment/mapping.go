@@ -25,7 +25,7 @@ func (s *Segment) mapping() (*mmapfile.File, int64, error) {
 		s.mu.Unlock()
 		return f, size, nil
 	}
-	f, err := mmapfile.Open(s.Path(LogSuffix), 0, false)
+	f, err := mmapfile.Open(s.Path(LogSuffix), mmapfile.Options{ReadOnly: true})
 	if err != nil {
 		s.mu.Unlock()
 		return nil, 0, err

@@ -198,12 +198,12 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 	}
 	reserve := s.firstReserve()
 	mapLen := min(cfg.SegmentBytes, max(reserve, MapMinBytes))
-	f, err := mmapfile.CreateAheadMapped(s.Path(LogSuffix), cfg.SegmentBytes, reserve, mapLen)
+	f, err := mmapfile.Open(s.Path(LogSuffix), mmapfile.Options{Create: true, Ahead: true, Reserve: reserve, Capacity: cfg.SegmentBytes, MapLen: mapLen})
 	if errors.Is(err, fs.ErrExist) {
 		if err := s.removeFiles(); err != nil {
 			return nil, err
 		}
-		f, err = mmapfile.CreateAheadMapped(s.Path(LogSuffix), cfg.SegmentBytes, reserve, mapLen)
+		f, err = mmapfile.Open(s.Path(LogSuffix), mmapfile.Options{Create: true, Ahead: true, Reserve: reserve, Capacity: cfg.SegmentBytes, MapLen: mapLen})
 	}
 	if err != nil {
 		return nil, err

@@ -3,7 +3,7 @@
 //
 // A File is created or opened at a fixed mapping length. Writable files have
 // their blocks reserved with fallocate(2) (mode 0) before they are mapped, so a
-// full disk surfaces as an error from Create, Open or Grow rather than as a
+// full disk surfaces as an error from Open or Grow rather than as a
 // SIGBUS on a later store into the mapping. The package is Linux-only: it relies
 // on fallocate and on madvise(MADV_POPULATE_WRITE).
 //
@@ -32,11 +32,11 @@
 //  5. The mapping is never moved or resized in place, so a slice obtained
 //     under a reference never dangles while that reference is held; Grow only
 //     reserves more blocks inside the existing mapping. A growable file
-//     (CreateReserved, OpenReserved) is mapped at its full capacity from the
+//     (Options.Capacity) is mapped at its full capacity from the
 //     start, with only the reserved prefix backed by the file; the rest of
 //     the mapping is address space that Bytes never reaches. A file made
-//     "ahead" (CreateAhead, OpenAhead, MapAhead) is mapped only over its
-//     reserved prefix (CreateAheadMapped: a given length past it, over
+//     "ahead" (Options.Ahead) is mapped only over its
+//     reserved prefix (Options.MapLen: a given length past it, over
 //     the file's hole, which Bytes never reaches either); Remap maps it
 //     again, longer, as a new File that takes over the descriptor and the
 //     owner's role; the owner closes the old one, whose readers keep their
@@ -146,7 +146,7 @@ type File struct {
 	// Prefault goes straight to MADV_WILLNEED.
 	noPopulate atomic.Bool
 	// lengthAt, when not 0, is the length the first Grow sets the file to
-	// before it reserves (OpenAhead, MapAhead). Owner only.
+	// before it reserves (Options.Ahead, opening). Owner only.
 	lengthAt int64
 	// capacity is the largest size Grow (after a Remap, for a file made
 	// ahead) may give the file: len(data), or more for a file made ahead.
@@ -191,42 +191,113 @@ func (f *File) allocGeneration() uint64 {
 	return f.allocGen
 }
 
-// Create creates a new file at path (failing if it exists), preallocates size
-// bytes with fallocate and maps them read-write. A size of 0 creates an empty
-// file and no mapping. On failure the new file is removed.
-func Create(path string, size int64) (*File, error) {
-	if size < 0 {
-		return nil, pathError(path, "create", fmt.Errorf("negative size %d", size))
-	}
-	return createNew(path, size, size, func(fd *os.File) (*File, error) {
-		return mapFile(path, fd, 0, size, true)
-	})
+// Options say how Open makes or opens a file and maps it.
+type Options struct {
+	// Create makes a new file at path (O_EXCL: an existing name fails, a
+	// symbolic link included; on failure the new file is removed).
+	// Otherwise the regular file at path is opened, never through a
+	// symbolic link (its target may lie outside the directory, and a
+	// writable open preallocates it); any other entry is ErrNotRegular.
+	Create bool
+	// ReadOnly maps an existing file read-only over its length; the sizes
+	// below are ignored.
+	ReadOnly bool
+	// Reserve is how many bytes from the start are backed by fallocate
+	// (for an existing file, at least its length: the whole range, so a
+	// hole another tool left cannot fault on a store): the File's Size.
+	Reserve int64
+	// Capacity is the largest Size Grow may reach (0: Reserve). Without
+	// Ahead the file is Reserve bytes long and mapped over Capacity
+	// (Grow extends the reservation inside the mapping).
+	//
+	// Mapping past the end of the file is legal (MAP_SHARED of a file
+	// never costs memory for pages nobody touches, and file mappings are
+	// not charged against the overcommit limit); touching a page wholly
+	// past the end raises SIGBUS, which is why Bytes never hands out more
+	// than Size bytes and every store goes through a slice from Bytes.
+	Capacity int64
+	// Ahead sets the file's length to Capacity at once (ftruncate: the
+	// part past the reservation is a hole that takes no disk) and maps
+	// only MapLen bytes (0: the reserved prefix; growing past the mapping
+	// takes a Remap). Blocks are still reserved only for the reserved
+	// prefix, and Size, Bytes and WriteAt stay within it, so no store ever
+	// reaches the hole (whose blocks would be allocated at writeback,
+	// where a full disk could no longer be reported); the mapping past the
+	// reservation lies over the hole, address space only. Growing the
+	// reservation then never changes the file's length, and thousands of
+	// files mapped at what they hold lie side by side in the address
+	// space instead of a page-table page or two each at a capacity of
+	// 1 GiB. A crash leaves the file at capacity, ending in zeros, which
+	// recovery cuts. An existing file with nothing to reserve beyond its
+	// length (a segment reopened after a clean close) gets its length set
+	// by the first Grow instead: an idle reopened file is not changed.
+	Ahead  bool
+	MapLen int64
+	// FD, when set, is path already opened with OpenRegular (read-write
+	// unless ReadOnly) and Length its length: Open maps it and takes it
+	// over (closing it on failure), for a caller that read the file first.
+	FD     *os.File
+	Length int64
 }
 
-// CreateReserved creates a new file at path (failing if it exists) whose
-// mapping is capacity bytes long but whose blocks are reserved with fallocate
-// only for the first reserve bytes (reserve ≤ capacity): the file is reserve
-// bytes long, Size is reserve and Cap is capacity. Grow later extends the
-// reservation inside the mapping without moving it.
-//
-// Mapping past the end of the file is legal (MAP_SHARED of a file never
-// costs memory for pages nobody touches, and file mappings are not charged
-// against the overcommit limit); touching a page wholly past the end raises
-// SIGBUS, which is why Bytes never hands out more than Size bytes and every
-// store goes through a slice from Bytes. On failure the new file is removed.
-func CreateReserved(path string, capacity, reserve int64) (*File, error) {
-	return createNew(path, capacity, reserve, func(fd *os.File) (*File, error) {
-		return mapFileReserved(path, fd, 0, reserve, capacity, true)
-	})
+// Open makes or opens the file at path and maps it as o says. A zero
+// length yields a File with no mapping and an empty Bytes.
+func Open(path string, o Options) (*File, error) {
+	capacity := o.Capacity
+	if capacity == 0 {
+		capacity = o.Reserve
+	}
+	if o.Create {
+		if o.Reserve < 0 || capacity < o.Reserve {
+			return nil, pathError(path, "create", fmt.Errorf("reserve %d outside [0, capacity %d]", o.Reserve, capacity))
+		}
+		if !o.Ahead {
+			return createNew(path, func(fd *os.File) (*File, error) {
+				return mapFileReserved(path, fd, 0, o.Reserve, capacity, true)
+			})
+		}
+		mapLen := o.MapLen
+		if mapLen == 0 {
+			mapLen = o.Reserve
+		}
+		if mapLen < o.Reserve || mapLen > capacity {
+			return nil, pathError(path, "create", fmt.Errorf("mapping %d outside [reserve %d, capacity %d]", mapLen, o.Reserve, capacity))
+		}
+		return createNew(path, func(fd *os.File) (*File, error) {
+			return mapFileAhead(path, fd, 0, o.Reserve, mapLen, capacity)
+		})
+	}
+	fd, size := o.FD, o.Length
+	if fd == nil {
+		var err error
+		if fd, size, err = OpenRegular(path, !o.ReadOnly); err != nil {
+			return nil, err
+		}
+	}
+	if o.ReadOnly {
+		return mapFileReserved(path, fd, size, size, size, false)
+	}
+	length := max(size, o.Reserve)
+	capacity = max(capacity, length)
+	if !o.Ahead {
+		return mapFileReserved(path, fd, size, length, capacity, true)
+	}
+	if length > size || capacity == size {
+		return mapFileAhead(path, fd, size, length, max(length, o.MapLen), capacity)
+	}
+	f, err := mapFileReserved(path, fd, size, size, size, true)
+	if err != nil {
+		return nil, err
+	}
+	f.capacity = capacity
+	f.lengthAt = capacity
+	return f, nil
 }
 
 // createNew creates path exclusively (O_EXCL fails on any existing name, a
-// symbolic link included) and
-// maps it with mapFD (which owns fd); on failure the new file is removed.
-func createNew(path string, capacity, reserve int64, mapFD func(fd *os.File) (*File, error)) (*File, error) {
-	if reserve < 0 || capacity < reserve {
-		return nil, pathError(path, "create", fmt.Errorf("reserve %d outside [0, capacity %d]", reserve, capacity))
-	}
+// symbolic link included) and maps it with mapFD (which owns fd); on
+// failure the new file is removed.
+func createNew(path string, mapFD func(fd *os.File) (*File, error)) (*File, error) {
 	fd, err := fsutil.Open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, pathError(path, "create", err)
@@ -239,10 +310,15 @@ func createNew(path string, capacity, reserve int64, mapFD func(fd *os.File) (*F
 	return f, nil
 }
 
-// openRegular opens an existing file with flag, never through a symbolic
-// link, and refuses a path that is not a regular file; it returns the
-// file's length.
-func openRegular(path string, flag int) (*os.File, int64, error) {
+// OpenRegular opens the existing regular file at path (never through a
+// symbolic link; read-write when writable) without mapping it, and
+// returns it with its length, for a caller that reads it before mapping
+// it (Options.FD: one open for both).
+func OpenRegular(path string, writable bool) (*os.File, int64, error) {
+	flag := os.O_RDONLY
+	if writable {
+		flag = os.O_RDWR
+	}
 	fd, err := fsutil.Open(path, flag|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, 0, pathError(path, "open", err)
@@ -257,26 +333,6 @@ func openRegular(path string, flag int) (*os.File, int64, error) {
 		return nil, 0, pathError(path, "open", ErrNotRegular)
 	}
 	return fd, st.Size(), nil
-}
-
-// OpenReserved maps an existing file read-write over max(capacity, length)
-// bytes and makes sure max(reserve, length) bytes are backed by fallocate
-// (the whole range, so holes left by another tool cannot fault). Size is the
-// resulting file length; Grow extends it up to Cap.
-func OpenReserved(path string, capacity, reserve int64) (*File, error) {
-	fd, size, err := openRegular(path, os.O_RDWR)
-	if err != nil {
-		return nil, err
-	}
-	return MapReserved(path, fd, size, capacity, reserve)
-}
-
-// MapReserved is OpenReserved for fd, the file at path opened read-write
-// with OpenRegular, whose length is size. It takes ownership of fd
-// (closing it on failure).
-func MapReserved(path string, fd *os.File, size, capacity, reserve int64) (*File, error) {
-	length := max(size, reserve)
-	return mapFileReserved(path, fd, size, length, max(capacity, length), true)
 }
 
 // SyncPath fdatasyncs the regular file at path (never through a link)
@@ -298,87 +354,6 @@ func SyncPath(path string) error {
 		(*h)(path)
 	}
 	return nil
-}
-
-// CreateAhead is CreateReserved with the file's length set to capacity at
-// once (ftruncate: the part past the reservation is a hole that takes no
-// disk). Blocks are still reserved with fallocate only for the first
-// reserve bytes, and Size, Bytes and WriteAt stay within them, so no
-// store ever reaches the hole (whose blocks would be allocated at
-// writeback, where a full disk could no longer be reported). Growing the
-// reservation then never changes the file's length. On the reference VM
-// (1 KiB stores into a fresh mapping, 256 MiB, 16 MiB steps, six
-// interleaved rounds, two runs) stores into a file reserved in steps that
-// extend its length cost 1.5x (1.52, 1.44) those into a file reserved
-// whole, and 1.14 and 0.83x with the length set once. A crash leaves the
-// file at capacity, ending in zeros, which recovery cuts.
-//
-// Only the reserved prefix is mapped (Cap is capacity, MapLen is reserve):
-// growing past the mapping takes a Remap first. Thousands of files mapped
-// at a capacity of 1 GiB each spread their pages over a terabyte of
-// address space, a page-table page or two of their own for each file's
-// written tail; mapped at what they hold they lie side by side.
-func CreateAhead(path string, capacity, reserve int64) (*File, error) {
-	return CreateAheadMapped(path, capacity, reserve, reserve)
-}
-
-// CreateAheadMapped is CreateAhead with a mapping mapLen bytes long
-// (reserve ≤ mapLen ≤ capacity; MapLen is mapLen), so Grow up to mapLen
-// needs no Remap. The part of the mapping past the reservation lies over
-// the file's hole: address space only, which Bytes, Prefault and WriteAt
-// never reach (they stay within Size), so no store allocates a block
-// there and none can fault with SIGBUS.
-func CreateAheadMapped(path string, capacity, reserve, mapLen int64) (*File, error) {
-	if mapLen < reserve || mapLen > capacity {
-		return nil, pathError(path, "create", fmt.Errorf("mapping %d outside [reserve %d, capacity %d]", mapLen, reserve, capacity))
-	}
-	return createNew(path, capacity, reserve, func(fd *os.File) (*File, error) {
-		return mapFileAhead(path, fd, 0, reserve, mapLen, capacity)
-	})
-}
-
-// OpenAhead is OpenReserved with the file's length set to the capacity
-// (see CreateAhead). The reserved prefix is max(reserve, current length).
-// When nothing is to be reserved beyond the current length (a segment
-// reopened after a clean close), the length is set by the first Grow
-// instead: an idle reopened file is not changed at all (no ftruncate at
-// the open, none back at the close).
-func OpenAhead(path string, capacity, reserve int64) (*File, error) {
-	fd, size, err := OpenRegular(path, true)
-	if err != nil {
-		return nil, err
-	}
-	return MapAhead(path, fd, size, capacity, reserve)
-}
-
-// OpenRegular opens the existing regular file at path (never through a
-// symbolic link; read-write when writable) without mapping it, and
-// returns it with its length, for a caller that reads it before mapping
-// it with MapAhead (one open for both).
-func OpenRegular(path string, writable bool) (*os.File, int64, error) {
-	flag := os.O_RDONLY
-	if writable {
-		flag = os.O_RDWR
-	}
-	return openRegular(path, flag)
-}
-
-// MapAhead is OpenAhead for fd, the file at path opened read-write with
-// OpenRegular, whose length is size. It takes ownership of fd (closing it
-// on failure).
-func MapAhead(path string, fd *os.File, size, capacity, reserve int64) (*File, error) {
-	length := max(size, reserve)
-	capacity = max(capacity, length)
-	if length > size || capacity == size {
-		return mapFileAhead(path, fd, size, length, length, capacity)
-	}
-	f, err := mapFileReserved(path, fd, size, size, size, true)
-	if err != nil {
-		return nil, err
-	}
-	f.capacity = capacity
-	f.lengthAt = capacity
-	return f, nil
 }
 
 // mapFileAhead reserves [0, length), sets the file's length to capacity
@@ -404,33 +379,6 @@ func mapFileAhead(path string, fd *os.File, current, length, mapLen, capacity in
 	}
 	f.capacity = capacity
 	return f, nil
-}
-
-// Open maps an existing file. A symbolic link is never followed (its
-// target may lie outside the directory, and a writable open preallocates
-// it) and a path that is not a regular file is refused.
-//
-// A writable file is mapped read-write over max(mapSize, current length); if
-// mapSize is larger than the file, the file is first extended with fallocate
-// to mapSize bytes. A read-only file is mapped over its current length, and
-// mapSize is ignored. A zero length yields a File with no mapping and an empty
-// Bytes.
-func Open(path string, mapSize int64, writable bool) (*File, error) {
-	fd, size, err := OpenRegular(path, writable)
-	if err != nil {
-		return nil, err
-	}
-	length := size
-	if writable {
-		length = max(length, mapSize)
-	}
-	return mapFile(path, fd, size, length, writable)
-}
-
-// mapFile reserves blocks up to length (writable only) and maps length bytes.
-// It takes ownership of fd and closes it on failure.
-func mapFile(path string, fd *os.File, current, length int64, writable bool) (*File, error) {
-	return mapFileReserved(path, fd, current, length, length, writable)
 }
 
 // mapFileReserved reserves blocks up to length (writable only) and maps
@@ -503,12 +451,12 @@ func (f *File) Bytes() []byte {
 }
 
 // Size returns the usable length of the mapping: the length of the file,
-// or for CreateAhead and OpenAhead the reserved prefix of it; the mapped
+// or for a file made ahead the reserved prefix of it; the mapped
 // length at open, lowered by Truncate and raised by Grow.
 func (f *File) Size() int64 { return f.size.Load() }
 
 // Cap returns the largest size the file may grow to: the length of the
-// mapping, or for a file made ahead (CreateAhead) its capacity, which
+// mapping, or for a file made ahead its capacity, which
 // growth past MapLen reaches through Remap.
 func (f *File) Cap() int64 { return f.capacity }
 
@@ -529,8 +477,8 @@ func (f *File) Grow(n int64) error {
 	if n > f.MapLen() {
 		return pathError(f.path, "grow", fmt.Errorf("%w: %d > mapped %d (capacity %d)", ErrCapacity, n, f.MapLen(), f.Cap()))
 	}
-	// Only the new range: the part below cur is already backed (Create,
-	// Open and the previous Grow reserved it), and so is the part a
+	// Only the new range: the part below cur is already backed (Open
+	// and the previous Grow reserved it), and so is the part a
 	// Preallocate allocated (a prefault worker's, off the append path).
 	start := max(cur, f.allocatedTo())
 	if start >= n && f.lengthAt == 0 {
@@ -539,8 +487,8 @@ func (f *File) Grow(n int64) error {
 	}
 	err := f.withFD(func(fd int) error {
 		if f.lengthAt > 0 {
-			// The length deferred by OpenAhead (a hole past the
-			// reservation, as CreateAhead leaves it).
+			// The length deferred by an Ahead open (a hole past the
+			// reservation, as an Ahead create leaves it).
 			if err := unix.Ftruncate(fd, f.lengthAt); err != nil {
 				return fmt.Errorf("truncate: %w", err)
 			}
