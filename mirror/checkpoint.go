@@ -394,5 +394,5 @@ func WriteCheckpoint(dir string, c *Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	return checkpoint.WriteFileAtomic(filepath.Join(dir, CheckpointFile), data)
+	return fsutil.WriteFileAtomic(filepath.Join(dir, CheckpointFile), data)
 }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 const vectorName = "00000000000000000018.snapshot"
@@ -234,7 +236,7 @@ func TestDecodeCorrupt(t *testing.T) {
 			}
 			// Read streams the file through another code path; it must
 			// reach the same verdict at the same byte, naming the file.
-			p := filepath.Join(t.TempDir(), FileName(18))
+			p := filepath.Join(t.TempDir(), filenames.Make(18, filenames.Snapshot))
 			if err := os.WriteFile(p, b, 0o644); err != nil {
 				t.Fatal(err)
 			}

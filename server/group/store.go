@@ -11,7 +11,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/internal/fsutil"
 )
 
@@ -32,7 +31,7 @@ var errCorruptState = errors.New("partlog/server/group: corrupt state file")
 // saveLocked writes the whole state (committed and staged offsets, the
 // stored metadata of every group) to the state file, atomically.
 func (c *Coordinator) saveLocked() error {
-	return checkpoint.WriteFileAtomic(c.path, c.encodeLocked())
+	return fsutil.WriteFileAtomic(c.path, c.encodeLocked())
 }
 
 func (c *Coordinator) encodeLocked() []byte {
