@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/crc32c"
 	"github.com/partlog/partlog/snapshot"
 )
 
@@ -47,7 +48,7 @@ func kafkaSnapshotError(data []byte, ce *snapshot.CorruptionError) string {
 	}
 	if ce.Offset == crcPos && len(data) >= snapshot.HeaderSize {
 		stored := binary.BigEndian.Uint32(data[crcPos:])
-		computed := batch.Checksum(data[entriesPos:])
+		computed := crc32c.Checksum(data[entriesPos:])
 		return fmt.Sprintf("Snapshot is corrupt (CRC is no longer valid). Stored crc: %d. Computed crc: %d", stored, computed)
 	}
 	return "Snapshot failed schema validation: " + ce.Reason

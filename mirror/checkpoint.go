@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"path/filepath"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/crc32c"
 	"github.com/partlog/partlog/internal/fsutil"
 )
 
@@ -32,8 +32,6 @@ var checkpointKeys = [...]string{
 	"align_target_epoch", "align_target_offset", "last_mirror_epoch", "last_mirror_offset",
 	"stop_policy", "stop_leader_epoch", "barrier_offset", "updated_ms",
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // TopicID is a topic's 128-bit UUID, printed as 22 characters of URL-safe
 // base64 without padding.
@@ -160,7 +158,7 @@ func AppendCheckpoint(dst []byte, c *Checkpoint) ([]byte, error) {
 		dst = append(dst, c.value(i)...)
 		dst = append(dst, '\n')
 	}
-	sum := crc32.Checksum(dst[start:], castagnoli)
+	sum := crc32c.Checksum(dst[start:])
 	return fmt.Appendf(dst, "crc32c %08x\n", sum), nil
 }
 
@@ -269,7 +267,7 @@ func ParseCheckpoint(data []byte) (Checkpoint, error) {
 	}
 	stored := uint32(sumBytes[0])<<24 | uint32(sumBytes[1])<<16 | uint32(sumBytes[2])<<8 | uint32(sumBytes[3])
 	covered := len(data) - len(crcLine) - 1
-	if got := crc32.Checksum(data[:covered], castagnoli); got != stored {
+	if got := crc32c.Checksum(data[:covered]); got != stored {
 		return c, corruptCheckpoint(0, "crc32c mismatch: stored %08x, computed %08x", stored, got)
 	}
 	header := strings.TrimSuffix(lines[0], "\n")

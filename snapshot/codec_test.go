@@ -5,13 +5,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/partlog/partlog/internal/crc32c"
 	"github.com/partlog/partlog/internal/filenames"
 )
 
@@ -168,7 +168,7 @@ func TestRoundTrip(t *testing.T) {
 // check under test, not on the CRC.
 func recrc(b []byte) []byte {
 	if len(b) >= HeaderSize {
-		binary.BigEndian.PutUint32(b[2:], crc32.Checksum(b[6:], castagnoli))
+		binary.BigEndian.PutUint32(b[2:], crc32c.Checksum(b[6:]))
 	}
 	return b
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/partlog/partlog/internal/crc32c"
 	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/fsutil"
 )
@@ -53,14 +53,14 @@ func Write(dir string, offset int64, entries []Entry) error {
 func writeEntries(f *os.File, entries []Entry) error {
 	buf := make([]byte, HeaderSize+EntrySize*min(len(entries), chunkEntries))
 	putHeader(buf, len(entries))
-	crc := crc32.Update(0, castagnoli, buf[countPos:HeaderSize])
+	crc := crc32c.Update(0, buf[countPos:HeaderSize])
 	filled := HeaderSize // the first chunk carries the header
 	rest := entries
 	for {
 		k := min(len(rest), chunkEntries)
 		p := buf[filled : filled+EntrySize*k]
 		putEntries(p, rest[:k])
-		crc = crc32.Update(crc, castagnoli, p)
+		crc = crc32c.Update(crc, p)
 		if _, err := f.Write(buf[:filled+len(p)]); err != nil {
 			return err
 		}
@@ -128,7 +128,7 @@ func readEntries(f *os.File) ([]Entry, error) {
 		return nil, err
 	}
 	entries := make([]Entry, count)
-	crc := crc32.Update(0, castagnoli, hdr[countPos:])
+	crc := crc32c.Update(0, hdr[countPos:])
 	buf := make([]byte, EntrySize*min(count, chunkEntries))
 	for done := 0; done < count; {
 		k := min(count-done, chunkEntries)
@@ -136,7 +136,7 @@ func readEntries(f *os.File) ([]Entry, error) {
 		if _, err := io.ReadFull(f, p); err != nil {
 			return nil, shrunk(err, HeaderSize+EntrySize*int64(done))
 		}
-		crc = crc32.Update(crc, castagnoli, p)
+		crc = crc32c.Update(crc, p)
 		getEntries(entries[done:done+k], p)
 		done += k
 	}
