@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/corrupt"
 	"github.com/partlog/partlog/internal/crc32c"
 	"github.com/partlog/partlog/internal/fsutil"
 )
@@ -82,40 +83,20 @@ func newCheckpoint() Checkpoint {
 }
 
 // ErrCorruptCheckpoint marks every failure to decode mirror.checkpoint;
-// the concrete error is a *CheckpointError.
-var ErrCorruptCheckpoint = errors.New("partlog/mirror: corrupt mirror.checkpoint")
+// the concrete error is a *CheckpointError. It wraps partlog's one
+// corruption marker (partlog.ErrCorrupt).
+var ErrCorruptCheckpoint = corrupt.Sentinel("partlog/mirror: corrupt mirror.checkpoint")
 
 // CheckpointError says why mirror.checkpoint could not be decoded, and
-// where. errors.Is(err, ErrCorruptCheckpoint) holds for it.
-type CheckpointError struct {
-	// Path is the file (empty when bytes were decoded directly).
-	Path string
-	// Line is the 1-based line of the problem, 0 when it concerns the
-	// whole file (CRC, length, encoding).
-	Line int
-	// Reason is a short description.
-	Reason string
-}
-
-// Error describes the corruption, with the file and line if known.
-func (e *CheckpointError) Error() string {
-	where := e.Path
-	if where == "" {
-		where = CheckpointFile
-	}
-	if e.Line > 0 {
-		return fmt.Sprintf("partlog/mirror: corrupt %s, line %d: %s", where, e.Line, e.Reason)
-	}
-	return fmt.Sprintf("partlog/mirror: corrupt %s: %s", where, e.Reason)
-}
-
-// Is reports whether target is ErrCorruptCheckpoint.
-func (e *CheckpointError) Is(target error) bool { return target == ErrCorruptCheckpoint }
+// where: Path is the file (empty when bytes were decoded directly), Line
+// the 1-based line of the problem, 0 when it concerns the whole file (CRC,
+// length, encoding). errors.Is(err, ErrCorruptCheckpoint) holds for it.
+type CheckpointError = corrupt.Error
 
 // corruptCheckpoint builds a *CheckpointError; string and []byte
 // arguments (bad input) are shortened to an excerpt of ~100 bytes.
 func corruptCheckpoint(line int, format string, args ...any) *CheckpointError {
-	return &CheckpointError{Line: line, Reason: fmt.Sprintf(format, fsutil.Clip(args)...)}
+	return &CheckpointError{Kind: ErrCorruptCheckpoint, Pos: -1, Line: line, Reason: fmt.Sprintf(format, fsutil.Clip(args)...)}
 }
 
 // maxCheckpointSize bounds what ParseCheckpoint accepts; a valid file is
@@ -372,7 +353,7 @@ func ReadCheckpoint(dir string) (c Checkpoint, found bool, err error) {
 		return newCheckpoint(), false, nil
 	}
 	if pe := (*fs.PathError)(nil); errors.Is(err, fsutil.ErrTooLarge) && errors.As(err, &pe) {
-		return newCheckpoint(), true, &CheckpointError{Path: path, Reason: pe.Err.Error()}
+		return newCheckpoint(), true, &CheckpointError{Kind: ErrCorruptCheckpoint, Path: path, Pos: -1, Reason: pe.Err.Error()}
 	}
 	if err != nil {
 		return newCheckpoint(), false, fmt.Errorf("partlog/mirror: read %s: %w", path, err)

@@ -179,7 +179,7 @@ func TestDecodeCorrupt(t *testing.T) {
 	tests := []struct {
 		name   string
 		damage func() []byte
-		offset int64 // expected CorruptionError.Offset
+		offset int64 // expected CorruptionError.Pos
 	}{
 		{"empty file", func() []byte { return nil }, 0},
 		{"one byte", func() []byte { return raw[:1] }, 1},
@@ -228,8 +228,8 @@ func TestDecodeCorrupt(t *testing.T) {
 			if !errors.As(err, &ce) {
 				t.Fatalf("error %T is not a *CorruptionError", err)
 			}
-			if ce.Offset != tc.offset {
-				t.Errorf("Offset = %d, want %d (%v)", ce.Offset, tc.offset, err)
+			if ce.Pos != tc.offset {
+				t.Errorf("Offset = %d, want %d (%v)", ce.Pos, tc.offset, err)
 			}
 			if got != nil {
 				t.Errorf("entries returned with an error")
@@ -242,7 +242,7 @@ func TestDecodeCorrupt(t *testing.T) {
 			}
 			_, rerr := Read(p)
 			var rce *CorruptionError
-			if !errors.As(rerr, &rce) || rce.Path != p || rce.Offset != ce.Offset || rce.Reason != ce.Reason {
+			if !errors.As(rerr, &rce) || rce.Path != p || rce.Pos != ce.Pos || rce.Reason != ce.Reason {
 				t.Errorf("Read error %v differs from Decode error %v", rerr, err)
 			}
 		})

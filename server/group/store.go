@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/partlog/partlog/internal/corrupt"
 	"github.com/partlog/partlog/internal/crc32c"
 	"github.com/partlog/partlog/internal/fsutil"
 )
@@ -24,7 +25,7 @@ const (
 )
 
 // errCorruptState marks a state file that does not decode.
-var errCorruptState = errors.New("partlog/server/group: corrupt state file")
+var errCorruptState = corrupt.Sentinel("partlog/server/group: corrupt state file")
 
 // saveLocked writes the whole state (committed and staged offsets, the
 // stored metadata of every group) to the state file, atomically.
