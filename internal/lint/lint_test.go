@@ -43,6 +43,7 @@ var allowed = map[string][]string{
 	"mirror/sim":   {"", "mirror", "batch", "producerstate", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil"},
 	"server":       {"", "mirror", "batch", "producerstate", "internal/checkpoint", "internal/fsutil"},
 	"server/group": {"internal/checkpoint", "internal/fsutil"},
+	"dump":         {"batch", "index", "snapshot", "internal/unsafeutil"},
 	"cmd/partlog":  {"*"},
 	"bench":        {"*"},
 }
