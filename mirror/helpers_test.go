@@ -23,15 +23,21 @@ func logOptions() *partlog.Options {
 	return &partlog.Options{SegmentBytes: 64 << 10, MaxIndexBytes: 4096, PrefaultBytes: -1}
 }
 
-// openLog opens (or creates) a log in dir and closes it at the end of the
-// test (a second Close is harmless).
+// openLog opens (or creates) a log in dir and, at the end of the test,
+// closes it (a second Close is harmless) and runs partlog's consistency
+// check on the directory.
 func openLog(t testing.TB, dir string) *partlog.Log {
 	t.Helper()
 	l, err := partlog.Open(dir, logOptions())
 	if err != nil {
 		t.Fatalf("open log %s: %v", dir, err)
 	}
-	t.Cleanup(func() { _ = l.Close() })
+	t.Cleanup(func() {
+		_ = l.Close()
+		if err := partlog.Check(dir, logOptions()); err != nil {
+			t.Errorf("consistency check of %s: %v", dir, err)
+		}
+	})
 	return l
 }
 

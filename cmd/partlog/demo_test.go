@@ -10,7 +10,8 @@ import (
 // TestDemo runs the README's main command in-process: it must build the
 // crashed directory, find the torn tail, repair it, and end clean.
 func TestDemo(t *testing.T) {
-	code, out, errOut := runCLI(t, "", "demo", "--dir", t.TempDir())
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, "", "demo", "--dir", dir)
 	if code != exitOK {
 		t.Fatalf("demo exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -25,6 +26,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
+	checkConsistent(t, dir)
 }
 
 // TestDemoRefusesKafkaData: demo --dir must not build (and damage) a

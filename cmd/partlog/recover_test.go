@@ -66,6 +66,7 @@ func TestRecoverApply(t *testing.T) {
 					t.Fatalf("%v after repair: exit %d\n%s%s", args, code, out, errOut)
 				}
 			}
+			checkConsistent(t, dir)
 		})
 	}
 }
@@ -103,9 +104,21 @@ func TestRecoverApplyQuarantinesTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
 	if l.LogEndOffset() != 60 {
 		t.Fatalf("log end offset %d, want 60", l.LogEndOffset())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkConsistent(t, dir)
+}
+
+// checkConsistent runs partlog's consistency check on a closed partition
+// or log directory a test leaves healthy (a repaired one, say).
+func checkConsistent(t *testing.T, dir string) {
+	t.Helper()
+	if err := partlog.Check(dir, testLogOpts()); err != nil {
+		t.Errorf("consistency check of %s: %v", dir, err)
 	}
 }
 
