@@ -126,7 +126,7 @@ func (l *Log) checkLocked() error {
 		if i+1 < len(segs) {
 			limit = segs[i+1].BaseOffset()
 		}
-		err := s.Scan(func(pos int64, v batch.View) error {
+		err := s.Scan(func(pos int64, v batch.View, _ *batch.BatchHeader) error {
 			if v.BaseOffset() < s.BaseOffset() || v.LastOffset() >= limit {
 				return fmt.Errorf("segment %d: batch [%d, %d] at position %d lies outside [%d, %d)", s.BaseOffset(), v.BaseOffset(), v.LastOffset(), pos, s.BaseOffset(), limit)
 			}

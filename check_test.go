@@ -84,7 +84,12 @@ func TestConsistencyCheckSeesBadOffsets(t *testing.T) {
 				t.Fatalf("healthy log: %v", err)
 			}
 			var out segment.Appended
-			if err := l.active().Append(makeFollowerBatch(t, base, 0, 2, 10, 1), segment.Stamp{}, &out); err != nil {
+			bad := makeFollowerBatch(t, base, 0, 2, 10, 1)
+			hdrs, err := batch.CheckAll(bad, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.active().Append(bad, hdrs, segment.Stamp{}, &out); err != nil {
 				t.Fatal(err)
 			}
 			l.logEndOffset.Store(12)

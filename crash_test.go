@@ -165,24 +165,6 @@ func crashDigest(l *Log, from, to int64, h uint32) (uint32, error) {
 	return h, err
 }
 
-// controlType returns the control type of a control batch's first record.
-func controlType(v batch.View) (batch.ControlType, bool) {
-	if !v.IsControl() || v.RecordsCount() <= 0 {
-		return 0, false
-	}
-	data, err := v.RecordData(nil, 1<<20)
-	if err != nil {
-		return 0, false
-	}
-	it := batch.NewRecordIterator(v, data)
-	var r batch.Record
-	if !it.Next(&r) {
-		return 0, false
-	}
-	_, typ, err := batch.ParseControlKey(r.Key)
-	return typ, err == nil
-}
-
 // crashResult is what crashCheck learned about a reopened log.
 type crashResult struct {
 	leo        int64
@@ -254,7 +236,7 @@ func crashCheck(t *testing.T, l *Log, ack ackRecord, exactLEO int64) crashResult
 		} else if len(epochs) > 0 && e < epochs[len(epochs)-1].Epoch {
 			return fmt.Errorf("leader epoch %d after %d", e, epochs[len(epochs)-1].Epoch)
 		}
-		if typ, ok := controlType(v); ok && typ == batch.ControlMirrorPidReset {
+		if v.IsBarrier() {
 			barriers = append(barriers, v.BaseOffset())
 		}
 		m.Begin(&a, producerstate.Replay, now)

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/fsutil"
@@ -126,7 +127,10 @@ type logCold struct {
 	// appendTimeBuf holds a LogAppendTime append's stamped copy
 	// (timestamp.go), under appendMu.
 	appendTimeBuf []byte
-	dirDirty      bool // a segment was created since the last Flush
+	// hdrBuf is the array of the headers validate decodes (scan.hdrs),
+	// under appendMu.
+	hdrBuf   []batch.BatchHeader
+	dirDirty bool // a segment was created since the last Flush
 	// listing is the directory's entries in name order, read by open and
 	// dropped at the end of Open: the files it lacks are not opened.
 	listing []fs.DirEntry

@@ -279,7 +279,11 @@ func raceEvictScenario(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out segment.Appended
-		if err := s.Append(data, segment.Stamp{Assign: true, NextOffset: base}, &out); err != nil {
+		hdrs, err := batch.CheckAll(data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Append(data, hdrs, segment.Stamp{Assign: true, NextOffset: base}, &out); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Seal(); err != nil {

@@ -162,7 +162,7 @@ func barrierOffsets(t testing.TB, l *partlog.Log) []int64 {
 	t.Helper()
 	var out []int64
 	for _, b := range batches(t, l) {
-		if IsBarrier(b) {
+		if b.IsBarrier() {
 			out = append(out, b.BaseOffset())
 		}
 	}

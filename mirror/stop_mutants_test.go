@@ -86,7 +86,7 @@ func markerCoordinatorEpochs(t *testing.T, l *partlog.Log, from int64) map[int64
 	t.Helper()
 	out := map[int64]int32{}
 	for _, v := range batches(t, l) {
-		if v.BaseOffset() < from || !v.IsControl() || IsBarrier(v) {
+		if v.BaseOffset() < from || !v.IsControl() || v.IsBarrier() {
 			continue
 		}
 		data, err := v.RecordData(nil, 1<<20)

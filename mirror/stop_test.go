@@ -93,7 +93,7 @@ func checkStopped(t *testing.T, p *Partition, policy StopPolicy, firstOpen, mirr
 		if b.PartitionLeaderEpoch() != 14 {
 			t.Fatalf("batch at %d written at epoch %d, want E_stop 14", b.BaseOffset(), b.PartitionLeaderEpoch())
 		}
-		if !IsBarrier(b) {
+		if !b.IsBarrier() {
 			if b.BaseOffset() > c.BarrierOffset {
 				t.Fatalf("batch at %d after the barrier", b.BaseOffset())
 			}

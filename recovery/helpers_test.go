@@ -122,7 +122,11 @@ func buildFixture(dir string) error {
 			}
 			raw := encodeBatch(b, offset, seq)
 			var out segment.Appended
-			if err := s.Append(raw, segment.Stamp{Assign: true, NextOffset: offset, LeaderEpoch: epoch}, &out); err != nil {
+			hdrs, err := batch.CheckAll(raw, nil)
+			if err != nil {
+				return err
+			}
+			if err := s.Append(raw, hdrs, segment.Stamp{Assign: true, NextOffset: offset, LeaderEpoch: epoch}, &out); err != nil {
 				return err
 			}
 			v := batch.View(raw)

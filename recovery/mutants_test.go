@@ -229,7 +229,11 @@ func TestRebuiltIndexIntervalIsMoreThan(t *testing.T) {
 			t.Fatalf("batch %d is %d bytes, want %d", i, len(raw), size)
 		}
 		var out segment.Appended
-		if err := s.Append(raw, segment.Stamp{Assign: true, NextOffset: 2 * i, LeaderEpoch: 1}, &out); err != nil {
+		hdrs, err := batch.CheckAll(raw, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Append(raw, hdrs, segment.Stamp{Assign: true, NextOffset: 2 * i, LeaderEpoch: 1}, &out); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -366,7 +370,11 @@ func writeLiveSegment(t testing.TB, dir string, base int64, bs [][]byte) {
 	next := base
 	for _, raw := range bs {
 		var out segment.Appended
-		if err := s.Append(raw, segment.Stamp{Assign: true, NextOffset: next, LeaderEpoch: 1}, &out); err != nil {
+		hdrs, err := batch.CheckAll(raw, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Append(raw, hdrs, segment.Stamp{Assign: true, NextOffset: next, LeaderEpoch: 1}, &out); err != nil {
 			t.Fatal(err)
 		}
 		next = out.LastOffset + 1

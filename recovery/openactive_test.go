@@ -174,7 +174,11 @@ func TestTrustedLargeSegmentChecks(t *testing.T) {
 			for offset < base+2000 {
 				var out segment.Appended
 				raw := encodeBatch(fixtureBatch{records: 10, pid: -1}, offset, seq)
-				if err := s.Append(raw, segment.Stamp{Assign: true, NextOffset: offset, LeaderEpoch: 0}, &out); err != nil {
+				hdrs, err := batch.CheckAll(raw, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Append(raw, hdrs, segment.Stamp{Assign: true, NextOffset: offset, LeaderEpoch: 0}, &out); err != nil {
 					t.Fatal(err)
 				}
 				offset = out.LastOffset + 1
