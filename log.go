@@ -340,7 +340,7 @@ func (l *Log) adopt(ld *recovery.Loaded) error {
 			if a := active; a != nil && a.BaseOffset() == sr.BaseOffset && a.Size() == sr.SizeBytes {
 				s, active = a, nil
 			} else {
-				s, err = segment.OpenRecovered(l.dir, sr.BaseOffset, sr.SizeBytes, cfg, now)
+				s, err = segment.OpenActive(l.dir, sr.BaseOffset, cfg, now, segment.Opened{Recovered: true, Size: sr.SizeBytes})
 			}
 		} else {
 			s, err = segment.OpenSealed(l.dir, sr.BaseOffset, cfg, now)

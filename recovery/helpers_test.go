@@ -322,7 +322,7 @@ func checkLoadable(t testing.TB, dir string) {
 	}
 	cp := filepath.Join(t.TempDir(), "copy")
 	copyDir(t, dir, cp)
-	s, err := segment.OpenActive(cp, bases[len(bases)-1], testCfg, testNow())
+	s, err := segment.OpenActive(cp, bases[len(bases)-1], testCfg, testNow(), segment.Opened{})
 	if err != nil {
 		t.Fatalf("OpenActive on the repaired directory: %v", err)
 	}

@@ -90,7 +90,7 @@ func sameActive(t *testing.T, a *segment.Segment, dir string) {
 	t.Helper()
 	ref := filepath.Join(t.TempDir(), filepath.Base(dir))
 	copyDir(t, dir, ref)
-	b, err := segment.OpenActive(ref, a.BaseOffset(), testCfg, testNow())
+	b, err := segment.OpenActive(ref, a.BaseOffset(), testCfg, testNow(), segment.Opened{})
 	if err != nil {
 		t.Fatalf("segment.OpenActive: %v", err)
 	}

@@ -93,7 +93,7 @@ func TestSegmentColdDataReadsAhead(t *testing.T) {
 				t.Fatal(err)
 			}
 			dropCached(t, s.Path(filenames.Log))
-			s, err := OpenActive(dir, 0, coldCfg, time.Now())
+			s, err := OpenActive(dir, 0, coldCfg, time.Now(), Opened{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -169,7 +169,7 @@ func TestSegmentRoundTrip(t *testing.T) {
 	}
 
 	// OpenActive: appendable again, next offset from the data.
-	s3, err := OpenActive(dir, base, segTestCfg, time.Now())
+	s3, err := OpenActive(dir, base, segTestCfg, time.Now(), Opened{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestSegmentRoundTrip(t *testing.T) {
 		t.Fatalf("closed .log is not exactly its data: %v", err)
 	}
 	// The indexes reopen sane, every entry at a batch start.
-	s4, err := OpenActive(dir, base, segTestCfg, time.Now())
+	s4, err := OpenActive(dir, base, segTestCfg, time.Now(), Opened{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +376,7 @@ func TestSegmentTruncate(t *testing.T) {
 			if !bytes.Equal(data, append(slices.Clone(prefix), segConcat(more)...)) {
 				t.Fatal("closed .log is not the kept data and the new appends")
 			}
-			s2, err := OpenActive(dir, 0, segTestCfg, time.Now())
+			s2, err := OpenActive(dir, 0, segTestCfg, time.Now(), Opened{})
 			if err != nil {
 				t.Fatalf("reopen after truncation: %v", err)
 			}
@@ -637,7 +637,7 @@ func TestSegmentReserveSteps(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = OpenActive(dir, 0, cfg, time.Now())
+	s, err = OpenActive(dir, 0, cfg, time.Now(), Opened{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1032,7 +1032,7 @@ func TestSegmentMappingGrows(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = OpenActive(dir, 0, cfg, time.Now())
+	s, err = OpenActive(dir, 0, cfg, time.Now(), Opened{})
 	if err != nil {
 		t.Fatal(err)
 	}
