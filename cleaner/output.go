@@ -251,9 +251,6 @@ const (
 	StepOriginalsGone = "originals-deleted"
 	// StepLive: the .swap files carry the live names, durably.
 	StepLive = "live-renamed"
-	// StepCheckpoint: the round's end offset is recorded (reported by
-	// whoever writes cleaner-offset-checkpoint).
-	StepCheckpoint = "checkpointed"
 )
 
 // step reports a durable step of a cleaning to a crash test.
