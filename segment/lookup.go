@@ -222,3 +222,28 @@ func (s *Segment) RenameDeleted() ([]string, error) {
 	}
 	return paths, err
 }
+
+// CollectAbortedTxns appends to dst the aborted transactions of this
+// segment's .txnindex that overlap [fetchOffset, upperBound), and reports
+// whether no later segment can hold a relevant one (recovery.md §4.4). A
+// missing .txnindex has no entries. Safe for concurrent use.
+func (s *Segment) CollectAbortedTxns(dst []index.AbortedTxn, fetchOffset, upperBound int64) ([]index.AbortedTxn, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return dst, false, ErrClosed
+	}
+	x := s.txnIndex
+	if x == nil {
+		var err error
+		x, err = index.OpenTxnIndex(s.Path(TxnIndexSuffix), s.base, true)
+		if errors.Is(err, fs.ErrNotExist) {
+			return dst, false, nil
+		}
+		if err != nil {
+			return dst, false, err
+		}
+		defer x.Close()
+	}
+	return x.CollectAbortedTxns(dst, fetchOffset, upperBound)
+}

@@ -67,7 +67,7 @@ func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, chec
 	}
 	// Mapped over its data, nothing reserved beyond it until the first
 	// append needs it (see "Disk reservation" in the Segment doc).
-	f, err := mmapfile.OpenAhead(s.Path(LogSuffix), max(cfg.SegmentBytes, dataLen), dataLen)
+	f, err := mmapfile.Open(s.Path(LogSuffix), mmapfile.Options{Ahead: true, Reserve: dataLen, Capacity: max(cfg.SegmentBytes, dataLen)})
 	if err != nil {
 		_ = s.closeFiles()
 		return nil, err
@@ -198,7 +198,7 @@ func (p *Pending) Activate(t Tail) (*Segment, error) {
 		return nil, ErrClosed
 	}
 	p.log = nil
-	f, err := mmapfile.MapAhead(s.Path(LogSuffix), fd, p.size, max(s.cfg.SegmentBytes, p.size), p.size)
+	f, err := mmapfile.Open(s.Path(LogSuffix), mmapfile.Options{Ahead: true, FD: fd, Length: p.size, Reserve: p.size, Capacity: max(s.cfg.SegmentBytes, p.size)})
 	if err != nil {
 		_ = s.closeFiles()
 		return nil, err

@@ -116,7 +116,7 @@ func (s *Segment) reactivate(keep, oldSize int64) error {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	nf, err := mmapfile.CreateAhead(tmp, max(s.cfg.SegmentBytes, keep), keep)
+	nf, err := mmapfile.Open(tmp, mmapfile.Options{Create: true, Ahead: true, Reserve: keep, Capacity: max(s.cfg.SegmentBytes, keep)})
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (s *Segment) reactivate(keep, oldSize int64) error {
 // segment read-only if it is not mapped. Caller holds mu.
 func (s *Segment) currentBytes() ([]byte, error) {
 	if s.log == nil {
-		f, err := mmapfile.Open(s.Path(LogSuffix), 0, false)
+		f, err := mmapfile.Open(s.Path(LogSuffix), mmapfile.Options{ReadOnly: true})
 		if err != nil {
 			return nil, err
 		}

@@ -1,11 +1,9 @@
-package main
+package dump
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 
@@ -13,10 +11,10 @@ import (
 	"github.com/partlog/partlog/snapshot"
 )
 
-// This file dumps producer-state snapshots as kafka-dump-log does
-// (formats.md §7.5). A corrupt snapshot prints Kafka's exception message on
-// stderr and makes the exit code 4; a file that cannot be read is an
-// operational error (exit 8).
+// This file reads producer-state snapshots as kafka-dump-log does
+// (formats.md §7.5). A corrupt snapshot is a "corrupt" problem worded as
+// Kafka's exception message; a file that cannot be read is an
+// operational error.
 
 // readSnapshotFile reads and decodes a .snapshot file. A decoding failure
 // is returned as a *snapshot.CorruptionError together with the file bytes,
@@ -69,28 +67,31 @@ func firstSequence(e *snapshot.Entry) int32 {
 	return batch.DecrementSequence(e.LastSequence, e.OffsetDelta)
 }
 
-// dumpSnapshot prints a .snapshot file, one line per producer in file
-// order. A producer without batch metadata gets a line that ends in
-// "lastTimestamp: <ts> " with the trailing space, as Kafka prints it.
-func (o *dumpOptions) dumpSnapshot(w *bufio.Writer, stderr io.Writer, path string) (bool, error) {
+// readSnapshot reads a .snapshot file, its producers in file order.
+func readSnapshot(path string, f *File) error {
 	entries, data, corrupt, err := readSnapshotFile(path)
 	if err != nil {
-		return false, err
+		return err
 	}
+	f.Producers = make([]Producer, 0, len(entries))
 	if corrupt != nil {
-		w.Flush()
-		fmt.Fprintln(stderr, kafkaSnapshotError(data, corrupt))
-		return true, nil
+		f.SnapshotError = kafkaSnapshotError(data, corrupt)
+		f.Problems = append(f.Problems, Problem{Position: corrupt.Offset, Kind: "corrupt",
+			Detail: f.SnapshotError + " (" + corrupt.Reason + ")"})
+		return nil
 	}
 	for i := range entries {
 		e := &entries[i]
-		fmt.Fprintf(w, "producerId: %d producerEpoch: %d coordinatorEpoch: %d currentTxnFirstOffset: %s lastTimestamp: %d ",
-			e.ProducerID, e.ProducerEpoch, e.CoordinatorEpoch, optionalLong(e.CurrentTxnFirstOffset), e.Timestamp)
-		if e.HasBatchMetadata() {
-			fmt.Fprintf(w, "firstSequence: %d lastSequence: %d lastOffset: %d offsetDelta: %d timestamp: %d",
-				firstSequence(e), e.LastSequence, e.LastOffset, e.OffsetDelta, e.Timestamp)
+		p := Producer{
+			ProducerID: e.ProducerID, ProducerEpoch: e.ProducerEpoch, LastSequence: e.LastSequence,
+			LastOffset: e.LastOffset, OffsetDelta: e.OffsetDelta, Timestamp: e.Timestamp,
+			CoordinatorEpoch: e.CoordinatorEpoch, CurrentTxnFirstOffset: e.CurrentTxnFirstOffset,
 		}
-		w.WriteByte('\n')
+		if e.HasBatchMetadata() {
+			fs := firstSequence(e)
+			p.FirstSequence = &fs
+		}
+		f.Producers = append(f.Producers, p)
 	}
-	return false, nil
+	return nil
 }
