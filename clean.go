@@ -27,6 +27,14 @@ type CleanerOptions = cleaner.PoolConfig
 // CleanResult says what a cleaning did.
 type CleanResult = cleaner.Result
 
+// Defaults of CleanerOptions (Kafka's log.cleaner.threads,
+// log.cleaner.dedupe.buffer.size and log.cleaner.backoff.ms).
+const (
+	DefaultCleanerThreads  = cleaner.DefaultThreads
+	DefaultCleanerMapBytes = cleaner.DefaultMapBytes
+	DefaultCleanerBackoff  = cleaner.DefaultBackoff
+)
+
 // NewCleaner returns a cleaner; Close it once no log uses it.
 func NewCleaner(o CleanerOptions) *Cleaner { return cleaner.NewPool(o) }
 

@@ -300,6 +300,13 @@ func (o *Options) withDefaults() Options {
 	return r
 }
 
+// Validate returns why Open would refuse o (defaults filled in first):
+// the settings Kafka refuses.
+func (o *Options) Validate() error {
+	e := o.withDefaults()
+	return e.validate()
+}
+
 // validate rejects settings Kafka would reject.
 func (o *Options) validate() error {
 	switch {
