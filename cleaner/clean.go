@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/partlog/partlog/batch"
@@ -60,8 +61,10 @@ type Result struct {
 	// cleaner-offset-checkpoint value): the offset after the last one the
 	// offset map covered.
 	EndOffset int64
-	// Groups is the number of cleaned segments installed.
-	Groups int
+	// Groups is the number of cleaned segments installed; Unchanged the
+	// groups of one segment that kept every batch as it was, left in
+	// place rather than rewritten.
+	Groups, Unchanged int
 	// BytesRead and BytesWritten are the .log bytes the cleaning read and
 	// wrote; MapBytesRead those read to build the offset map.
 	BytesRead, BytesWritten, MapBytesRead int64
@@ -183,7 +186,6 @@ func (w *Worker) Clean(r *Round) (Result, error) {
 		if err := p.cleanGroup(g[0], g[1], t, r.FirstUncleanable); err != nil {
 			return p.res, err
 		}
-		p.res.Groups++
 	}
 	p.res.EndOffset = end
 	p.res.Elapsed = time.Since(start)
@@ -366,12 +368,28 @@ func (p *pass) cleanGroup(from, to int, t *txnTracker, upperBound int64) error {
 	}()
 	t.kept = t.kept[:0]
 	var modified time.Time
+	same := to-from == 1 // a lone segment may come out as it went in
 	for i := from; i < to; i++ {
-		if err := p.cleanSegment(i, out, t, upperBound); err != nil {
+		verbatim, err := p.cleanSegment(i, out, t, upperBound)
+		if err != nil {
 			return err
 		}
+		same = same && verbatim
 		if mod, err := r.Segments[i].LastModified(); err == nil {
 			modified = mod
+		}
+	}
+	if same {
+		// Every batch kept as it was: the segment is left as it is (Kafka
+		// rewrites it), unless its transaction index changes.
+		s := r.Segments[from]
+		had, _, err := s.CollectAbortedTxns(nil, s.BaseOffset(), r.Next[from])
+		if err != nil {
+			return err
+		}
+		if slices.Equal(had, t.kept) {
+			p.res.Unchanged++
+			return nil
 		}
 	}
 	if err := out.finish(t.kept, modified); err != nil {
@@ -382,21 +400,23 @@ func (p *pass) cleanGroup(from, to int, t *txnTracker, upperBound int64) error {
 		return err
 	}
 	installed = true
+	p.res.Groups++
 	return nil
 }
 
-// cleanSegment writes what Segments[i] keeps into out.
-func (p *pass) cleanSegment(i int, out *Output, t *txnTracker, upperBound int64) error {
+// cleanSegment writes what Segments[i] keeps into out, and reports
+// whether it kept every batch as it was.
+func (p *pass) cleanSegment(i int, out *Output, t *txnTracker, upperBound int64) (verbatim bool, _ error) {
 	r, w := p.r, p.w
 	s := r.Segments[i]
 	data, release, err := p.segmentData(i)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer release()
 	aborted, err := r.AbortedTxns(s.BaseOffset(), r.Next[i])
 	if err != nil {
-		return err
+		return false, err
 	}
 	t.add(aborted)
 	// [runStart, runEnd) are batches copied as they are, not yet written
@@ -407,43 +427,45 @@ func (p *pass) cleanSegment(i int, out *Output, t *txnTracker, upperBound int64)
 		runStart = runEnd
 		return err
 	}
+	changed := false
 	it := batch.NewIterator(data, 0)
 	for v, ok := it.Next(); ok; v, ok = it.Next() {
 		pos := int(it.Position()) - len(v)
 		p.res.BytesRead += int64(len(v))
 		p.res.RecordsRead += int64(max(v.RecordsCount(), 0))
 		if err := p.check(len(v)); err != nil {
-			return err
+			return false, err
 		}
 		d, err := p.decide(v, t, upperBound)
 		if err != nil {
-			return uncleanable(s, int64(pos), err)
+			return false, uncleanable(s, int64(pos), err)
 		}
 		p.res.RecordsKept += int64(d.kept)
 		if d.verbatim {
 			if runEnd != pos {
 				if err := flushRun(); err != nil {
-					return err
+					return false, err
 				}
 				runStart = pos
 			}
 			runEnd = pos + len(v)
 			continue
 		}
+		changed = true
 		if err := flushRun(); err != nil {
-			return err
+			return false, err
 		}
 		runStart, runEnd = pos+len(v), pos+len(v)
 		if len(w.built) > 0 {
 			if err := out.appendBuilt(w.built); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
 	if err := it.Err(); err != nil {
-		return uncleanable(s, it.Position(), err)
+		return false, uncleanable(s, it.Position(), err)
 	}
-	return flushRun()
+	return !changed, flushRun()
 }
 
 // decision is what happens to one batch.

@@ -72,6 +72,10 @@
 //     the same from the cleaned log.
 //   - A batch that keeps every record and needs no new horizon is copied
 //     byte for byte; one that keeps none, and need not stay empty, goes.
+//   - partlog: a group of one segment that keeps every batch as it is, with
+//     the same .txnindex entries, is left in place instead of rewritten
+//     (Kafka rewrites the whole clean section every round; its bytes would
+//     be the same).
 //
 // With these rules, the producer state rebuilt from a cleaned log (no
 // snapshot, replay from the log start) equals the one rebuilt from the log

@@ -224,7 +224,16 @@ func (l *testLog) install(group []*segment.Segment, out *Output) error {
 	if err := segment.SyncDir(l.dir); err != nil {
 		return err
 	}
-	return out.RenameLive()
+	if err := out.RenameLive(); err != nil {
+		return err
+	}
+	ns, err := segment.OpenSealed(l.dir, out.Base(), segCfg, time.Now())
+	if err != nil {
+		return err
+	}
+	at := slices.Index(l.segs, group[0])
+	l.segs = slices.Concat(l.segs[:at], []*segment.Segment{ns}, l.segs[at+len(group):])
+	return nil
 }
 
 // clean runs one round over the sealed segments below the active one.

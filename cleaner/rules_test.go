@@ -227,3 +227,47 @@ func assertNoLeftovers(t testing.TB, dir string) {
 		}
 	}
 }
+
+// TestCleanLeavesCleanSegments: a segment alone in its group whose every
+// batch is kept as it is, with the same transaction index, is not
+// rewritten (Kafka rewrites it): a second round over a clean log writes
+// nothing.
+func TestCleanLeavesCleanSegments(t *testing.T) {
+	l := buildLog(t, [][]tb{
+		{{recs: kv("a", "1", "b", "1")}, {recs: kv("a", "2")}},
+		{{recs: kv("c", "1"), pid: 7, epoch: 1, seq: 0, txn: true}, {recs: kv("k", "1")}, {pid: 7, epoch: 1, ctl: "abort"}},
+		{{recs: kv("z", "9")}}})
+	w := newTestWorker(t, 1<<20)
+	cfg := testCfg
+	cfg.SegmentBytes = 1 // one segment per group
+	first := l.clean(w, 0, nil, 10_000, cfg)
+	if first.Groups != 2 || first.Unchanged != 1 { // the last segment keeps all
+		t.Fatalf("first round: %+v", first)
+	}
+	inode := func() []os.FileInfo {
+		var out []os.FileInfo
+		for _, s := range l.segs {
+			fi, err := os.Stat(s.Path(".log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fi)
+		}
+		return out
+	}
+	before, dump := inode(), l.dump()
+	// The abort marker loses its transaction's batch in round one and its
+	// .txnindex entry in round two: its segment is rewritten once more.
+	second := l.clean(w, 0, nil, 10_000, cfg)
+	third := l.clean(w, 0, nil, 10_000, cfg)
+	after := inode()
+	if second.Groups != 1 || second.Unchanged != 2 || third.Groups != 0 || third.Unchanged != 3 {
+		t.Fatalf("second round %+v, third %+v", second, third)
+	}
+	if !os.SameFile(before[0], after[0]) || !os.SameFile(before[2], after[2]) || os.SameFile(before[1], after[1]) {
+		t.Fatal("unchanged segments were rewritten, or the changed one was not")
+	}
+	if got := l.dump(); got != strings.Replace(dump, "[abort]", "[abort] h", 1) {
+		t.Fatalf("log %s, was %s", got, dump)
+	}
+}
