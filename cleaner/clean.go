@@ -1,6 +1,7 @@
 package cleaner
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -564,6 +565,9 @@ func (p *pass) decide(v batch.View, t *txnTracker, upperBound int64) (decision, 
 	if kept == 0 {
 		if retainEmpty {
 			w.built = batch.AppendEmpty(w.built, v)
+			if bytes.Equal(w.built, v) {
+				return decision{verbatim: true}, nil // already in its empty form
+			}
 		}
 		return decision{}, nil
 	}

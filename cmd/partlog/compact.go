@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/partlog/partlog"
@@ -242,6 +243,7 @@ func (o *compactOptions) compactOne(t *partitionTarget, q string) (*compactRepor
 		return rep, res
 	}
 	rep.Applied = true
+	q = freshDir(q)
 	rep.Quarantine = q
 	linked, err := linkSegments(t.dir, q)
 	if err != nil {
@@ -315,6 +317,18 @@ func nonZero(v int64) int64 {
 		return -1
 	}
 	return v
+}
+
+// freshDir returns q, or q-2, q-3… when q already holds files (a second
+// run within the same second).
+func freshDir(q string) string {
+	for i := 2; ; i++ {
+		ents, err := os.ReadDir(q)
+		if err != nil || len(ents) == 0 {
+			return q
+		}
+		q = strings.TrimSuffix(q, fmt.Sprintf("-%d", i-1)) + fmt.Sprintf("-%d", i)
+	}
 }
 
 // linkSegments hard-links every segment file of dir into q (created if
