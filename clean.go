@@ -11,6 +11,8 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/cleaner"
+	"github.com/partlog/partlog/internal/filenames"
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/segment"
 )
 
@@ -299,7 +301,7 @@ func (l *Log) cleanRound(w *cleaner.Worker, now time.Time, force bool) (CleanRes
 		Producers: map[int64]cleaner.LastRecord{}, AbortedTxns: l.AbortedTransactions}
 	for i := 0; i < n; i++ {
 		r.Next[i] = segs[i+1].BaseOffset()
-		r.Stats[i].IndexBytes, r.Stats[i].TimeIndexBytes = fileSize(segs[i].Path(segment.IndexSuffix)), fileSize(segs[i].Path(segment.TimeIndexSuffix))
+		r.Stats[i].IndexBytes, r.Stats[i].TimeIndexBytes = fileSize(segs[i].Path(filenames.Index)), fileSize(segs[i].Path(filenames.TimeIndex))
 	}
 	for _, e := range l.psm.ProducersAppendLocked() {
 		r.Producers[e.ProducerID] = cleaner.LastRecord{LastDataOffset: e.LastOffset, Epoch: e.ProducerEpoch}
@@ -369,7 +371,7 @@ func (l *Log) installCleaned(gen uint64, group []*segment.Segment, out *cleaner.
 		paths = append(paths, p...)
 		errs = append(errs, err)
 	}
-	errs = append(errs, segment.SyncDir(l.dir))
+	errs = append(errs, fsutil.SyncDir(l.dir))
 	if err := errors.Join(errs...); err != nil {
 		l.setSegments(slices.Delete(slices.Clone(l.segments), at, at+len(group)))
 		l.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/recovery"
@@ -273,7 +274,7 @@ func (l *Log) listed(name string) bool {
 // producer snapshot file.
 func onlySnapshotRemovals(changes []recovery.Change) bool {
 	for _, c := range changes {
-		if c.Action != recovery.ActionRemove || !strings.HasSuffix(c.File, segment.SnapshotSuffix) {
+		if c.Action != recovery.ActionRemove || !strings.HasSuffix(c.File, filenames.Snapshot) {
 			return false
 		}
 	}
@@ -583,7 +584,7 @@ func (l *Log) flushLocked() error {
 		}
 	}
 	if l.dirDirty {
-		if err := segment.SyncDir(l.dir); err != nil {
+		if err := fsutil.SyncDir(l.dir); err != nil {
 			l.failed = err
 			return err
 		}
@@ -625,7 +626,7 @@ func (l *Log) Close() error {
 		}
 		if l.failed == nil {
 			// Make the trims durable (file lengths) and the directory.
-			errs = append(errs, segment.SyncDir(l.dir))
+			errs = append(errs, fsutil.SyncDir(l.dir))
 		}
 		errs = append(errs, l.deletions.removeNow())
 		errs = append(errs, unlockDir(l.lock))
@@ -652,6 +653,6 @@ func (l *Log) removeSegmentsLocked(segs []*segment.Segment) error {
 		errs = append(errs, s.Delete())
 	}
 	l.setSegments(slices.DeleteFunc(l.segments, func(s *segment.Segment) bool { return slices.Contains(segs, s) }))
-	errs = append(errs, segment.SyncDir(l.dir))
+	errs = append(errs, fsutil.SyncDir(l.dir))
 	return errors.Join(errs...)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
 )
@@ -198,7 +199,7 @@ func (l *Log) deleteSegmentsLocked(predicate func(s, next *segment.Segment) (boo
 	}
 	l.setSegments(slices.Clone(l.segments[len(doomed):]))
 	l.mu.Unlock()
-	errs = append(errs, segment.SyncDir(l.dir))
+	errs = append(errs, fsutil.SyncDir(l.dir))
 	if err := errors.Join(errs...); err != nil {
 		// Renamed files stay .deleted; the next open removes them.
 		l.failed = err

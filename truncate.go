@@ -3,6 +3,7 @@ package partlog
 import (
 	"errors"
 
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
 )
@@ -102,7 +103,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	if err == nil {
 		l.setSegments([]*segment.Segment{s})
-		err = segment.SyncDir(l.dir)
+		err = fsutil.SyncDir(l.dir)
 	}
 	l.mu.Unlock()
 	if err != nil {

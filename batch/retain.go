@@ -92,7 +92,7 @@ func (b *Builder) AppendRetained(dst []byte, v View, records []byte, keep []bool
 	for i, pos := 0, 0; i < len(keep); i++ {
 		n, err := parseRecord(records[pos:], &r)
 		if err != nil {
-			err.Position += int64(pos)
+			err.Pos += int64(pos)
 			return dst, err
 		}
 		pos += n

@@ -13,6 +13,8 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/segment"
 )
 
@@ -129,15 +131,15 @@ func buildLog(t testing.TB, segs [][]tb) *testLog {
 			ib.Add(pos, v.LastOffset(), v.MaxTimestamp())
 		}
 		offs, times := ib.Finish()
-		l.write(base, segment.LogSuffix, data)
-		l.write(base, segment.IndexSuffix, offs)
-		l.write(base, segment.TimeIndexSuffix, times)
+		l.write(base, filenames.Log, data)
+		l.write(base, filenames.Index, offs)
+		l.write(base, filenames.TimeIndex, times)
 		if len(txns) > 0 {
-			l.write(base, segment.TxnIndexSuffix, txns)
+			l.write(base, filenames.TxnIndex, txns)
 		}
 	}
 	l.leo = next
-	for _, k := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+	for _, k := range []string{filenames.Log, filenames.Index, filenames.TimeIndex} {
 		l.write(next, k, nil)
 	}
 	l.open()
@@ -145,7 +147,7 @@ func buildLog(t testing.TB, segs [][]tb) *testLog {
 }
 
 func (l *testLog) write(base int64, kind string, data []byte) {
-	if err := os.WriteFile(filepath.Join(l.dir, segment.MakeFileName(base, kind)), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(l.dir, filenames.Make(base, kind)), data, 0o644); err != nil {
 		l.t.Fatal(err)
 	}
 }
@@ -163,8 +165,8 @@ func (l *testLog) open() {
 		l.t.Fatal(err)
 	}
 	for _, e := range ents {
-		n, err := segment.ParseFileName(e.Name())
-		if err != nil || n.Kind != segment.LogSuffix || n.Transient != "" {
+		n, err := filenames.Parse(e.Name())
+		if err != nil || n.Kind != filenames.Log || n.Transient != "" {
 			continue
 		}
 		s, err := segment.OpenSealed(l.dir, n.Offset, segCfg, time.Now())
@@ -221,7 +223,7 @@ func (l *testLog) install(group []*segment.Segment, out *Output) error {
 			}
 		}
 	}
-	if err := segment.SyncDir(l.dir); err != nil {
+	if err := fsutil.SyncDir(l.dir); err != nil {
 		return err
 	}
 	if err := out.RenameLive(); err != nil {

@@ -11,8 +11,9 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/internal/testhook"
-	"github.com/partlog/partlog/segment"
 )
 
 // Output is a cleaned segment: written as <base>.log.cleaned with its
@@ -40,13 +41,13 @@ type Output struct {
 const writeChunk = 1 << 20
 
 func createOutput(dir string, base, interval int64) (*Output, error) {
-	o := &Output{dir: dir, base: base, ib: index.NewBuilder(base, interval), suffix: segment.CleanedSuffix, LastOffset: -1}
-	f, err := os.OpenFile(o.path(segment.LogSuffix), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
+	o := &Output{dir: dir, base: base, ib: index.NewBuilder(base, interval), suffix: filenames.Cleaned, LastOffset: -1}
+	f, err := os.OpenFile(o.path(filenames.Log), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("partlog/cleaner: create %w", err)
 	}
 	o.log = f
-	o.kinds = append(o.kinds, segment.LogSuffix)
+	o.kinds = append(o.kinds, filenames.Log)
 	return o, nil
 }
 
@@ -57,7 +58,7 @@ func (o *Output) Base() int64 { return o.base }
 func (o *Output) Size() int64 { return o.size + int64(len(o.pending)) }
 
 func (o *Output) path(kind string) string {
-	return filepath.Join(o.dir, segment.FileName{Offset: o.base, Kind: kind, Transient: o.suffix}.String())
+	return filepath.Join(o.dir, filenames.Name{Offset: o.base, Kind: kind, Transient: o.suffix}.String())
 }
 
 // index accounts for the whole batches of b, which start at position pos.
@@ -132,9 +133,9 @@ func (o *Output) finish(txns []index.AbortedTxn, modified time.Time) error {
 	files := []struct {
 		kind string
 		data []byte
-	}{{segment.IndexSuffix, offsets}, {segment.TimeIndexSuffix, times}, {segment.TxnIndexSuffix, txn}}
+	}{{filenames.Index, offsets}, {filenames.TimeIndex, times}, {filenames.TxnIndex, txn}}
 	for _, f := range files {
-		if f.kind == segment.TxnIndexSuffix && len(f.data) == 0 {
+		if f.kind == filenames.TxnIndex && len(f.data) == 0 {
 			continue
 		}
 		if err := writeSynced(o.path(f.kind), f.data); err != nil {
@@ -143,7 +144,7 @@ func (o *Output) finish(txns []index.AbortedTxn, modified time.Time) error {
 		o.kinds = append(o.kinds, f.kind)
 	}
 	if !modified.IsZero() {
-		if err := os.Chtimes(o.path(segment.LogSuffix), modified, modified); err != nil {
+		if err := os.Chtimes(o.path(filenames.Log), modified, modified); err != nil {
 			return fmt.Errorf("partlog/cleaner: %w", err)
 		}
 	}
@@ -185,26 +186,26 @@ func writeSynced(path string, data []byte) error {
 func (o *Output) rename(to string) error {
 	order := append([]string(nil), o.kinds[1:]...)
 	if to == "" {
-		order = append([]string{segment.LogSuffix}, order...)
+		order = append([]string{filenames.Log}, order...)
 	} else {
-		order = append(order, segment.LogSuffix)
+		order = append(order, filenames.Log)
 	}
 	for _, k := range order {
 		from := o.path(k)
-		dst := filepath.Join(o.dir, segment.FileName{Offset: o.base, Kind: k, Transient: to}.String())
+		dst := filepath.Join(o.dir, filenames.Name{Offset: o.base, Kind: k, Transient: to}.String())
 		if err := os.Rename(from, dst); err != nil {
 			return fmt.Errorf("partlog/cleaner: %w", err)
 		}
 	}
 	o.suffix = to
-	return segment.SyncDir(o.dir)
+	return fsutil.SyncDir(o.dir)
 }
 
 // RenameSwap renames the output's files from .cleaned to .swap and fsyncs
 // the directory: from then on a crash completes the replacement (package
 // doc). The originals must still be the live segments.
 func (o *Output) RenameSwap() error {
-	if err := o.rename(segment.SwapSuffix); err != nil {
+	if err := o.rename(filenames.Swap); err != nil {
 		return err
 	}
 	return step(o.dir, StepSwap)
@@ -229,10 +230,10 @@ func (o *Output) Remove() error {
 		errs = append(errs, o.log.Close())
 		o.log = nil
 	}
-	if o.suffix != segment.CleanedSuffix {
+	if o.suffix != filenames.Cleaned {
 		return errors.Join(errs...)
 	}
-	for _, k := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix} {
+	for _, k := range []string{filenames.Log, filenames.Index, filenames.TimeIndex, filenames.TxnIndex} {
 		if err := os.Remove(o.path(k)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}

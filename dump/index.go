@@ -337,7 +337,7 @@ func (f *File) sanity(err error) {
 	pos := int64(-1)
 	var ce *index.CorruptionError
 	if errors.As(err, &ce) {
-		pos = ce.FilePos
+		pos = ce.Pos
 	}
 	f.Problems = append(f.Problems, Problem{Position: pos, Kind: "sanity", Detail: err.Error()})
 }
@@ -395,7 +395,7 @@ func readTxnIndex(path string, o *Options, f *File) error {
 		pos := int64(-1)
 		detail := derr.Error()
 		if errors.As(derr, &ce) {
-			pos, detail = ce.FilePos, ce.Reason
+			pos, detail = ce.Pos, ce.Reason
 		}
 		f.Problems = append(f.Problems, Problem{Position: pos, Kind: "corruptEntry", Detail: detail})
 	}

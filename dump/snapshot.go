@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/crc32c"
 	"github.com/partlog/partlog/snapshot"
 )
 
@@ -45,9 +46,9 @@ func kafkaSnapshotError(data []byte, ce *snapshot.CorruptionError) string {
 			return fmt.Sprintf("Snapshot contained an unknown file version %d", v)
 		}
 	}
-	if ce.Offset == crcPos && len(data) >= snapshot.HeaderSize {
+	if ce.Pos == crcPos && len(data) >= snapshot.HeaderSize {
 		stored := binary.BigEndian.Uint32(data[crcPos:])
-		computed := batch.Checksum(data[entriesPos:])
+		computed := crc32c.Checksum(data[entriesPos:])
 		return fmt.Sprintf("Snapshot is corrupt (CRC is no longer valid). Stored crc: %d. Computed crc: %d", stored, computed)
 	}
 	return "Snapshot failed schema validation: " + ce.Reason
@@ -76,7 +77,7 @@ func readSnapshot(path string, f *File) error {
 	f.Producers = make([]Producer, 0, len(entries))
 	if corrupt != nil {
 		f.SnapshotError = kafkaSnapshotError(data, corrupt)
-		f.Problems = append(f.Problems, Problem{Position: corrupt.Offset, Kind: "corrupt",
+		f.Problems = append(f.Problems, Problem{Position: corrupt.Pos, Kind: "corrupt",
 			Detail: f.SnapshotError + " (" + corrupt.Reason + ")"})
 		return nil
 	}

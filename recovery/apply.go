@@ -11,7 +11,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // logBounds applies recovery.md §2.5 steps 4–5: the segments that remain,
@@ -94,7 +94,7 @@ func (x *run) dropUnusableTail(kept []*seg) []*seg {
 func (x *run) newEmpty(base int64) *seg {
 	s := &seg{base: base, created: true, firstBase: -1, lastOffset: -1, lastPos: -1,
 		lastEpoch: -1, prevEpoch: -1, firstEpoch: -1, recover: true}
-	s.logName = s.name(segment.LogSuffix)
+	s.logName = s.name(filenames.Log)
 	s.logPath = x.path(s.logName)
 	return s
 }
@@ -204,7 +204,7 @@ func (x *run) rebuildIndexes(kept []*seg) error {
 		for _, f := range []struct {
 			kind, what string
 			data       []byte
-		}{{segment.IndexSuffix, "offset index", offsets}, {segment.TimeIndexSuffix, "time index", times}} {
+		}{{filenames.Index, "offset index", offsets}, {filenames.TimeIndex, "time index", times}} {
 			name := s.name(f.kind)
 			if s.flushedDamage && x.exists(name) {
 				continue

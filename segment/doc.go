@@ -8,7 +8,7 @@
 // reserve.go (disk reservation, mapping length, prefault policy),
 // mapping.go (references on the mapping, Range), read.go (Read, Scan),
 // lookup.go (timestamps, aborted transactions), truncate.go, lifecycle.go
-// (Seal, Close, Flush, Delete), names.go (file names).
+// (Seal, Close, Flush, Delete). File names are internal/filenames'.
 //
 // The .log bytes:
 //

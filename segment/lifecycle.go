@@ -7,12 +7,13 @@ import (
 	"os"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/testhook"
 )
 
 // removeFiles removes the segment's four files where they exist.
 func (s *Segment) removeFiles() error {
-	for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
+	for _, kind := range []string{filenames.Log, filenames.Index, filenames.TimeIndex, filenames.TxnIndex} {
 		if err := removeRegular(s.Path(kind)); err != nil {
 			return fmt.Errorf("partlog/segment: create segment %d: %w", s.base, err)
 		}
@@ -85,7 +86,7 @@ func (s *Segment) Close() error {
 	err := s.Seal()
 	if wasActive && err == nil {
 		// Persist the trimmed length before the files are let go.
-		err = syncFile(s.Path(LogSuffix), false)
+		err = syncFile(s.Path(filenames.Log), false)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -137,7 +138,7 @@ func (s *Segment) Flush() error {
 		return ErrClosed
 	}
 	if !s.active {
-		return syncFile(s.Path(LogSuffix), false)
+		return syncFile(s.Path(filenames.Log), false)
 	}
 	if err := s.log.Sync(0, s.size.Load()); err != nil {
 		return err

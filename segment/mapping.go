@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/mmapfile"
 )
 
@@ -25,7 +26,7 @@ func (s *Segment) mapping() (*mmapfile.File, int64, error) {
 		s.mu.Unlock()
 		return f, size, nil
 	}
-	f, err := mmapfile.Open(s.Path(LogSuffix), mmapfile.Options{ReadOnly: true})
+	f, err := mmapfile.Open(s.Path(filenames.Log), mmapfile.Options{ReadOnly: true})
 	if err != nil {
 		s.mu.Unlock()
 		return nil, 0, err
@@ -34,7 +35,7 @@ func (s *Segment) mapping() (*mmapfile.File, int64, error) {
 	if f.Size() < size {
 		_ = f.Close()
 		s.mu.Unlock()
-		return nil, 0, fmt.Errorf("partlog/segment: %s is %d bytes, %d expected", s.Path(LogSuffix), f.Size(), size)
+		return nil, 0, fmt.Errorf("partlog/segment: %s is %d bytes, %d expected", s.Path(filenames.Log), f.Size(), size)
 	}
 	s.log = f
 	f.Acquire()
@@ -119,7 +120,7 @@ func (s *Segment) index() (*index.OffsetIndex, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	x, err := index.OpenOffsetIndex(s.Path(IndexSuffix), s.base, true)
+	x, err := index.OpenOffsetIndex(s.Path(filenames.Index), s.base, true)
 	if err == nil {
 		if err = x.Sanity(); err != nil {
 			_ = x.Close()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/mmapfile"
 	"github.com/partlog/partlog/internal/prefault"
 )
@@ -177,7 +178,7 @@ func (s *Segment) SetOnMap(fn func(*Segment, int64)) {
 }
 
 // Path returns the path of the segment's kind file.
-func (s *Segment) Path(kind string) string { return Path(s.dir, s.base, kind) }
+func (s *Segment) Path(kind string) string { return filenames.Path(s.dir, s.base, kind) }
 
 // Create makes a new, empty active segment at base in dir: the .log with
 // its first reservation (see "Disk reservation" above: fallocate, so a
@@ -193,17 +194,17 @@ func Create(dir string, base int64, cfg Config, now time.Time) (*Segment, error)
 	// left over are they all removed and created again (a syscall per
 	// file saved on the common path: thousands at a broker's start). A
 	// stale .txnindex would be adopted by OpenTxnIndex, so it always goes.
-	if err := removeRegular(s.Path(TxnIndexSuffix)); err != nil {
+	if err := removeRegular(s.Path(filenames.TxnIndex)); err != nil {
 		return nil, fmt.Errorf("partlog/segment: create segment %d: %w", base, err)
 	}
 	reserve := s.firstReserve()
 	mapLen := min(cfg.SegmentBytes, max(reserve, MapMinBytes))
-	f, err := mmapfile.Open(s.Path(LogSuffix), mmapfile.Options{Create: true, Ahead: true, Reserve: reserve, Capacity: cfg.SegmentBytes, MapLen: mapLen})
+	f, err := mmapfile.Open(s.Path(filenames.Log), mmapfile.Options{Create: true, Ahead: true, Reserve: reserve, Capacity: cfg.SegmentBytes, MapLen: mapLen})
 	if errors.Is(err, fs.ErrExist) {
 		if err := s.removeFiles(); err != nil {
 			return nil, err
 		}
-		f, err = mmapfile.Open(s.Path(LogSuffix), mmapfile.Options{Create: true, Ahead: true, Reserve: reserve, Capacity: cfg.SegmentBytes, MapLen: mapLen})
+		f, err = mmapfile.Open(s.Path(filenames.Log), mmapfile.Options{Create: true, Ahead: true, Reserve: reserve, Capacity: cfg.SegmentBytes, MapLen: mapLen})
 	}
 	if err != nil {
 		return nil, err
@@ -247,7 +248,7 @@ func newSegment(dir string, base int64, cfg Config, now time.Time) *Segment {
 // mapping and indexes are opened on first use.
 func OpenSealed(dir string, base int64, cfg Config, now time.Time) (*Segment, error) {
 	s := newSegment(dir, base, cfg, now)
-	st, err := os.Stat(s.Path(LogSuffix))
+	st, err := os.Stat(s.Path(filenames.Log))
 	if err != nil {
 		return nil, err
 	}
@@ -266,26 +267,26 @@ func (s *Segment) openWritableIndexes(create, txn, cut bool) error {
 	var err error
 	s.timeIndexed = math.MinInt64
 	if create {
-		if s.offsetIndex, err = index.CreateOffsetIndex(s.Path(IndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
+		if s.offsetIndex, err = index.CreateOffsetIndex(s.Path(filenames.Index), s.base, s.cfg.MaxIndexBytes); err != nil {
 			return err
 		}
-		if s.timeIndex, err = index.CreateTimeIndex(s.Path(TimeIndexSuffix), s.base, s.cfg.MaxIndexBytes); err != nil {
+		if s.timeIndex, err = index.CreateTimeIndex(s.Path(filenames.TimeIndex), s.base, s.cfg.MaxIndexBytes); err != nil {
 			return err
 		}
 	} else {
 		// A missing index (Kafka makes them lazily too) is made by its
 		// first entry or at roll and close.
-		if s.offsetIndex, err = index.OpenActiveOffsetIndex(s.Path(IndexSuffix), s.base, s.cfg.MaxIndexBytes, cut); err != nil {
+		if s.offsetIndex, err = index.OpenActiveOffsetIndex(s.Path(filenames.Index), s.base, s.cfg.MaxIndexBytes, cut); err != nil {
 			return err
 		}
-		if s.timeIndex, err = index.OpenActiveTimeIndex(s.Path(TimeIndexSuffix), s.base, s.cfg.MaxIndexBytes, cut); err != nil {
+		if s.timeIndex, err = index.OpenActiveTimeIndex(s.Path(filenames.TimeIndex), s.base, s.cfg.MaxIndexBytes, cut); err != nil {
 			return err
 		}
 	}
 	if !txn {
-		s.txnIndex = index.NewTxnIndex(s.Path(TxnIndexSuffix), s.base)
+		s.txnIndex = index.NewTxnIndex(s.Path(filenames.TxnIndex), s.base)
 		return nil
 	}
-	s.txnIndex, err = index.OpenTxnIndex(s.Path(TxnIndexSuffix), s.base, false)
+	s.txnIndex, err = index.OpenTxnIndex(s.Path(filenames.TxnIndex), s.base, false)
 	return err
 }

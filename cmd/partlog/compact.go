@@ -13,8 +13,8 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/cleaner"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/recovery"
-	"github.com/partlog/partlog/segment"
 	"github.com/spf13/cobra"
 )
 
@@ -341,8 +341,8 @@ func linkSegments(dir, q string) ([]string, error) {
 	}
 	var names []string
 	for _, e := range ents {
-		n, err := segment.ParseFileName(e.Name())
-		if err != nil || n.Transient != "" || n.Kind == segment.SnapshotSuffix || !e.Type().IsRegular() {
+		n, err := filenames.Parse(e.Name())
+		if err != nil || n.Transient != "" || n.Kind == filenames.Snapshot || !e.Type().IsRegular() {
 			continue
 		}
 		names = append(names, e.Name())

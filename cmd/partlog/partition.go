@@ -11,6 +11,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/recovery"
 	"github.com/partlog/partlog/segment"
 	"golang.org/x/sys/unix"
@@ -177,7 +178,7 @@ func (r *resolver) resolve(arg string) ([]partitionTarget, error) {
 			}
 			continue
 		}
-		if _, err := segment.ParseFileName(name); err == nil {
+		if _, err := filenames.Parse(name); err == nil {
 			segmentFiles = true
 		}
 		logDirFiles = logDirFiles || isLogDirFile(name)

@@ -20,8 +20,9 @@ var Fallocate atomic.Pointer[func(fd int, off, n int64) error]
 
 // Synced, when set, is called with the path of a segment file or of a
 // directory after each fdatasync or fsync of it that succeeded (in
-// internal/mmapfile, and in package segment for sealed segments and
-// directories), so tests can see what a flush made durable.
+// internal/mmapfile, in package segment for sealed segments, and in
+// internal/fsutil.SyncDir for every directory), so tests can see what a
+// flush made durable.
 var Synced atomic.Pointer[func(path string)]
 
 // LogFlushFault, when set, is called by partlog at the start of each Log
