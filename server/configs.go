@@ -99,6 +99,17 @@ var topicConfigs = []topicConfig{
 	longConfig("message.timestamp.after.max.ms", func(o *partlog.Options) *int64 { return &o.MessageTimestampAfterMaxMs }, unboundedAsMax),
 }
 
+// TopicConfigNames returns the names of the topic configs the server
+// implements (CreateTopics, AlterConfigs, DescribeConfigs), in the order
+// DescribeConfigs lists them.
+func TopicConfigNames() []string {
+	names := make([]string, len(topicConfigs))
+	for i, c := range topicConfigs {
+		names[i] = c.name
+	}
+	return names
+}
+
 func lookupTopicConfig(name string) (topicConfig, bool) {
 	for _, c := range topicConfigs {
 		if c.name == name {
