@@ -140,6 +140,32 @@ func topicOptions(tmpl partlog.Options, configs map[string]string) (partlog.Opti
 	return o, nil
 }
 
+// configEntry is one topic config as DescribeConfigs and CreateTopics
+// answer it.
+type configEntry struct {
+	name, value string
+	typ         kmsg.ConfigType
+	source      kmsg.ConfigSource
+}
+
+// configEntries lists every config of topicConfigs for a topic whose
+// options are o (its configs applied) and whose own configs are set: a
+// set config with its value as set (DYNAMIC_TOPIC_CONFIG), any other
+// with the value its logs run with (DEFAULT_CONFIG: the server's
+// defaults).
+func configEntries(o partlog.Options, set map[string]string) []configEntry {
+	eff := o.Effective()
+	out := make([]configEntry, 0, len(topicConfigs))
+	for _, c := range topicConfigs {
+		e := configEntry{name: c.name, typ: c.typ, value: c.get(eff), source: kmsg.ConfigSourceDefaultConfig}
+		if v, ok := set[c.name]; ok {
+			e.value, e.source = v, kmsg.ConfigSourceDynamicTopicConfig
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
 // describeConfigs answers DescribeConfigs for topics: every config of
 // topicConfigs (or the ones named), with the topic's own value
 // (DYNAMIC_TOPIC_CONFIG) or the value its logs run with (DEFAULT_CONFIG:
@@ -171,21 +197,16 @@ func (s *Server) describeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Response
 				fail(errInvalidConfig, err.Error())
 				break
 			}
-			eff := o.Effective()
-			for _, c := range topicConfigs {
-				if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, c.name) {
+			for _, e := range configEntries(o, set) {
+				if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, e.name) {
 					continue
 				}
 				rc := kmsg.NewDescribeConfigsResponseResourceConfig()
-				rc.Name = c.name
-				v := c.get(eff)
+				rc.Name = e.name
+				v := e.value
 				rc.Value = &v
-				rc.ConfigType = c.typ
-				if _, ok := set[c.name]; ok {
-					rc.Source = kmsg.ConfigSourceDynamicTopicConfig
-				} else {
-					rc.Source, rc.IsDefault = kmsg.ConfigSourceDefaultConfig, true
-				}
+				rc.ConfigType = e.typ
+				rc.Source, rc.IsDefault = e.source, e.source == kmsg.ConfigSourceDefaultConfig
 				r.Configs = append(r.Configs, rc)
 			}
 		}

@@ -391,6 +391,7 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 			if req.ValidateOnly {
 				s.cmu.Unlock()
 				ct.NumPartitions, ct.ReplicationFactor = count, 1
+				ct.Configs = s.createdConfigs(configs)
 				break
 			}
 			id, err := newTopicID()
@@ -404,21 +405,29 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 			}
 			ct.TopicID = id
 			ct.NumPartitions, ct.ReplicationFactor = count, 1
-			names := make([]string, 0, len(configs))
-			for k := range configs {
-				names = append(names, k)
-			}
-			sort.Strings(names)
-			for _, k := range names {
-				v := configs[k]
-				c := kmsg.NewCreateTopicsResponseTopicConfig()
-				c.Name, c.Value, c.Source = k, &v, 1 // DYNAMIC_TOPIC_CONFIG
-				ct.Configs = append(ct.Configs, c)
-			}
+			ct.Configs = s.createdConfigs(configs)
 		}
 		resp.Topics = append(resp.Topics, ct)
 	}
 	return resp
+}
+
+// createdConfigs are a created topic's configs as CreateTopics v5+
+// answers them: every config, its own or the default (Kafka lists all).
+func (s *Server) createdConfigs(configs map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+	tmpl := partlog.Options{}
+	if s.cfg.Log != nil {
+		tmpl = *s.cfg.Log
+	}
+	o, _ := topicOptions(tmpl, configs)
+	var out []kmsg.CreateTopicsResponseTopicConfig
+	for _, e := range configEntries(o, configs) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		v := e.value
+		c.Name, c.Value, c.Source = e.name, &v, int8(e.source)
+		out = append(out, c)
+	}
+	return out
 }
 
 func singleNodeAssignment(as []kmsg.CreateTopicsRequestTopicReplicaAssignment, node int32) bool {

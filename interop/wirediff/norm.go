@@ -102,6 +102,17 @@ var Rules = []Rule{
 		}
 		o.Set("Configs", keep)
 	}},
+	{"partial-batch", "allowed (server/doc.go): Kafka may end a fetched partition with the first bytes of a batch cut at the max bytes; partlog sends whole batches only", func(_ *normaliser, _ []string, o *Obj) {
+		l, ok := o.Vals["RecordBatches"].([]any)
+		if !ok || len(l) == 0 {
+			return
+		}
+		if last, ok := l[len(l)-1].(*Obj); ok {
+			if _, partial := last.Vals["PartialBatchBytes"]; partial {
+				o.Set("RecordBatches", l[:len(l)-1])
+			}
+		}
+	}},
 	{"order", "the order of topics, partitions, groups and configs in a response is not specified: sorted", func(_ *normaliser, _ []string, o *Obj) {
 		for _, k := range o.Keys {
 			if l, ok := o.Vals[k].([]any); ok {

@@ -147,7 +147,7 @@ func TxnScripts() []*Script {
 			Step{Name: "abort v5", Req: EndTxn{Version: 5, TxnID: "t2-a", Producer: "a+", Commit: false}.Req, Save: SavePID("a++")},
 			settle("t2", 0),
 			fetchAll("partition 0 after the abort", "t2", 0, 1),
-			Step{Name: "commit v5 while Empty", Req: EndTxn{Version: 5, TxnID: "t2-a", Producer: "a++", Commit: true}.Req},
+			Step{Name: "commit v5 after the abort (CompleteAbort)", Req: EndTxn{Version: 5, TxnID: "t2-a", Producer: "a++", Commit: true}.Req},
 			Step{Name: "produce v12 without a transactional id", Req: Produce{Version: 12, Acks: -1, Parts: []PP{{Topic: "t2", Partition: 1, Batches: []Batch{{Producer: "a++", Txn: true, N: 1}}}}}.Req},
 		)},
 		{Name: "txn-timeout", Steps: seq(
