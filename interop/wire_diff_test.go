@@ -31,15 +31,15 @@ func TestWireDiff(t *testing.T) {
 	}
 	in := kafka.Need(t)
 	b := in.StartBroker(t, kafka.BrokerConfig{Props: wireBrokerProps})
-	s := startServer(t, t.TempDir(), "--partitions", "1")
+	s := startServer(t, t.TempDir(), "--partitions", "1", "--node-id", "1")
 	wirediff.ImplementedConfigs = map[string]bool{}
 	for _, n := range pserver.TopicConfigNames() {
 		wirediff.ImplementedConfigs[n] = true
 	}
 	kt := wirediff.Target{Name: "kafka", Addr: b.Addr, NodeID: 1}
-	pt := wirediff.Target{Name: "partlog", Addr: s.addr, NodeID: 0}
+	pt := wirediff.Target{Name: "partlog", Addr: s.addr, NodeID: 1}
 	var scripts []*wirediff.Script
-	for _, f := range []func() []*wirediff.Script{wirediff.BasicScripts, wirediff.ProduceScripts, wirediff.TxnScripts, wirediff.FetchScripts} {
+	for _, f := range []func() []*wirediff.Script{wirediff.BasicScripts, wirediff.ProduceScripts, wirediff.TxnScripts, wirediff.FetchScripts, wirediff.GroupScripts} {
 		scripts = append(scripts, f()...)
 	}
 	if only := os.Getenv("WIREDIFF_ONLY"); only != "" {

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Request shapes: the wire layout of every request the server decodes,
@@ -78,6 +79,10 @@ type requestShape struct {
 }
 
 var all = allVersions
+
+// neverFlexible is the flexibleFrom of a request without flexible
+// versions.
+const neverFlexible = math.MaxInt16
 
 // requestShapes are the bodies of the requests the server and its group
 // coordinator answer, at every version kmsg knows.
@@ -246,6 +251,13 @@ var requestShapes = map[int16]requestShape{
 		structs(all, field(wInt8, all), field(wString, all), list(wString, all)),
 		field(wInt8, since(1)),
 		field(wInt8, since(3)),
+	}},
+	42: {2, []wireField{ // DeleteGroups
+		list(wString, all),
+	}},
+	47: {neverFlexible, []wireField{ // OffsetDelete
+		field(wString, all),
+		structs(all, field(wString, all), structs(all, field(wInt32, all))),
 	}},
 	37: {2, []wireField{ // CreatePartitions
 		structs(all,

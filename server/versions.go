@@ -43,14 +43,16 @@ const transactionVersion = 2
 // groupAPIs are advertised when Config.Groups is set: the classic group
 // protocol, at the versions the group coordinator answers.
 var groupAPIs = map[int16]versionRange{
-	8:  {0, 8}, // OffsetCommit
-	9:  {0, 8}, // OffsetFetch
+	8:  {0, 9}, // OffsetCommit
+	9:  {0, 9}, // OffsetFetch
 	11: {0, 9}, // JoinGroup
 	12: {0, 4}, // Heartbeat
 	13: {0, 5}, // LeaveGroup
 	14: {0, 5}, // SyncGroup
-	15: {0, 5}, // DescribeGroups
-	16: {0, 4}, // ListGroups
+	15: {0, 6}, // DescribeGroups
+	16: {0, 5}, // ListGroups
+	42: {0, 3}, // DeleteGroups
+	47: {0, 0}, // OffsetDelete
 }
 
 func isGroupKey(key int16) bool { _, ok := groupAPIs[key]; return ok }

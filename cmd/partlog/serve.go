@@ -110,6 +110,7 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	defer groups.Close()
 	srv, err := server.Open(server.Config{
 		Groups:                groups,
+		GroupContext:          group.ContextWithClient,
 		Dir:                   o.dir,
 		AutoCreate:            o.autoCreate,
 		DefaultPartitions:     o.partitions,

@@ -52,6 +52,9 @@ type Step struct {
 	// Ignore lists paths (dot-separated, [] for any index) whose values
 	// are not compared in this step, each with its reason in the script.
 	Ignore []string
+	// Post rewrites the normalised answer (keeps only what the script
+	// owns of a broker-wide listing, for instance).
+	Post func(tree any)
 	// NoCompare runs the step on both targets without comparing the
 	// answers (a setup step whose answer is not the point).
 	NoCompare bool
@@ -74,18 +77,25 @@ type Env struct {
 	mu       sync.Mutex
 	conns    map[string]*Conn
 	vars     map[string]int64
+	strs     map[string]string
 	topicIDs map[string]string // "id:<hex>" -> topic name
 	pids     map[int64]string
 	members  map[string]string
 }
 
 func newEnv(t Target, script string, t0 int64) *Env {
-	return &Env{Target: t, Script: script, T0: t0, conns: map[string]*Conn{}, vars: map[string]int64{},
+	return &Env{Target: t, Script: script, T0: t0, conns: map[string]*Conn{}, vars: map[string]int64{}, strs: map[string]string{},
 		topicIDs: map[string]string{}, pids: map[int64]string{}, members: map[string]string{}}
 }
 
 // Set keeps a value for later steps.
 func (e *Env) Set(k string, v int64) { e.mu.Lock(); e.vars[k] = v; e.mu.Unlock() }
+
+// SetStr keeps a string for later steps (a member id).
+func (e *Env) SetStr(k, v string) { e.mu.Lock(); e.strs[k] = v; e.mu.Unlock() }
+
+// Str returns a kept string ("" if none).
+func (e *Env) Str(k string) string { e.mu.Lock(); defer e.mu.Unlock(); return e.strs[k] }
 
 // Get returns a kept value (-1 if none).
 func (e *Env) Get(k string) int64 {
@@ -248,6 +258,9 @@ func runStep(ctx context.Context, e *Env, st *Step) Result {
 		for _, p := range st.Ignore {
 			ignore(res.Tree, strings.Split(p, "."))
 		}
+		if st.Post != nil {
+			st.Post(res.Tree)
+		}
 		return res
 	}
 }
@@ -293,6 +306,32 @@ func ignore(v any, path []string) {
 				ignore(el, path[1:])
 			}
 		}
+	}
+}
+
+// KeepPrefixed keeps, in the list field of the answer's top-level
+// object, only the entries whose field key starts with prefix: a script
+// compares its own groups or transactions in a broker-wide listing.
+func KeepPrefixed(list, key, prefix string) func(any) {
+	return func(v any) {
+		o, ok := v.(*Obj)
+		if !ok {
+			return
+		}
+		l, ok := o.Vals[list].([]any)
+		if !ok {
+			return
+		}
+		keep := []any{}
+		for _, el := range l {
+			if eo, ok := el.(*Obj); ok {
+				if s, ok := eo.Vals[key].(string); ok && !strings.HasPrefix(s, prefix) {
+					continue
+				}
+			}
+			keep = append(keep, el)
+		}
+		o.Set(list, keep)
 	}
 }
 
