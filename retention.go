@@ -95,7 +95,8 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 	if err != nil {
 		return total, err
 	}
-	if rb := l.opts.RetentionBytes; rb > 0 {
+	if rb := l.opts.RetentionBytes; rb > 0 || rb == Zero {
+		rb = zeroOr(rb)
 		var size int64
 		for _, s := range l.segments {
 			size += s.Size()
@@ -114,7 +115,8 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 			}
 		}
 	}
-	if rm := l.opts.RetentionMs; rm >= 0 {
+	if rm := l.opts.RetentionMs; rm >= 0 || rm == Zero {
+		rm = zeroOr(rm)
 		nowMs := now.UnixMilli()
 		n, err = l.deleteSegmentsLocked(func(s, _ *segment.Segment) (bool, error) {
 			ts, _, err := s.MaxTimestampSoFar()

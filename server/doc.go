@@ -40,14 +40,22 @@
 //	OffsetForLeaderEpoch  0–4   Log.EndOffsetForEpoch
 //	FindCoordinator       0–4   this node (groups only with a GroupHandler)
 //	ApiVersions           0–3   v3+: transaction.version 2 finalized
-//	CreateTopics          0–7   topic configs: segment.*, retention.*,
-//	                            max.message.bytes, message.timestamp.*,
-//	                            file.delete.delay.ms, index.interval.bytes,
-//	                            cleanup.policy=delete
+//	CreateTopics          0–7   topic configs (configs.go, Kafka 4.4's types and
+//	                            bounds): cleanup.policy=delete,
+//	                            compression.type=producer, file.delete.delay.ms,
+//	                            index.interval.bytes, max.message.bytes,
+//	                            message.timestamp.*, min.insync.replicas,
+//	                            preallocate, retention.*, segment.*,
+//	                            unclean.leader.election.enable; v5+ answers
+//	                            every config
 //	DeleteTopics          0–6   by name or topic id (Dir.Delete)
 //	CreatePartitions      0–3
 //	DescribeConfigs       0–4   topic resources: the configs above, each with
 //	                            the topic's value or the server's default
+//	AlterConfigs          0–2   topic resources; the request's configs replace
+//	                            the topic's (Log.Reconfigure applies them)
+//	IncrementalAlterConfigs 0–1 topic resources: SET, DELETE, APPEND and
+//	                            SUBTRACT (lists only)
 //	InitProducerId        0–5   Kafka's coordinator rules (txn.go)
 //	AddPartitionsToTxn    0–3   (v4+ is the broker-to-broker form)
 //	AddOffsetsToTxn       0–4

@@ -313,7 +313,7 @@ func (s *Server) syncTo(ctx context.Context, p *partition, end int64) error {
 	return nil
 }
 
-func (s *Server) logAppendTime(p *partition) bool { return p.appendTime }
+func (s *Server) logAppendTime(p *partition) bool { at, _ := p.settings(); return at }
 
 // flusher syncs, with --fsync, the partitions written by acks=0/1
 // produces (and recovered at open), so their high watermark moves: one

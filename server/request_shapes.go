@@ -252,6 +252,16 @@ var requestShapes = map[int16]requestShape{
 		field(wInt8, since(1)),
 		field(wInt8, since(3)),
 	}},
+	33: {2, []wireField{ // AlterConfigs
+		structs(all, field(wInt8, all), field(wString, all),
+			structs(all, field(wString, all), field(wString, all))),
+		field(wInt8, all), // validate only
+	}},
+	44: {1, []wireField{ // IncrementalAlterConfigs
+		structs(all, field(wInt8, all), field(wString, all),
+			structs(all, field(wString, all), field(wInt8, all), field(wString, all))),
+		field(wInt8, all), // validate only
+	}},
 	42: {2, []wireField{ // DeleteGroups
 		list(wString, all),
 	}},

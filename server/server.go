@@ -394,6 +394,10 @@ func (s *Server) handle(ctx context.Context, cc *connCtx, req kmsg.Request) hand
 		return now(s.createPartitions(r))
 	case *kmsg.DescribeConfigsRequest:
 		return now(s.describeConfigs(r))
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return now(s.incrementalAlterConfigs(r))
+	case *kmsg.AlterConfigsRequest:
+		return now(s.alterConfigs(r))
 	case *kmsg.ProduceRequest:
 		return s.produce(r)
 	case *kmsg.FetchRequest:

@@ -31,7 +31,9 @@ var apis = map[int16]versionRange{
 	26: {0, 5},  // EndTxn (v5: transaction version 2)
 	28: {0, 5},  // TxnOffsetCommit (v5: transaction version 2)
 	32: {0, 4},  // DescribeConfigs (topics)
+	33: {0, 2},  // AlterConfigs (topics)
 	37: {0, 3},  // CreatePartitions
+	44: {0, 1},  // IncrementalAlterConfigs (topics)
 }
 
 // transactionVersion is the KIP-890 transaction version the server

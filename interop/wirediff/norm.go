@@ -102,6 +102,13 @@ var Rules = []Rule{
 		}
 		o.Set("Configs", keep)
 	}},
+	{"config-source", "partlog keeps no broker configs: a config not set on the topic is its default (DEFAULT_CONFIG), where Kafka names the broker layer it came from (static, dynamic broker, dynamic cluster default)", func(_ *normaliser, path []string, o *Obj) {
+		if src, ok := o.Vals["Source"].(int64); ok && src >= 2 && src <= 5 {
+			if _, named := o.Vals["Name"]; named {
+				o.Set("Source", "<default>")
+			}
+		}
+	}},
 	{"partial-batch", "allowed (server/doc.go): Kafka may end a fetched partition with the first bytes of a batch cut at the max bytes; partlog sends whole batches only", func(_ *normaliser, _ []string, o *Obj) {
 		l, ok := o.Vals["RecordBatches"].([]any)
 		if !ok || len(l) == 0 {
