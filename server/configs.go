@@ -129,20 +129,21 @@ func cond(c bool, a, b int64) int64 {
 var topicConfigs = []topicConfig{
 	{name: "cleanup.policy", typ: kmsg.ConfigTypeList,
 		check: func(v string) (string, error) {
-			switch p := strings.TrimSpace(v); p {
-			case "delete":
-				return p, nil
-			case "compact", "compact,delete", "delete,compact":
-				return "", fmt.Errorf("invalid value %s for configuration cleanup.policy: partlog serve implements delete only (no compaction)", v)
+			p, err := partlog.ParseCleanupPolicy(strings.TrimSpace(v))
+			if err != nil {
+				return "", fmt.Errorf("invalid value %s for configuration cleanup.policy: String must be one of: compact, delete", v)
 			}
-			return "", fmt.Errorf("invalid value %s for configuration cleanup.policy: String must be one of: compact, delete", v)
+			return p.String(), nil
 		},
-		set: func(*partlog.Options, string) {},
-		get: func(partlog.Options) string { return "delete" }},
+		set: func(o *partlog.Options, v string) { o.CleanupPolicy, _ = partlog.ParseCleanupPolicy(v) },
+		get: func(o partlog.Options) string { return o.CleanupPolicy.String() }},
 	enumConfig("compression.type", "producer", []string{"producer"}, nil, nil),
+	// Kafka's 0 is partlog's negative (0 is the default here).
+	numberConfig("delete.retention.ms", 64, 0, func(o *partlog.Options) *int64 { return &o.DeleteRetentionMs }, false, nil).zeroAsNegative(func(o *partlog.Options) *int64 { return &o.DeleteRetentionMs }),
 	numberConfig("file.delete.delay.ms", 64, 0, func(o *partlog.Options) *int64 { return &o.FileDeleteDelayMs }, true, func(v int64) int64 { return max(v, 0) }),
 	// Effective options hold Kafka's value (0: every append) here.
 	numberConfig("index.interval.bytes", 32, 0, func(o *partlog.Options) *int64 { return &o.IndexIntervalBytes }, false, nil),
+	numberConfig("max.compaction.lag.ms", 64, 1, func(o *partlog.Options) *int64 { return &o.MaxCompactionLagMs }, false, unboundedAsMax),
 	numberConfig("max.message.bytes", 32, 0, func(o *partlog.Options) *int64 { return &o.MaxBatchBytes }, true, nil),
 	numberConfig("message.timestamp.after.max.ms", 64, 0, func(o *partlog.Options) *int64 { return &o.MessageTimestampAfterMaxMs }, true, unboundedAsMax),
 	numberConfig("message.timestamp.before.max.ms", 64, 0, func(o *partlog.Options) *int64 { return &o.MessageTimestampBeforeMaxMs }, true, unboundedAsMax),
@@ -159,6 +160,23 @@ var topicConfigs = []topicConfig{
 			}
 			return "CreateTime"
 		}),
+	{name: "min.cleanable.dirty.ratio", typ: kmsg.ConfigTypeDouble,
+		check: func(v string) (string, error) {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || f < 0 || f > 1 {
+				return "", fmt.Errorf("invalid value %s for configuration min.cleanable.dirty.ratio: value must be between 0 and 1", v)
+			}
+			return javaDouble(f), nil
+		},
+		set: func(o *partlog.Options, v string) {
+			f, _ := strconv.ParseFloat(v, 64)
+			o.MinCleanableDirtyRatio = f
+			if f == 0 {
+				o.MinCleanableDirtyRatio = partlog.CleanAnyDirt
+			}
+		},
+		get: func(o partlog.Options) string { return javaDouble(max(o.MinCleanableDirtyRatio, 0)) }},
+	numberConfig("min.compaction.lag.ms", 64, 0, func(o *partlog.Options) *int64 { return &o.MinCompactionLagMs }, false, nil),
 	// One replica: Kafka takes min(min.insync.replicas, the replication
 	// factor), so the value is kept and described but refuses nothing.
 	numberConfig("min.insync.replicas", 32, 1, func(o *partlog.Options) *int64 { return new(int64) }, false, func(int64) int64 { return 1 }),
@@ -170,6 +188,36 @@ var topicConfigs = []topicConfig{
 	numberConfig("segment.jitter.ms", 64, 0, func(o *partlog.Options) *int64 { return &o.SegmentJitterMs }, false, nil),
 	numberConfig("segment.ms", 64, 1, func(o *partlog.Options) *int64 { return &o.SegmentMs }, false, unboundedAsMax),
 	boolConfig("unclean.leader.election.enable", false),
+}
+
+// zeroAsNegative stores Kafka's 0 as -1, for a field whose partlog
+// spells Kafka's 0 negative (its zero is the default), and shows a
+// negative value as 0.
+func (c topicConfig) zeroAsNegative(field func(o *partlog.Options) *int64) topicConfig {
+	set, get := c.set, c.get
+	c.set = func(o *partlog.Options, v string) {
+		set(o, v)
+		if *field(o) == 0 {
+			*field(o) = -1
+		}
+	}
+	c.get = func(o partlog.Options) string {
+		if *field(&o) < 0 {
+			return "0"
+		}
+		return get(o)
+	}
+	return c
+}
+
+// javaDouble formats v as Java's Double.toString does for the values a
+// ratio takes ("0.5", "0.0", "1.0").
+func javaDouble(v float64) string {
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if !strings.ContainsAny(s, ".eE") {
+		s += ".0"
+	}
+	return s
 }
 
 // TopicConfigNames returns the names of the topic configs the server
@@ -230,7 +278,7 @@ func topicOptions(tmpl partlog.Options, configs map[string]string) (partlog.Opti
 		norm, _ := c.check(v)
 		c.set(&o, norm)
 	}
-	return o, nil
+	return o, o.Validate()
 }
 
 // configEntry is one topic config as DescribeConfigs and CreateTopics
@@ -243,16 +291,20 @@ type configEntry struct {
 
 // configEntries lists every config of topicConfigs for a topic whose
 // options are o (its configs applied) and whose own configs are set: a
-// set config with its value as set (DYNAMIC_TOPIC_CONFIG), any other
-// with the value its logs run with (DEFAULT_CONFIG: the server's
-// defaults).
-func configEntries(o partlog.Options, set map[string]string) []configEntry {
+// set config with its value (DYNAMIC_TOPIC_CONFIG), any other with the
+// value its logs run with (DEFAULT_CONFIG: the server's defaults). A set
+// value is shown as given (CreateTopics echoes it) or, parsed, as Kafka
+// prints its type (DescribeConfigs: " 100" is 100, a ratio 0 is 0.0).
+func configEntries(o partlog.Options, set map[string]string, parsed bool) []configEntry {
 	eff := o.Effective()
 	out := make([]configEntry, 0, len(topicConfigs))
 	for _, c := range topicConfigs {
 		e := configEntry{name: c.name, typ: c.typ, value: c.get(eff), source: kmsg.ConfigSourceDefaultConfig}
 		if v, ok := set[c.name]; ok {
 			e.value, e.source = v, kmsg.ConfigSourceDynamicTopicConfig
+			if p, err := c.check(v); err == nil && parsed {
+				e.value = p
+			}
 		}
 		out = append(out, e)
 	}
@@ -290,7 +342,7 @@ func (s *Server) describeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Response
 				fail(errInvalidConfig, err.Error())
 				break
 			}
-			for _, e := range configEntries(o, set) {
+			for _, e := range configEntries(o, set, true) {
 				if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, e.name) {
 					continue
 				}

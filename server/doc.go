@@ -41,10 +41,13 @@
 //	FindCoordinator       0–4   this node (groups only with a GroupHandler)
 //	ApiVersions           0–3   v3+: transaction.version 2 finalized
 //	CreateTopics          0–7   topic configs (configs.go, Kafka 4.4's types and
-//	                            bounds): cleanup.policy=delete,
-//	                            compression.type=producer, file.delete.delay.ms,
-//	                            index.interval.bytes, max.message.bytes,
-//	                            message.timestamp.*, min.insync.replicas,
+//	                            bounds): cleanup.policy (delete, compact,
+//	                            both), compression.type=producer,
+//	                            delete.retention.ms, file.delete.delay.ms,
+//	                            index.interval.bytes, max.compaction.lag.ms,
+//	                            max.message.bytes, message.timestamp.*,
+//	                            min.cleanable.dirty.ratio,
+//	                            min.compaction.lag.ms, min.insync.replicas,
 //	                            preallocate, retention.*, segment.*,
 //	                            unclean.leader.election.enable; v5+ answers
 //	                            every config
@@ -81,7 +84,9 @@
 // Out of scope: SASL and TLS (plaintext only: listen on loopback or a
 // trusted network), ACLs, quotas, replication (one node: the high
 // watermark is the log end, or with Config.Fsync the durable offset),
-// fetch sessions, compaction, KIP-848 consumer groups, share groups.
+// fetch sessions, altering topic configs, KIP-848 consumer groups, share
+// groups. Compacted topics are cleaned by the Cleaner of Config.Log
+// (package cleaner's rules).
 //
 // # Connections
 //

@@ -441,7 +441,7 @@ func (s *Server) createdConfigs(configs map[string]string) []kmsg.CreateTopicsRe
 	}
 	o, _ := topicOptions(tmpl, configs)
 	var out []kmsg.CreateTopicsResponseTopicConfig
-	for _, e := range configEntries(o, configs) {
+	for _, e := range configEntries(o, configs, false) {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		v := e.value
 		c.Name, c.Value, c.Source = e.name, &v, int8(e.source)
