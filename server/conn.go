@@ -75,6 +75,28 @@ type connCtx struct {
 	inFlight atomic.Int32
 	// lastWrite is when the writer last wrote (unix nanoseconds).
 	lastWrite atomic.Int64
+	// clientID is the client id of the request being handled (set by
+	// the read loop before each call of handle).
+	clientID string
+}
+
+// clientHost is the client's address as Kafka shows it in
+// DescribeGroups ("/" and the IP, Java's InetAddress.toString).
+func (cc *connCtx) clientHost() string {
+	if a, ok := cc.c.RemoteAddr().(*net.TCPAddr); ok {
+		return "/" + a.IP.String()
+	}
+	return ""
+}
+
+// clientIDOf returns the client id of a request's header (parseRequest
+// has checked it lies inside msg).
+func clientIDOf(msg []byte) string {
+	n := int(int16(binary.BigEndian.Uint16(msg[8:])))
+	if n <= 0 || 10+n > len(msg) {
+		return ""
+	}
+	return string(msg[10 : 10+n])
 }
 
 // serveConn reads requests, handles them in order (appends and other
@@ -274,6 +296,7 @@ func (cc *connCtx) readRequest(ctx context.Context, r *bufio.Reader, async *sync
 		return nil, fmt.Errorf("%w: %s v%d: %v", errBadRequest, apiName(key), version, err)
 	}
 	p.flexHead = key != 18 && req.IsFlexible() // ApiVersions answers with header v0
+	cc.clientID = clientIDOf(msg)
 	h := s.handle(ctx, cc, req)
 	if h.noResponse {
 		return nil, nil

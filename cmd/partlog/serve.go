@@ -127,6 +127,7 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	srv, err := server.Open(server.Config{
 		Log:                   &partlog.Options{Cleaner: cleaner},
 		Groups:                groups,
+		GroupContext:          group.ContextWithClient,
 		Dir:                   o.dir,
 		AutoCreate:            o.autoCreate,
 		DefaultPartitions:     o.partitions,
