@@ -126,27 +126,42 @@ func (s *Server) serveConn(c net.Conn) {
 func (cc *connCtx) writeResponses(q <-chan *pending, cancel context.CancelFunc) {
 	w := bufio.NewWriterSize(cc.c, 64<<10)
 	var buf []byte
+	var sp splicer
 	failed := false
 	for p := range q {
 		<-p.done
 		if p.resp != nil && !failed {
-			buf = append(buf[:0], 0, 0, 0, 0)
-			buf = binary.BigEndian.AppendUint32(buf, uint32(p.corr))
-			if p.flexHead {
-				buf = append(buf, 0) // empty tagged fields
+			// A Fetch response's large record bytes are written from
+			// their mappings (fetch_write.go).
+			fr, _ := p.resp.(*kmsg.FetchResponse)
+			spliced := fr != nil && sp.take(fr)
+			buf = appendFrame(buf[:0], p)
+			if spliced {
+				ok := sp.pieces(buf, p.resp.IsFlexible())
+				sp.restore()
+				if !ok {
+					spliced = false
+					buf = appendFrame(buf[:0], p)
+				}
 			}
-			buf = p.resp.AppendTo(buf)
-			binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 			// A client that reads nothing for the idle timeout is gone.
 			_ = cc.c.SetWriteDeadline(time.Now().Add(cc.s.cfg.IdleTimeout))
-			if _, err := w.Write(buf); err != nil {
+			var err error
+			switch {
+			case spliced:
+				// The mapped bytes are written before the views are
+				// released below.
+				if err = w.Flush(); err == nil {
+					_, err = sp.out.WriteTo(cc.c)
+				}
+			default:
+				if _, err = w.Write(buf); err == nil && len(q) == 0 {
+					err = w.Flush()
+				}
+			}
+			if err != nil {
 				failed = true
 				cancel()
-			} else if len(q) == 0 {
-				if err := w.Flush(); err != nil {
-					failed = true
-					cancel()
-				}
 			}
 			cc.lastWrite.Store(time.Now().UnixNano())
 			if cap(buf) > retainedResponseBytes {
@@ -161,6 +176,19 @@ func (cc *connCtx) writeResponses(q <-chan *pending, cancel context.CancelFunc) 
 	if !failed {
 		_ = w.Flush()
 	}
+}
+
+// appendFrame appends p's response frame: its size, the correlation id,
+// the header's tagged fields for a flexible version, the body.
+func appendFrame(buf []byte, p *pending) []byte {
+	buf = append(buf, 0, 0, 0, 0)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(p.corr))
+	if p.flexHead {
+		buf = append(buf, 0) // empty tagged fields
+	}
+	buf = p.resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return buf
 }
 
 func (cc *connCtx) hostPort() (string, int32) {
