@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,6 +29,7 @@ type serveOptions struct {
 	noBarrier  bool
 	cpuProfile string // hidden: a pprof CPU profile of the whole run
 	memProfile string // hidden: a pprof allocation profile written at shutdown
+	profSignal bool   // hidden: --cpuprofile profiles the windows from SIGUSR1 to SIGUSR2
 }
 
 func newServeCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -95,8 +95,10 @@ not be opened, 16 usage error.`,
 	// BenchmarkBrokers): hidden, as they are no part of serving.
 	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	cmd.Flags().StringVar(&o.memProfile, "memprofile", "", "write an allocation profile to this file at shutdown (go tool pprof)")
-	_ = cmd.Flags().MarkHidden("cpuprofile")
-	_ = cmd.Flags().MarkHidden("memprofile")
+	cmd.Flags().BoolVar(&o.profSignal, "profile-signals", false, "--cpuprofile profiles each window from SIGUSR1 to SIGUSR2 instead of the run (the file appears when the window ends)")
+	for _, f := range []string{"cpuprofile", "memprofile", "profile-signals"} {
+		_ = cmd.Flags().MarkHidden(f)
+	}
 	return cmd
 }
 
@@ -106,11 +108,11 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	endProfiles, err := o.startProfiles()
+	prof, err := o.startProfiles()
 	if err != nil {
 		return &exitError{code: exitOperational, err: fmt.Errorf("serve: %w", err)}
 	}
-	defer endProfiles(stderr)
+	defer prof.end(stderr)
 	// Consumer groups: the single-node coordinator of package server/group,
 	// its state in the log directory beside the server's own
 	// (group.StateFile); closed after the server.
@@ -179,40 +181,6 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintln(stderr, "serve: shut down cleanly")
 	return nil
-}
-
-// startProfiles starts the CPU profile of --cpuprofile; the function it
-// returns ends it and writes the allocation profile of --memprofile.
-func (o *serveOptions) startProfiles() (func(io.Writer), error) {
-	var cpu *os.File
-	if o.cpuProfile != "" {
-		f, err := os.Create(o.cpuProfile)
-		if err != nil {
-			return nil, err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return nil, err
-		}
-		cpu = f
-	}
-	return func(stderr io.Writer) {
-		if cpu != nil {
-			pprof.StopCPUProfile()
-			if err := cpu.Close(); err != nil {
-				fmt.Fprintf(stderr, "serve: cpu profile: %v\n", err)
-			}
-		}
-		if o.memProfile != "" {
-			f, err := os.Create(o.memProfile)
-			if err == nil {
-				err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "serve: allocation profile: %v\n", err)
-			}
-		}
-	}, nil
 }
 
 // adminAddress resolves --admin: "off" is none, "auto" loopback at the

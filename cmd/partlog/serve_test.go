@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // The serving itself is tested by the interop module, which runs the
@@ -57,5 +61,64 @@ func TestServeProfiles(t *testing.T) {
 		"--cpuprofile", filepath.Join(dir, "missing", "cpu.pprof"))
 	if code != exitOperational || !strings.Contains(msg, "cpu.pprof") {
 		t.Fatalf("profile in a missing directory: exit %d, %q", code, msg)
+	}
+}
+
+// TestServeProfileWindows: with --profile-signals the CPU profile covers
+// the windows from SIGUSR1 to SIGUSR2, each written when it ends (none
+// before the first); without --cpuprofile the switch is refused.
+func TestServeProfileWindows(t *testing.T) {
+	dir := t.TempDir()
+	o := serveOptions{listen: "127.0.0.1:0", dir: filepath.Join(dir, "data"), admin: "off", partitions: 1,
+		cpuProfile: filepath.Join(dir, "window.pprof"), profSignal: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outR, outW := io.Pipe()
+	var errOut bytes.Buffer
+	ran := make(chan error, 1)
+	go func() { ran <- o.run(ctx, outW, &errOut); outW.Close() }()
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "listening on ") {
+		t.Fatalf("serve printed %q (%v)", line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	if _, err := os.Stat(o.cpuProfile); !os.IsNotExist(err) {
+		t.Fatalf("a profile before any window: %v", err)
+	}
+	for window := range 2 {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			b, err := os.ReadFile(o.cpuProfile)
+			if err == nil && len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("window %d: no profile (%v, %d bytes)", window, err, len(b))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if window == 0 {
+			if err := os.Remove(o.cpuProfile); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatalf("serve: %v (%s)", err, errOut.String())
+	}
+	if _, err := os.Stat(o.cpuProfile + ".tmp"); !os.IsNotExist(err) {
+		t.Fatalf("a window's temporary file is left: %v", err)
+	}
+	code, _, msg := runCLI(t, "", "serve", "--dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--admin", "off", "--profile-signals")
+	if code != exitOperational || !strings.Contains(msg, "--profile-signals needs --cpuprofile") {
+		t.Fatalf("--profile-signals alone: exit %d, %q", code, msg)
 	}
 }
