@@ -139,21 +139,24 @@ func (c brokerCell) name() string {
 // brokers' path and not a queue.
 const e2eRate = 5000
 
-// cellBytes bounds a produce or consume measurement's record bytes:
-// enough for seconds of steady state on either broker, little enough
-// that a run's new page-cache data stays near this VM's comfortable
-// 2 GiB per run (three rounds of two brokers per cell).
+// cellRecords is a produce or consume measurement's record count:
+// seconds of steady state on either broker (about 1 GB of page cache for
+// a cell's three rounds on two brokers at most), fewer for durable
+// loads, whose records Kafka flushes one append at a time.
 func cellRecords(size int, kind cellKind, mode ackMode, short bool) int {
-	budget := 256 << 20
 	switch {
 	case short:
-		budget = 2 << 20
+		return (2 << 20) / size
 	case kind == e2eCell:
 		return 4 * e2eRate // four seconds
+	case mode.durable && size < 1024:
+		return 200_000
 	case mode.durable:
-		budget = 64 << 20
+		return 50_000
+	case size < 1024:
+		return 1_000_000
 	}
-	return budget / size
+	return 200_000
 }
 
 // brokerCells is the matrix: the full one, or one small cell of each
@@ -207,6 +210,7 @@ type brokerTarget struct {
 	addr           [2]string // [durable]
 	pid            [2]func() int
 	durableConfigs map[string]string
+	window         [2]string // partlog with -brokers.profile: serve's CPU profile window file
 }
 
 func (t *brokerTarget) addrFor(m ackMode) string {
@@ -235,21 +239,26 @@ type brokersEnv struct {
 func newBrokersEnv(b *testing.B, in *kafka.Install) *brokersEnv {
 	e := &brokersEnv{results: map[string]*cellResult{}, scratch: b.TempDir()}
 	var profile [2][]string
+	var window [2]string
 	if dir := *brokersProfile; dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			b.Fatal(err)
 		}
 		for i, name := range []string{"plain", "fsync"} {
-			profile[i] = []string{"--cpuprofile", filepath.Join(dir, "serve-"+name+".cpu.pprof"),
+			// Each measurement is a window of the CPU profile (SIGUSR1 to
+			// SIGUSR2), kept under the cell's name.
+			window[i] = filepath.Join(dir, "serve-"+name+".window.pprof")
+			profile[i] = []string{"--cpuprofile", window[i], "--profile-signals",
 				"--memprofile", filepath.Join(dir, "serve-"+name+".allocs.pprof")}
 		}
 	}
 	plain := startServer(b, b.TempDir(), profile[0]...)
 	fsync := startServer(b, b.TempDir(), append([]string{"--fsync"}, profile[1]...)...)
 	e.targets = append(e.targets, &brokerTarget{
-		name: "partlog",
-		addr: [2]string{plain.addr, fsync.addr},
-		pid:  [2]func() int{func() int { return plain.cmd.Process.Pid }, func() int { return fsync.cmd.Process.Pid }},
+		name:   "partlog",
+		addr:   [2]string{plain.addr, fsync.addr},
+		pid:    [2]func() int{func() int { return plain.cmd.Process.Pid }, func() int { return fsync.cmd.Process.Pid }},
+		window: window,
 	})
 	kb := in.StartBroker(b, kafka.BrokerConfig{HeapMB: 1024, Props: map[string]string{
 		// A deleted cell's files go at once, not a minute into a later
@@ -347,12 +356,16 @@ func (e *brokersEnv) runCell(b *testing.B, c brokerCell, rounds int) *cellResult
 		res.brokers = append(res.brokers, t.name)
 		topics[i] = e.newTopic()
 		e.createTopic(b, t, topics[i], c.parts, c.mode)
+		var err error
 		if c.kind == consumeCell {
 			// The records to read, written once: each round reads them
 			// all again from the start (from the page cache on both).
-			if _, err := kgoProduce(t.addrFor(c.mode), topics[i], c.records, c.size, c.mode); err != nil {
-				b.Fatal(err)
-			}
+			_, err = kgoProduce(t.addrFor(c.mode), topics[i], c.records, c.size, c.mode)
+		} else {
+			err = primePartitions(t.addrFor(c.mode), topics[i], c.parts)
+		}
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
 	for r := 0; r < rounds; r++ {
@@ -361,7 +374,7 @@ func (e *brokersEnv) runCell(b *testing.B, c brokerCell, rounds int) *cellResult
 			if r%2 == 1 {
 				i = len(e.targets) - 1 - k
 			}
-			s, err := e.measure(c, e.targets[i], topics[i])
+			s, err := e.measure(c, e.targets[i], topics[i], r)
 			if err != nil {
 				b.Fatalf("%s on %s: %v", c.name(), e.targets[i].name, err)
 			}
@@ -376,7 +389,7 @@ func (e *brokersEnv) runCell(b *testing.B, c brokerCell, rounds int) *cellResult
 
 // measure runs one cell's load once on one broker, with the page cache
 // warmed first and the broker's CPU and peak RSS taken around it.
-func (e *brokersEnv) measure(c brokerCell, t *brokerTarget, topic string) (sample, error) {
+func (e *brokersEnv) measure(c brokerCell, t *brokerTarget, topic string, round int) (sample, error) {
 	if err := warmPageCache(e.scratch, int64(c.records)*int64(c.size)); err != nil {
 		return sample{}, err
 	}
@@ -387,6 +400,15 @@ func (e *brokersEnv) measure(c brokerCell, t *brokerTarget, topic string) (sampl
 	}
 	if err := kafka.ResetPeakRSS(pid); err != nil {
 		return sample{}, err
+	}
+	window := t.window[0]
+	if c.mode.durable {
+		window = t.window[1]
+	}
+	if window != "" {
+		if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+			return sample{}, err
+		}
 	}
 	b0, err := kafka.ReadUsage(pid)
 	if err != nil {
@@ -422,10 +444,32 @@ func (e *brokersEnv) measure(c brokerCell, t *brokerTarget, topic string) (sampl
 	if err != nil {
 		return sample{}, err
 	}
+	if window != "" {
+		name := strings.ReplaceAll(c.name(), "/", "_") + fmt.Sprintf("_r%d.cpu.pprof", round)
+		if err := keepWindow(pid, window, filepath.Join(filepath.Dir(window), name)); err != nil {
+			return sample{}, err
+		}
+	}
 	s.brokerCPU = (b1.CPU - b0.CPU).Seconds()
 	s.clientCPU = (c1.CPU - c0.CPU).Seconds()
 	s.peakRSS = b1.PeakRSS
 	return s, nil
+}
+
+// keepWindow ends serve's profile window (SIGUSR2) and moves the
+// profile, once written, to dst.
+func keepWindow(pid int, window, dst string) error {
+	if err := syscall.Kill(pid, syscall.SIGUSR2); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if err := os.Rename(window, dst); err == nil || !os.IsNotExist(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("serve wrote no profile %s", window)
+		}
+	}
 }
 
 // warmPageCache writes and deletes a file of n bytes and syncs: this
@@ -504,6 +548,27 @@ func (e *brokersEnv) deleteTopic(b *testing.B, t *brokerTarget, topic string, m 
 			b.Fatalf("deleting %s on %s: %v", topic, t.name, err)
 		}
 	}
+}
+
+// primePartitions writes one record to each of topic's parts
+// partitions, unmeasured: a partition's first append does once what the
+// next ones do not (partlog: the index files, the leader-epoch
+// checkpoint; Kafka does most of it when the topic is created), and the
+// measurements are of the steady state.
+func primePartitions(addr, topic string, parts int) error {
+	c, err := benchClient(addr, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rs := make([]*kgo.Record, parts)
+	for p := range rs {
+		rs[p] = &kgo.Record{Partition: int32(p), Value: []byte("prime")}
+	}
+	return c.ProduceSync(ctx, rs...).FirstErr()
 }
 
 // perfTotal is ProducerPerformance's summary line.
