@@ -162,7 +162,7 @@ func renderTables(rs []*cellResult, info runInfo) string {
 		case produceCell:
 			sb.WriteString("### Produce\n\n")
 		case consumeCell:
-			sb.WriteString("### Consume (the records of an acks=1 produce, from the page cache)\n\n")
+			fmt.Fprintf(&sb, "### Consume (the records of an acks=1 produce, read %d times from the start by new consumers, from the page cache)\n\n", consumePassCount)
 		case e2eCell:
 			fmt.Fprintf(&sb, "### End to end (kgo: %d records/s, send to receipt; perf: one record at a time, send and poll)\n\n", e2eRate)
 		}
