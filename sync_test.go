@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/testhook"
-	"github.com/partlog/partlog/segment"
 	"golang.org/x/sys/unix"
 )
 
@@ -399,7 +399,7 @@ func TestFlushFsyncsListedSegments(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, base := range got.bases {
-		if p := segment.Path(dir, base, segment.LogSuffix); synced[p] == 0 {
+		if p := filenames.Path(dir, base, filenames.Log); synced[p] == 0 {
 			t.Errorf("segment %d listed by the flush but its .log was not fsynced (synced: %v)", base, synced)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/producerstate"
-	"github.com/partlog/partlog/segment"
 	"github.com/partlog/partlog/snapshot"
 )
 
@@ -25,7 +25,7 @@ type snapshotFile struct {
 func (x *run) listSnapshots() []snapshotFile {
 	var out []snapshotFile
 	for name := range x.files {
-		if off, ok := snapshot.ParseFileName(name); ok {
+		if off, ok := filenames.ParseSnapshot(name); ok {
 			out = append(out, snapshotFile{offset: off, name: name})
 		}
 	}
@@ -219,7 +219,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 		if !s.recover {
 			continue
 		}
-		name := s.name(segment.TxnIndexSuffix)
+		name := s.name(filenames.TxnIndex)
 		var want []byte
 		for _, e := range aborted[s.base] {
 			want = index.AppendAbortedTxn(want, e)
@@ -269,7 +269,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 	if leo <= logStart || loadedAt == leo {
 		return nil
 	}
-	name := snapshot.FileName(leo)
+	name := filenames.Make(leo, filenames.Snapshot)
 	if x.exists(name) {
 		old, ok := read[leo]
 		if !ok {

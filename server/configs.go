@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/partlog/partlog"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -60,13 +61,34 @@ func cond(c bool, a, b int64) int64 {
 
 var topicConfigs = []topicConfig{
 	{name: "cleanup.policy", typ: kmsg.ConfigTypeList,
-		set: func(_ *partlog.Options, v string) error {
-			if v != "delete" {
-				return fmt.Errorf("config cleanup.policy=%s: only delete is supported (no compaction)", v)
+		set: func(o *partlog.Options, v string) error {
+			p, err := partlog.ParseCleanupPolicy(v)
+			if err != nil {
+				return fmt.Errorf("config cleanup.policy=%s: delete, compact or compact,delete", v)
+			}
+			o.CleanupPolicy = p
+			return nil
+		},
+		get: func(o partlog.Options) string { return o.CleanupPolicy.String() }},
+	{name: "min.cleanable.dirty.ratio", typ: kmsg.ConfigTypeDouble,
+		set: func(o *partlog.Options, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 || f > 1 {
+				return fmt.Errorf("config min.cleanable.dirty.ratio: %q is not a number in [0, 1]", v)
+			}
+			o.MinCleanableDirtyRatio = f
+			if f == 0 {
+				o.MinCleanableDirtyRatio = partlog.CleanAnyDirt
 			}
 			return nil
 		},
-		get: func(partlog.Options) string { return "delete" }},
+		get: func(o partlog.Options) string { return javaDouble(o.MinCleanableDirtyRatio) }},
+	longConfig("min.compaction.lag.ms", func(o *partlog.Options) *int64 { return &o.MinCompactionLagMs }, nil),
+	atLeast(1, longConfig("max.compaction.lag.ms", func(o *partlog.Options) *int64 { return &o.MaxCompactionLagMs }, unboundedAsMax),
+		func(o *partlog.Options) *int64 { return &o.MaxCompactionLagMs }),
+	// Kafka's 0 is partlog's negative (0 is the default here).
+	zeroAsNegative(longConfig("delete.retention.ms", func(o *partlog.Options) *int64 { return &o.DeleteRetentionMs }, nil),
+		func(o *partlog.Options) *int64 { return &o.DeleteRetentionMs }),
 	{name: "message.timestamp.type", typ: kmsg.ConfigTypeString,
 		set: func(o *partlog.Options, v string) error {
 			switch v {
@@ -99,6 +121,48 @@ var topicConfigs = []topicConfig{
 	longConfig("message.timestamp.after.max.ms", func(o *partlog.Options) *int64 { return &o.MessageTimestampAfterMaxMs }, unboundedAsMax),
 }
 
+// zeroAsNegative makes a long config store Kafka's 0 as -1, for the
+// fields whose zero value means partlog's default.
+func zeroAsNegative(c topicConfig, field func(o *partlog.Options) *int64) topicConfig {
+	set := c.set
+	c.set = func(o *partlog.Options, v string) error {
+		if err := set(o, v); err != nil {
+			return err
+		}
+		if *field(o) == 0 {
+			*field(o) = -1
+		}
+		return nil
+	}
+	return c
+}
+
+// atLeast refuses a long config below lo (Kafka's validator), before
+// partlog's zero could read it as the default.
+func atLeast(lo int64, c topicConfig, field func(o *partlog.Options) *int64) topicConfig {
+	set := c.set
+	c.set = func(o *partlog.Options, v string) error {
+		if err := set(o, v); err != nil {
+			return err
+		}
+		if *field(o) < lo {
+			return fmt.Errorf("config %s: %s is below %d", c.name, v, lo)
+		}
+		return nil
+	}
+	return c
+}
+
+// javaDouble formats v as Java's Double.toString does for the values a
+// ratio takes ("0.5", "0.0", "1.0").
+func javaDouble(v float64) string {
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if !strings.ContainsAny(s, ".eE") {
+		s += ".0"
+	}
+	return s
+}
+
 func lookupTopicConfig(name string) (topicConfig, bool) {
 	for _, c := range topicConfigs {
 		if c.name == name {
@@ -126,7 +190,7 @@ func topicOptions(tmpl partlog.Options, configs map[string]string) (partlog.Opti
 			return o, err
 		}
 	}
-	return o, nil
+	return o, o.Validate()
 }
 
 // describeConfigs answers DescribeConfigs for topics: every config of

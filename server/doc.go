@@ -33,7 +33,9 @@
 //	CreateTopics          0–7   topic configs: segment.*, retention.*,
 //	                            max.message.bytes, message.timestamp.*,
 //	                            file.delete.delay.ms, index.interval.bytes,
-//	                            cleanup.policy=delete
+//	                            cleanup.policy (delete, compact, both),
+//	                            min.cleanable.dirty.ratio,
+//	                            min./max.compaction.lag.ms, delete.retention.ms
 //	DeleteTopics          0–6   by name or topic id (Dir.Delete)
 //	CreatePartitions      0–3
 //	DescribeConfigs       0–4   topic resources: the configs above, each with
@@ -61,7 +63,9 @@
 // Out of scope: SASL and TLS (plaintext only: listen on loopback or a
 // trusted network), ACLs, quotas, replication (one node: the high
 // watermark is the log end, or with Config.Fsync the durable offset),
-// fetch sessions, compaction, KIP-848 consumer groups, share groups.
+// fetch sessions, altering topic configs, KIP-848 consumer groups, share
+// groups. Compacted topics are cleaned by the Cleaner of Config.Log
+// (package cleaner's rules).
 //
 // # Connections
 //

@@ -195,7 +195,7 @@ func TestTopicAdmin(t *testing.T) {
 	add("bad name", 1, 1, nil)
 	add("b", 1, 3, nil)
 	add("c", 0, 1, nil)
-	add("d", 1, 1, map[string]string{"cleanup.policy": "compact"})
+	add("d", 1, 1, map[string]string{"cleanup.policy": "tiered"})
 	want := []int16{0, errInvalidTopic, errInvalidReplicationFactor, errInvalidPartitions, errInvalidConfig}
 	resp := roundTrip[*kmsg.CreateTopicsResponse](rc, req)
 	for i, rt := range resp.Topics {
@@ -751,7 +751,8 @@ func TestDescribeConfigs(t *testing.T) {
 		want := map[string]string{"retention.ms": "3600000", "segment.bytes": "1048576", "retention.bytes": "-1",
 			"cleanup.policy": "delete", "max.message.bytes": "1048588", "message.timestamp.type": "CreateTime",
 			"segment.ms": "604800000", "index.interval.bytes": "4096", "segment.index.bytes": "10485760",
-			"message.timestamp.after.max.ms": "9223372036854775807"}
+			"message.timestamp.after.max.ms": "9223372036854775807", "min.cleanable.dirty.ratio": "0.5",
+			"min.compaction.lag.ms": "0", "max.compaction.lag.ms": "9223372036854775807", "delete.retention.ms": "86400000"}
 		for name, val := range want {
 			c, ok := all[name]
 			if !ok || c.Value == nil || *c.Value != val {
@@ -774,6 +775,48 @@ func TestDescribeConfigs(t *testing.T) {
 		}
 		if c := resp.Resources[3].ErrorCode; c != errInvalidRequest {
 			t.Errorf("v%d: broker resource: error %d", v, c)
+		}
+	}
+}
+
+// TestCompactedTopicConfigs: cleanup.policy and the cleaner's topic
+// configs are taken by CreateTopics, shown by DescribeConfigs as Kafka
+// prints them (Kafka's 0 included, which partlog's options spell
+// otherwise), reach the partitions' options, and bad values are refused.
+func TestCompactedTopicConfigs(t *testing.T) {
+	ts := startTest(t, Config{})
+	rc := dial(t, ts.addr)
+	set := map[string]string{"cleanup.policy": "compact,delete", "min.cleanable.dirty.ratio": "0",
+		"min.compaction.lag.ms": "1000", "max.compaction.lag.ms": "60000", "delete.retention.ms": "0"}
+	createTopicWith(t, rc, "changelog", 1, set)
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "changelog"
+	req.Resources = append(req.Resources, rr)
+	resp := roundTrip[*kmsg.DescribeConfigsResponse](rc, req)
+	got := map[string]string{}
+	for _, c := range resp.Resources[0].Configs {
+		got[c.Name] = *c.Value
+	}
+	want := map[string]string{"cleanup.policy": "compact,delete", "min.cleanable.dirty.ratio": "0.0",
+		"min.compaction.lag.ms": "1000", "max.compaction.lag.ms": "60000", "delete.retention.ms": "0"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	o, err := topicOptions(partlog.Options{}, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := o.Effective(); e.CleanupPolicy != partlog.CompactDelete || e.MinCleanableDirtyRatio != 0 || e.DeleteRetentionMs != 0 ||
+		e.MinCompactionLagMs != 1000 || e.MaxCompactionLagMs != 60000 {
+		t.Fatalf("effective options %+v", e)
+	}
+	for k, v := range map[string]string{"cleanup.policy": "tiered", "min.cleanable.dirty.ratio": "1.5", "max.compaction.lag.ms": "0",
+		"delete.retention.ms": "x"} {
+		if _, err := topicOptions(partlog.Options{}, map[string]string{k: v}); err == nil {
+			t.Errorf("%s=%s accepted", k, v)
 		}
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 
 	"github.com/partlog/partlog"
-	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/internal/fsutil"
 )
 
@@ -128,7 +127,7 @@ func (m *metaStore) writeLocked() error {
 	if err != nil {
 		return err
 	}
-	return checkpoint.WriteFileAtomic(m.path, append(b, '\n'))
+	return fsutil.WriteFileAtomic(m.path, append(b, '\n'))
 }
 
 func (m *metaStore) flush() error {

@@ -1,4 +1,4 @@
-package main
+package dump
 
 import (
 	"encoding/binary"
@@ -16,10 +16,39 @@ import (
 // "payload:"; a nil result prints nothing. They never fail: bytes they
 // cannot decode are described in the text, as Kafka's tool does.
 
-// recordDecoder renders a record's key and value.
-type recordDecoder interface {
-	decode(offset int64, key, value []byte) (k, v *string)
+// Decoder renders a record's key and value as kafka-dump-log prints them
+// after "key:" and "payload:"; a nil result prints nothing.
+type Decoder interface {
+	Decode(offset int64, key, value []byte) (k, v *string)
 }
+
+// NewDecoder returns the decoder kafka-dump-log's flags choose: the topic
+// decoders take precedence over the classes (offsets, then transaction
+// log, then cluster metadata); keyClass and valueClass are Kafka's Decoder
+// class names (see lookupDecoderClass).
+func NewDecoder(offsets, txnLog, clusterMetadata bool, keyClass, valueClass string) (Decoder, error) {
+	switch {
+	case offsets:
+		return offsetsDecoder{}, nil
+	case txnLog:
+		return txnLogDecoder{}, nil
+	case clusterMetadata:
+		return metadataDecoder{}, nil
+	}
+	kd, err := lookupDecoderClass(keyClass)
+	if err != nil {
+		return nil, err
+	}
+	vd, err := lookupDecoderClass(valueClass)
+	if err != nil {
+		return nil, err
+	}
+	return classDecoder{key: kd, value: vd}, nil
+}
+
+// stringDecoder is kafka-dump-log's decoder when none is chosen:
+// StringDecoder for keys and values.
+var stringDecoder Decoder = classDecoder{key: javaUTF8, value: javaUTF8}
 
 func strp(s string) *string { return &s }
 
@@ -27,7 +56,7 @@ func strp(s string) *string { return &s }
 // (kafka-dump-log without a topic decoder).
 type classDecoder struct{ key, value bytesDecoder }
 
-func (d classDecoder) decode(_ int64, key, value []byte) (k, v *string) {
+func (d classDecoder) Decode(_ int64, key, value []byte) (k, v *string) {
 	if key != nil {
 		k = strp(d.key(key))
 	}
@@ -105,7 +134,7 @@ func readVersion(b []byte) (int16, []byte, bool) {
 // records of KIP-848 groups) are printed as unknown record types.
 type offsetsDecoder struct{}
 
-func (offsetsDecoder) decode(offset int64, key, value []byte) (k, v *string) {
+func (offsetsDecoder) Decode(offset int64, key, value []byte) (k, v *string) {
 	if key == nil {
 		return strp(fmt.Sprintf("Failed to decode message at offset %d using offset topic decoder (message had a missing key)", offset)), nil
 	}
@@ -196,7 +225,7 @@ var transactionStates = []string{"Empty", "Ongoing", "PrepareCommit", "PrepareAb
 // partitions from a hash set; partlog prints them in file order.
 type txnLogDecoder struct{}
 
-func (txnLogDecoder) decode(offset int64, key, value []byte) (k, v *string) {
+func (txnLogDecoder) Decode(offset int64, key, value []byte) (k, v *string) {
 	kv, kb, ok := readVersion(key)
 	if !ok {
 		return strp(fmt.Sprintf("Error at offset %d, skipping. Could not read the version of the key", offset)), nil
@@ -259,7 +288,7 @@ func (txnLogDecoder) decode(offset int64, key, value []byte) (k, v *string) {
 // {"type":"UNKNOWN(<id>)","version":N} rather than failing.
 type metadataDecoder struct{}
 
-func (metadataDecoder) decode(offset int64, _, value []byte) (k, v *string) {
+func (metadataDecoder) Decode(offset int64, _, value []byte) (k, v *string) {
 	return nil, strp(decodeMetadataRecord(offset, value))
 }
 

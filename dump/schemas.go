@@ -1,4 +1,4 @@
-package main
+package dump
 
 // The field tables below are Kafka's message schemas (field names, types,
 // versions, nullable and tagged versions, tags and defaults), transcribed

@@ -1,38 +1,14 @@
-package main
+package dump
 
 import (
 	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/partlog/partlog/batch"
 )
-
-// record is one record of a test segment.
-type record struct{ key, value []byte }
-
-// writeSegment writes a .log holding one batch of the records.
-func writeSegment(t *testing.T, path string, recs ...record) {
-	t.Helper()
-	var b batch.Builder
-	spec := batch.NewBatchSpec(0)
-	var rs []batch.RecordSpec
-	for _, r := range recs {
-		rs = append(rs, batch.RecordSpec{Timestamp: 1, Key: r.key, Value: r.value})
-	}
-	data, err := b.AppendBatch(nil, &spec, rs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // Test encoders for Kafka protocol primitives.
 
@@ -98,103 +74,6 @@ func TestJavaUTF8(t *testing.T) {
 	}
 }
 
-// TestDumpPayloadUTF8 checks that keys and values are printed as UTF-8
-// with U+FFFD for invalid bytes, in the text output and in JSON (keyText,
-// valueText beside the base64 bytes).
-func TestDumpPayloadUTF8(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "00000000000000000000.log")
-	writeSegment(t, path, record{key: []byte{'k', 0xff}, value: []byte{'v', 0xe2, 0x82, 'x'}})
-	code, out, errOut := runCLI(t, "", "dump", "--print-data-log", path)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	if !strings.Contains(out, "key: k\uFFFD payload: v\uFFFDx") || !utf8.ValidString(out) {
-		t.Errorf("text output:\n%s", out)
-	}
-	code, out, _ = runCLI(t, "", "dump", "--json", "--print-data-log", path)
-	if code != exitOK {
-		t.Fatalf("json exit %d", code)
-	}
-	for _, want := range []string{`"keyEncoding":"base64"`, `"keyText":"k` + "\uFFFD" + `"`, `"valueText":"v` + "\uFFFD" + `x"`} {
-		if !strings.Contains(out, want) {
-			t.Errorf("json output lacks %s:\n%s", want, out)
-		}
-	}
-}
-
-// TestDumpKRaftBootstrapCheckpoint dumps the real bootstrap.checkpoint of a
-// Kafka 3.6 KRaft node as kafka-dump-log does.
-func TestDumpKRaftBootstrapCheckpoint(t *testing.T) {
-	path := "testdata/realkafka/Jeong-Rae+KafkaDemo/kraft-combined-logs/bootstrap.checkpoint"
-	code, out, errOut := runCLI(t, "", "dump", "--cluster-metadata-decoder", "--files", path)
-	if code != exitOK || errOut != "" {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	want := []string{
-		"Dumping " + path,
-		"KRaft bootstrap snapshot",
-		"baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: true deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1699944366126 size: 83 magic: 2 compresscodec: none crc: 75126618 isvalid: true",
-		`| offset: 0 CreateTime: 1699944366126 keySize: 4 valueSize: 11 sequence: -1 headerKeys: [] SnapshotHeader {"version":0,"lastContainedLogTimestamp":0}`,
-		"baseOffset: 1 lastOffset: 1 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty position: 83 CreateTime: 1699944366193 size: 91 magic: 2 compresscodec: none crc: 1101407464 isvalid: true",
-		`| offset: 1 CreateTime: 1699944366193 keySize: -1 valueSize: 23 sequence: -1 headerKeys: [] payload: {"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":14}}`,
-		"baseOffset: 2 lastOffset: 2 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: true deleteHorizonMs: OptionalLong.empty position: 174 CreateTime: 1699944366201 size: 75 magic: 2 compresscodec: none crc: 3300878323 isvalid: true",
-		`| offset: 2 CreateTime: 1699944366201 keySize: 4 valueSize: 3 sequence: -1 headerKeys: [] SnapshotFooter {"version":0}`,
-	}
-	if got := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
-// TestDumpKRaftSnapshotName checks the end offset and epoch printed from a
-// snapshot's name, the JSON fields, and a .checkpoint whose name is not a
-// snapshot's.
-func TestDumpKRaftSnapshotName(t *testing.T) {
-	data, err := os.ReadFile("testdata/realkafka/Jeong-Rae+KafkaDemo/kraft-combined-logs/bootstrap.checkpoint")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	snap := filepath.Join(dir, "00000000000000000712-0000000003.checkpoint")
-	odd := filepath.Join(dir, "712-3.checkpoint")
-	for _, p := range []string{snap, odd} {
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	code, out, _ := runCLI(t, "", "dump", snap)
-	if code != exitOK || !strings.Contains(out, "\nSnapshot end offset: 712, epoch: 3\nbaseOffset: 0 ") {
-		t.Errorf("exit %d:\n%s", code, out)
-	}
-	code, out, _ = runCLI(t, "", "dump", "--json", snap)
-	if code != exitOK || !strings.Contains(out, `"kind":"kraftSnapshot","snapshotEndOffset":712,"snapshotEpoch":3,"batches":[`) {
-		t.Errorf("json exit %d:\n%s", code, out)
-	}
-	code, out, errOut := runCLI(t, "", "dump", odd)
-	if code != exitProblems || !strings.Contains(errOut, "not a KRaft snapshot name") || !strings.Contains(out, "isvalid: true") {
-		t.Errorf("odd name: exit %d:\n%s%s", code, out, errOut)
-	}
-	for _, tc := range []struct {
-		name string
-		ok   bool
-		id   kraftSnapshotID
-	}{
-		{"bootstrap.checkpoint", true, kraftSnapshotID{bootstrap: true}},
-		{"00000000000000000000-0000000000.checkpoint", true, kraftSnapshotID{}},
-		{"09223372036854775807-2147483647.checkpoint", true, kraftSnapshotID{endOffset: math.MaxInt64, epoch: math.MaxInt32}},
-		{"99999999999999999999-0000000000.checkpoint", false, kraftSnapshotID{}},
-		{"00000000000000000000-9999999999.checkpoint", false, kraftSnapshotID{}},
-		{"0000000000000000000a-0000000000.checkpoint", false, kraftSnapshotID{}},
-		{"00000000000000000000_0000000000.checkpoint", false, kraftSnapshotID{}},
-		{"00000000000000000000-0000000000.checkpoint.deleted", false, kraftSnapshotID{}},
-	} {
-		id, ok := parseKRaftSnapshotName(tc.name)
-		if ok != tc.ok || id != tc.id {
-			t.Errorf("%s: got %+v %v", tc.name, id, ok)
-		}
-	}
-}
-
 func TestMetadataDecoder(t *testing.T) {
 	tagged := func(b []byte, fields ...[]byte) []byte { // fields: tag, then body
 		b = uv(b, uint32(len(fields)/2))
@@ -249,51 +128,7 @@ func TestMetadataDecoder(t *testing.T) {
 	}
 }
 
-// TestMetadataDecoderRealLog decodes every record of two real
-// __cluster_metadata logs and checks records of each kind they hold.
-func TestMetadataDecoderRealLog(t *testing.T) {
-	path := "testdata/realkafka/nomanazeem+Kafka-java/kafka-logs/__cluster_metadata-0/00000000000000000000.log"
-	code, out, errOut := runCLI(t, "", "dump", "--cluster-metadata-decoder", path)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	if strings.Contains(out, "Error at") || strings.Contains(out, "UNKNOWN") {
-		t.Errorf("undecoded records in a real metadata log")
-	}
-	for _, want := range []string{
-		`payload: {"type":"TOPIC_RECORD","version":0,"data":{"name":"demo-topic","topicId":"S2kwl2mvSCasFtxUPkayPw"}}`,
-		`payload: {"type":"PARTITION_RECORD","version":2,"data":{"partitionId":0,"topicId":"S2kwl2mvSCasFtxUPkayPw","replicas":[1],"isr":[1],"removingReplicas":[],"addingReplicas":[],"leader":1,"leaderEpoch":0,"partitionEpoch":0,"directories":["WvVzx-Xl3swcqvxXsPbjww"]}}`,
-		`payload: {"type":"CONFIG_RECORD","version":0,"data":{"resourceType":4,"resourceName":"","name":"min.insync.replicas","value":"1"}}`,
-		`payload: {"type":"BROKER_REGISTRATION_CHANGE_RECORD","version":0,"data":{"brokerId":1,"brokerEpoch":12,"fenced":-1}}`,
-		`payload: {"type":"PARTITION_CHANGE_RECORD","version":2,"data":{"partitionId":0,"topicId":"FPCMpfzhTqatNggLgXnlSg","isr":[],"leader":-1,"eligibleLeaderReplicas":[1],"lastKnownElr":[1]}}`,
-		`payload: {"type":"BEGIN_TRANSACTION_RECORD","version":0,"data":{"name":"Bootstrap records"}}`,
-		`payload: {"type":"END_TRANSACTION_RECORD","version":0,"data":{}}`,
-		`payload: {"type":"NO_OP_RECORD","version":0,"data":{}}`,
-		`"type":"REGISTER_BROKER_RECORD","version":3,"data":{"brokerId":1,"isMigratingZkBroker":false,"incarnationId":"16wlGcG8T8iH9qs3M5tUDg","brokerEpoch":12,"endPoints":[{"name":"PLAINTEXT","host":"localhost","port":9092,"securityProtocol":0}],`,
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("missing %s", want)
-		}
-	}
-	path = "testdata/realkafka/Jeong-Rae+KafkaDemo/kraft-combined-logs/__cluster_metadata-0/00000000000000000000.log"
-	code, out, _ = runCLI(t, "", "dump", "--cluster-metadata-decoder", path)
-	if code != exitOK || strings.Contains(out, "Error at") ||
-		!strings.Contains(out, `payload: {"type":"ZK_MIGRATION_STATE_RECORD","version":0,"data":{"zkMigrationState":0}}`) {
-		t.Errorf("exit %d; Kafka 3.6 metadata log not decoded", code)
-	}
-}
-
 func TestOffsetsDecoder(t *testing.T) {
-	path := "testdata/realkafka/panic08+kafka-starter-windows/kafka-logs/__consumer_offsets-36/00000000000000000000.log"
-	code, out, errOut := runCLI(t, "", "dump", "--offsets-decoder", path)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	want := `| offset: 0 CreateTime: 1679678933489 keySize: 26 valueSize: 246 sequence: -1 headerKeys: [] key: {"type":"2","data":{"group":"console-consumer-73122"}} payload: {"version":"3","data":{"protocolType":"consumer","generation":1,"protocol":"range","leader":"console-consumer-f7c6c48f-55ba-4363-ae07-2d54283cf322","currentStateTimestamp":1679678933465,"members":[{"memberId":"console-consumer-f7c6c48f-55ba-4363-ae07-2d54283cf322","groupInstanceId":null,"clientId":"console-consumer","clientHost":"/192.168.56.1","rebalanceTimeout":300000,"sessionTimeout":45000,"subscription":{"topics":["test"],"userData":null,"ownedPartitions":[],"generationId":-1,"rackId":null},"assignment":{"assignedPartitions":[{"topic":"test","partitions":[0]}],"userData":null}}]}}`
-	if !strings.Contains(out, want+"\n") {
-		t.Errorf("got:\n%s\nwant line:\n%s", out, want)
-	}
-
 	commitKey := i32(str(str(i16(nil, 1), "g"), "t"), 3)
 	for _, tc := range []struct {
 		name       string
@@ -332,7 +167,7 @@ func TestOffsetsDecoder(t *testing.T) {
 			tc.k = `{"type":"2","data":{"group":"g"}}`
 			tc.v = `{"version":"0","data":{"protocolType":"connect","generation":1,"protocol":"p","leader":"m","members":[{"memberId":"m","clientId":"c","clientHost":"h","sessionTimeout":10,"subscription":"3q0=","assignment":""}]}}`
 		}
-		k, v := offsetsDecoder{}.decode(9, tc.key, tc.value)
+		k, v := offsetsDecoder{}.Decode(9, tc.key, tc.value)
 		if deref(k) != tc.k || deref(v) != tc.v {
 			t.Errorf("%s:\n got %q %q\nwant %q %q", tc.name, deref(k), deref(v), tc.k, tc.v)
 		}
@@ -383,7 +218,7 @@ func TestTxnLogDecoder(t *testing.T) {
 		{"truncated", key, v0(1, true)[:20], "transaction_metadata::transactionalId=txn-1",
 			"Error at offset 7, skipping. malformed message: byte 15: int32 needs 4 bytes, 3 left"},
 	} {
-		k, v := txnLogDecoder{}.decode(7, tc.key, tc.value)
+		k, v := txnLogDecoder{}.Decode(7, tc.key, tc.value)
 		if deref(k) != tc.k || deref(v) != tc.v {
 			t.Errorf("%s:\n got %q %q\nwant %q %q", tc.name, deref(k), deref(v), tc.k, tc.v)
 		}
@@ -400,7 +235,7 @@ func TestTxnLogDecoder(t *testing.T) {
 	val = i64(i64(val, 111), 100)      // timestamps
 	val = uv(val, 1)                   // one tagged field
 	val = i64(uv(uv(val, 0), 8), 3999) // PreviousProducerId
-	k, got := txnLogDecoder{}.decode(7, key, val)
+	k, got := txnLogDecoder{}.Decode(7, key, val)
 	if deref(k) != "transaction_metadata::transactionalId=txn-1" ||
 		deref(got) != "producerId:4000,producerEpoch:2,state=PrepareCommit,partitions=[a-3],txnLastUpdateTimestamp=111,txnTimeoutMs=60000" {
 		t.Errorf("v1: %q %q", deref(k), deref(got))
@@ -432,40 +267,6 @@ func TestDecoderClasses(t *testing.T) {
 	if _, err := lookupDecoderClass("com.example.MyDecoder"); err == nil {
 		t.Error("unknown class accepted")
 	}
-
-	dir := t.TempDir()
-	path := filepath.Join(dir, "00000000000000000000.log")
-	writeSegment(t, path, record{key: i32(nil, 7), value: []byte("v")})
-	code, out, errOut := runCLI(t, "", "dump", "--key-decoder-class", "org.apache.kafka.tools.api.IntegerDecoder", "--files", path)
-	if code != exitOK || !strings.Contains(out, " key: 7 payload: v\n") {
-		t.Errorf("a decoder class implies --print-data-log: exit %d:\n%s%s", code, out, errOut)
-	}
-	code, _, errOut = runCLI(t, "", "dump", "--value-decoder-class", "com.example.MyDecoder", path)
-	if code != exitUsage || !strings.Contains(errOut, "unknown decoder class") {
-		t.Errorf("unknown class: exit %d: %s", code, errOut)
-	}
-}
-
-// TestDumpFilesFlag checks kafka-dump-log's --files: a comma-separated
-// list, given first, combined with FILE arguments; none at all is a usage
-// error.
-func TestDumpFilesFlag(t *testing.T) {
-	dir := t.TempDir()
-	a := filepath.Join(dir, "00000000000000000000.log")
-	b := filepath.Join(dir, "00000000000000000005.log")
-	writeSegment(t, a, record{value: []byte("a")})
-	writeSegment(t, b, record{value: []byte("b")})
-	code, out, _ := runCLI(t, "", "dump", "--files", a+","+b, "--deep-iteration")
-	if code != exitOK || strings.Count(out, "Dumping ") != 2 || strings.Index(out, a) > strings.Index(out, b) {
-		t.Errorf("exit %d:\n%s", code, out)
-	}
-	code, out, _ = runCLI(t, "", "dump", "--files", a, b)
-	if code != exitOK || strings.Count(out, "Dumping ") != 2 {
-		t.Errorf("--files with an argument: exit %d:\n%s", code, out)
-	}
-	if code, _, errOut := runCLI(t, "", "dump"); code != exitUsage || !strings.Contains(errOut, "no file given") {
-		t.Errorf("no file: exit %d: %s", code, errOut)
-	}
 }
 
 func FuzzMetadataRecord(f *testing.F) {
@@ -473,7 +274,7 @@ func FuzzMetadataRecord(f *testing.F) {
 	f.Add(uv(uuid(cstr(meta(2, 0), "orders"), 1), 0))
 	f.Add(mb(meta(3, 0)).i32(2).id(1).u(2).i32(4).u(1).u(1).u(1).i32(1).i32(5).i32(7).u(0).b())
 	f.Add([]byte{1, 0, 3, 0xff, 0xff, 0xff, 0xff, 0x0f})
-	data, err := os.ReadFile("testdata/realkafka/nomanazeem+Kafka-java/kafka-logs/bootstrap.checkpoint")
+	data, err := os.ReadFile("../cmd/partlog/testdata/realkafka/nomanazeem+Kafka-java/kafka-logs/bootstrap.checkpoint")
 	if err == nil {
 		f.Add(data[len(data)/2:])
 	}
@@ -490,7 +291,7 @@ func FuzzOffsetsRecord(f *testing.F) {
 	f.Add(str(i16(nil, 2), "g"), []byte{0, 3, 0, 8, 'c', 'o', 'n', 's', 'u', 'm', 'e', 'r'})
 	f.Add([]byte{0, 2}, []byte(nil))
 	f.Fuzz(func(t *testing.T, key, value []byte) {
-		k, v := offsetsDecoder{}.decode(0, key, value)
+		k, v := offsetsDecoder{}.Decode(0, key, value)
 		if k == nil || !utf8.ValidString(*k) || (v != nil && !utf8.ValidString(*v)) {
 			t.Fatalf("bad output %v %v", k, v)
 		}
@@ -505,7 +306,7 @@ func FuzzTxnLogRecord(f *testing.F) {
 	f.Add(str(i16(nil, 0), "txn"), i64(i64(i32(append(i32(i16(i64(i16(nil, 0), 1), 0), 10), 1), -1), 5), 6))
 	f.Add([]byte{0, 1}, []byte{0, 1, 0})
 	f.Fuzz(func(t *testing.T, key, value []byte) {
-		k, v := txnLogDecoder{}.decode(0, key, value)
+		k, v := txnLogDecoder{}.Decode(0, key, value)
 		if k == nil || !utf8.ValidString(*k) || (v != nil && !utf8.ValidString(*v)) {
 			t.Fatalf("bad output %v %v", k, v)
 		}
@@ -528,8 +329,8 @@ func FuzzDecoderClasses(f *testing.F) {
 		longDecoder(b)
 		// The KRaft snapshot name parser: whatever it accepts prints back
 		// to the same name.
-		if id, ok := parseKRaftSnapshotName(string(b)); ok && !id.bootstrap {
-			if got := fmt.Sprintf("%020d-%010d.checkpoint", id.endOffset, id.epoch); got != string(b) {
+		if id, ok := ParseKRaftSnapshotName(string(b)); ok && !id.Bootstrap {
+			if got := fmt.Sprintf("%020d-%010d.checkpoint", id.EndOffset, id.Epoch); got != string(b) {
 				t.Fatalf("%q parsed as %+v", b, id)
 			}
 		}
@@ -560,29 +361,26 @@ func FuzzKMessage(f *testing.F) {
 	})
 }
 
-// FuzzDumpKRaftSnapshot dumps hostile .checkpoint bytes through the whole
-// text and JSON paths with the metadata decoder: never a panic, and the
-// exit code is 0 or 4.
-func FuzzDumpKRaftSnapshot(f *testing.F) {
-	if data, err := os.ReadFile("testdata/realkafka/nomanazeem+Kafka-java/kafka-logs/bootstrap.checkpoint"); err == nil {
-		f.Add(data)
-		f.Add(data[:100])
+// TestParseKRaftSnapshotName: Kafka's snapshot names (20 digits, '-', 10
+// digits) and bootstrap.checkpoint, nothing else.
+func TestParseKRaftSnapshotName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+		id   KRaftSnapshotName
+	}{
+		{"bootstrap.checkpoint", true, KRaftSnapshotName{Bootstrap: true}},
+		{"00000000000000000000-0000000000.checkpoint", true, KRaftSnapshotName{}},
+		{"09223372036854775807-2147483647.checkpoint", true, KRaftSnapshotName{EndOffset: math.MaxInt64, Epoch: math.MaxInt32}},
+		{"99999999999999999999-0000000000.checkpoint", false, KRaftSnapshotName{}},
+		{"00000000000000000000-9999999999.checkpoint", false, KRaftSnapshotName{}},
+		{"0000000000000000000a-0000000000.checkpoint", false, KRaftSnapshotName{}},
+		{"00000000000000000000_0000000000.checkpoint", false, KRaftSnapshotName{}},
+		{"00000000000000000000-0000000000.checkpoint.deleted", false, KRaftSnapshotName{}},
+	} {
+		id, ok := ParseKRaftSnapshotName(tc.name)
+		if ok != tc.ok || id != tc.id {
+			t.Errorf("%s: got %+v %v", tc.name, id, ok)
+		}
 	}
-	f.Add([]byte{})
-	dir := f.TempDir()
-	path := filepath.Join(dir, "00000000000000000008-0000000001.checkpoint")
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		for _, args := range [][]string{
-			{"dump", "--cluster-metadata-decoder", path},
-			{"dump", "--json", "--cluster-metadata-decoder", path},
-			{"dump", "--offsets-decoder", path},
-		} {
-			if code, _, errOut := runCLI(t, "", args...); code != exitOK && code != exitProblems {
-				t.Fatalf("%v: exit %d: %s", args, code, errOut)
-			}
-		}
-	})
 }

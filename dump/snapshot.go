@@ -1,22 +1,21 @@
-package main
+package dump
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/crc32c"
 	"github.com/partlog/partlog/snapshot"
 )
 
-// This file dumps producer-state snapshots as kafka-dump-log does
-// (formats.md §7.5). A corrupt snapshot prints Kafka's exception message on
-// stderr and makes the exit code 4; a file that cannot be read is an
-// operational error (exit 8).
+// This file reads producer-state snapshots as kafka-dump-log does
+// (formats.md §7.5). A corrupt snapshot is a "corrupt" problem worded as
+// Kafka's exception message; a file that cannot be read is an
+// operational error.
 
 // readSnapshotFile reads and decodes a .snapshot file. A decoding failure
 // is returned as a *snapshot.CorruptionError together with the file bytes,
@@ -47,9 +46,9 @@ func kafkaSnapshotError(data []byte, ce *snapshot.CorruptionError) string {
 			return fmt.Sprintf("Snapshot contained an unknown file version %d", v)
 		}
 	}
-	if ce.Offset == crcPos && len(data) >= snapshot.HeaderSize {
+	if ce.Pos == crcPos && len(data) >= snapshot.HeaderSize {
 		stored := binary.BigEndian.Uint32(data[crcPos:])
-		computed := batch.Checksum(data[entriesPos:])
+		computed := crc32c.Checksum(data[entriesPos:])
 		return fmt.Sprintf("Snapshot is corrupt (CRC is no longer valid). Stored crc: %d. Computed crc: %d", stored, computed)
 	}
 	return "Snapshot failed schema validation: " + ce.Reason
@@ -69,28 +68,31 @@ func firstSequence(e *snapshot.Entry) int32 {
 	return batch.DecrementSequence(e.LastSequence, e.OffsetDelta)
 }
 
-// dumpSnapshot prints a .snapshot file, one line per producer in file
-// order. A producer without batch metadata gets a line that ends in
-// "lastTimestamp: <ts> " with the trailing space, as Kafka prints it.
-func (o *dumpOptions) dumpSnapshot(w *bufio.Writer, stderr io.Writer, path string) (bool, error) {
+// readSnapshot reads a .snapshot file, its producers in file order.
+func readSnapshot(path string, f *File) error {
 	entries, data, corrupt, err := readSnapshotFile(path)
 	if err != nil {
-		return false, err
+		return err
 	}
+	f.Producers = make([]Producer, 0, len(entries))
 	if corrupt != nil {
-		w.Flush()
-		fmt.Fprintln(stderr, kafkaSnapshotError(data, corrupt))
-		return true, nil
+		f.SnapshotError = kafkaSnapshotError(data, corrupt)
+		f.Problems = append(f.Problems, Problem{Position: corrupt.Pos, Kind: "corrupt",
+			Detail: f.SnapshotError + " (" + corrupt.Reason + ")"})
+		return nil
 	}
 	for i := range entries {
 		e := &entries[i]
-		fmt.Fprintf(w, "producerId: %d producerEpoch: %d coordinatorEpoch: %d currentTxnFirstOffset: %s lastTimestamp: %d ",
-			e.ProducerID, e.ProducerEpoch, e.CoordinatorEpoch, optionalLong(e.CurrentTxnFirstOffset), e.Timestamp)
-		if e.HasBatchMetadata() {
-			fmt.Fprintf(w, "firstSequence: %d lastSequence: %d lastOffset: %d offsetDelta: %d timestamp: %d",
-				firstSequence(e), e.LastSequence, e.LastOffset, e.OffsetDelta, e.Timestamp)
+		p := Producer{
+			ProducerID: e.ProducerID, ProducerEpoch: e.ProducerEpoch, LastSequence: e.LastSequence,
+			LastOffset: e.LastOffset, OffsetDelta: e.OffsetDelta, Timestamp: e.Timestamp,
+			CoordinatorEpoch: e.CoordinatorEpoch, CurrentTxnFirstOffset: e.CurrentTxnFirstOffset,
 		}
-		w.WriteByte('\n')
+		if e.HasBatchMetadata() {
+			fs := firstSequence(e)
+			p.FirstSequence = &fs
+		}
+		f.Producers = append(f.Producers, p)
 	}
-	return false, nil
+	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package dump
 
 import (
 	"encoding/base64"
