@@ -92,7 +92,9 @@ const (
 //	ErrInconsistentTopicID               INCONSISTENT_TOPIC_ID (103)
 //	ErrUnexpectedOffset,
 //	  ErrUnknownControlType,
-//	  ErrNotBatchBoundary, anything else UNKNOWN_SERVER_ERROR (-1)
+//	  ErrNotBatchBoundary,
+//	  ErrCleaningStopped,
+//	  ErrUncleanable, anything else     UNKNOWN_SERVER_ERROR (-1)
 //
 // A duplicate (errors.Is(err, ErrDuplicateSequence)) is not a failure
 // for the producer: like Kafka, a broker answers it with NONE and the
@@ -157,4 +159,6 @@ var kafkaCodes = []struct {
 	{context.DeadlineExceeded, codeRequestTimedOut},
 	{ErrUnexpectedOffset, codeUnknownServerError},
 	{ErrNotBatchBoundary, codeUnknownServerError},
+	{ErrCleaningStopped, codeUnknownServerError},
+	{ErrUncleanable, codeUnknownServerError},
 }

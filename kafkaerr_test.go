@@ -57,6 +57,8 @@ var kafkaErrorTable = map[string]struct {
 	"ErrUnknownControlType":           {ErrUnknownControlType, -1},
 	"ErrCorrupt":                      {ErrCorrupt, 56},
 	"ErrTornTail":                     {ErrTornTail, 2},
+	"ErrCleaningStopped":              {ErrCleaningStopped, -1},
+	"ErrUncleanable":                  {ErrUncleanable, -1},
 }
 
 // TestKafkaErrorCodeEveryError: every exported Err* variable declared in

@@ -77,7 +77,6 @@ type Log struct {
 	// tsRules caches timestampRulesApply (opts does not change after Open).
 	tsRules bool
 	opts    Options
-	_       [24]byte // so that stage starts a line
 	// stage starts a line (after opts: TestLogAppendLines): its first 128
 	// bytes, two lines, are what a producer-less append of the general
 	// path (appendAssigned, appendKept) touches.
@@ -151,6 +150,7 @@ type logCold struct {
 
 	cache  *MappingCache
 	report *recovery.Report // set by open when recovery ran
+	clean  cleanState       // clean.go
 	// replaySkipped counts batches refused by producer-state rebuilds.
 	replaySkipped atomic.Int64
 }
@@ -207,6 +207,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 		_ = l.Close()
 		return nil, err
 	}
+	l.startCleaning()
 	return l, nil
 }
 
@@ -565,6 +566,7 @@ func (l *Log) rollLocked(base int64) error {
 		l.failed = err
 		return err
 	}
+	l.notifyCleaner()
 	return nil
 }
 
@@ -602,6 +604,7 @@ func (l *Log) flushLocked() error {
 // releases the segments and unlocks the directory. Readers keep their
 // views until they release them. Close is idempotent.
 func (l *Log) Close() error {
+	l.stopCleaning()
 	l.closeOnce.Do(func() {
 		l.appendMu.Lock()
 		defer l.appendMu.Unlock()
@@ -644,6 +647,7 @@ var closeCheck func(*Log)
 // removeSegmentsLocked deletes segs (renamed .deleted, then removed) and
 // drops them from the list. Caller holds appendMu and mu exclusively.
 func (l *Log) removeSegmentsLocked(segs []*segment.Segment) error {
+	l.clean.removals.Add(1)
 	var errs []error
 	for _, s := range segs {
 		if k, ok := l.keys[s]; ok {

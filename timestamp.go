@@ -149,7 +149,13 @@ func (l *Log) segmentMaxTimestamps() ([]*segment.Segment, []int64, []int64, erro
 // timestampRulesApply reports whether the topic's timestamp settings
 // need the clock for a leader append.
 func (o *Options) timestampRulesApply() bool {
-	return o.MessageTimestampType == LogAppendTime || o.MessageTimestampBeforeMaxMs > 0 || o.MessageTimestampAfterMaxMs > 0
+	return o.MessageTimestampType == LogAppendTime || bounded(o.MessageTimestampBeforeMaxMs) || bounded(o.MessageTimestampAfterMaxMs)
+}
+
+// bounded reports whether a timestamp window field bounds the window:
+// positive, or Zero (0 and negative leave it unbounded).
+func bounded(ms int64) bool {
+	return ms > 0 || ms == Zero
 }
 
 // timestampRules applies message.timestamp.type and the timestamp window
@@ -202,7 +208,7 @@ func (r *timestampRules) batch(v batch.View, h *batch.BatchHeader, pos int64) (b
 		if ts == batch.NoTimestamp {
 			continue
 		}
-		if r.before > 0 && ts < r.now-r.before || r.after > 0 && ts > r.now+r.after {
+		if bounded(r.before) && ts < r.now-zeroOr(r.before) || bounded(r.after) && ts > r.now+zeroOr(r.after) {
 			return nil, fmt.Errorf("%w: batch at %d has timestamp %d, accepted [%d, %d]", ErrInvalidTimestamp, pos, ts,
 				windowLow(r.now, r.before), windowHigh(r.now, r.after))
 		}
@@ -220,15 +226,15 @@ func stampLogAppendTime(v batch.View, ts int64) {
 }
 
 func windowLow(now, before int64) int64 {
-	if before > 0 {
-		return now - before
+	if bounded(before) {
+		return now - zeroOr(before)
 	}
 	return math.MinInt64
 }
 
 func windowHigh(now, after int64) int64 {
-	if after > 0 {
-		return now + after
+	if bounded(after) {
+		return now + zeroOr(after)
 	}
 	return math.MaxInt64
 }

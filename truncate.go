@@ -180,6 +180,12 @@ type truncation struct {
 // noteTruncation counts a truncation of the log to offset (-1: all of
 // it). Caller holds appendMu.
 func (l *Log) noteTruncation(to int64) {
+	l.clean.removals.Add(1)
+	if to < 0 {
+		l.clean.firstDirty.Store(-1)
+	} else if fd := l.clean.firstDirty.Load(); fd > to {
+		l.clean.firstDirty.Store(to) // Kafka's maybeTruncateCheckpoint
+	}
 	gen := l.truncations.Add(1)
 	l.truncated[gen%uint64(len(l.truncated))] = truncation{gen: gen, to: to}
 }

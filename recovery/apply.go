@@ -142,56 +142,15 @@ func (x *run) applyData(kept []*seg) error {
 	return x.syncDir()
 }
 
-// indexBuilder computes a segment's offset and time index with Kafka's
-// per-batch rule (recovery.md §2.6), one batch at a time in position order:
-// an entry for a batch that starts more than interval bytes after the last
-// indexed batch, a time entry beside it when the largest timestamp grew,
-// and (finish) a final time entry with the segment's largest timestamp.
-type indexBuilder struct {
-	base, interval      int64
-	offsets, times      []byte
-	maxTs, offMax       int64
-	lastTs, lastIndexed int64
-}
-
-func newIndexBuilder(base, interval int64) indexBuilder {
-	return indexBuilder{base: base, interval: interval, offsets: []byte{}, times: []byte{},
-		maxTs: batch.NoTimestamp, offMax: base, lastTs: index.NoTimestamp}
-}
-
-// add accounts for the batch v at position pos.
-func (b *indexBuilder) add(pos int64, v batch.View) {
-	if ts := v.MaxTimestamp(); ts > b.maxTs {
-		b.maxTs, b.offMax = ts, v.LastOffset()
-	}
-	if pos-b.lastIndexed > b.interval {
-		b.offsets, _ = index.AppendOffsetEntry(b.offsets, b.base, index.OffsetEntry{Offset: v.LastOffset(), Position: int32(pos)})
-		if b.maxTs > b.lastTs {
-			b.times, _ = index.AppendTimeEntry(b.times, b.base, index.TimeEntry{Timestamp: b.maxTs, Offset: b.offMax})
-			b.lastTs = b.maxTs
-		}
-		b.lastIndexed = pos
-	}
-}
-
-// finish returns the two indexes of the batches added; b is not used
-// afterwards.
-func (b *indexBuilder) finish() (offsets, times []byte) {
-	if b.maxTs > b.lastTs {
-		b.times, _ = index.AppendTimeEntry(b.times, b.base, index.TimeEntry{Timestamp: b.maxTs, Offset: b.offMax})
-	}
-	return b.offsets, b.times
-}
-
 // buildIndexes returns the offset and time index of a segment's kept data,
-// rebuilt with Kafka's per-batch rule (indexBuilder).
+// rebuilt with Kafka's per-batch rule (index.Builder).
 func buildIndexes(data []byte, base, interval int64) (offsets, times []byte) {
-	b := newIndexBuilder(base, interval)
+	b := index.NewBuilder(base, interval)
 	walk(data, func(pos int64, v batch.View) bool {
-		b.add(pos, v)
+		b.Add(pos, v.LastOffset(), v.MaxTimestamp())
 		return true
 	})
-	return b.finish()
+	return b.Finish()
 }
 
 // rebuildIndexes rewrites the offset and time index of every recovered

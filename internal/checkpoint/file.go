@@ -21,6 +21,9 @@ const (
 	// ReplicationOffsetFile holds every partition's high watermark (log
 	// directory; Offsets).
 	ReplicationOffsetFile = "replication-offset-checkpoint"
+	// CleanerOffsetFile holds the first dirty offset of the compacted
+	// partitions the log cleaner has cleaned (log directory; Offsets).
+	CleanerOffsetFile = "cleaner-offset-checkpoint"
 	// LeaderEpochFile holds a partition's leader epochs (partition
 	// directory; LeaderEpochs).
 	LeaderEpochFile = "leader-epoch-checkpoint"

@@ -29,3 +29,9 @@ var Synced atomic.Pointer[func(path string)]
 // flush's fsyncs, with the log's directory; an error it returns fails the
 // flush as a failed fsync would (the log is then poisoned).
 var LogFlushFault atomic.Pointer[func(dir string) error]
+
+// CleanStep, when set, is called by the log cleaner after each durable
+// step of a cleaning (package cleaner, Step* names) with the partition
+// directory; an error it returns fails the cleaning there. Crash tests
+// stop the process at a chosen step.
+var CleanStep atomic.Pointer[func(dir, step string) error]
