@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // TestDemo runs the README's main command in-process: it must build the
@@ -58,12 +60,12 @@ func TestDemoRefusesKafkaData(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := tc.dir(t)
-			before := hashTree(t, dir)
+			before := testutil.HashTree(t, dir)
 			code, out, errOut := runCLI(t, "", "demo", "--dir", dir)
 			if code != exitUsage || !strings.Contains(errOut, tc.want) || out != "" {
 				t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 			}
-			sameTree(t, before, hashTree(t, dir))
+			sameTree(t, before, testutil.HashTree(t, dir))
 		})
 	}
 	// A directory holding other files only, or none yet, is accepted.
