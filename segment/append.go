@@ -196,15 +196,9 @@ func (s *Segment) settle(pos, end, next int64) {
 // worker zeroed their page on another core, and with many partitions
 // appended in turn the writer comes back to this segment only after
 // hundreds of other appends. A store to a cold line waits for the line,
-// and the first atomic publication after the copy (settle's size.Store,
-// an XCHG on amd64) waits for every such store: in a profile of 1 000
-// partitions appended round robin, 17% of the writer's time was in that
-// XCHG and 8% in the header's store. With the hint, BenchmarkRoundRobin
-// (1 KiB, 1 000 partitions against one) went from a median ratio of 0.50
-// to 0.63 over five rounds, three binaries alternated (better in each
-// round). Below 1 KiB the hint's fixed cost shows: prefetching 256 B
-// after a 256 B single-partition append made it ~10% slower (105-112 ns
-// against 118-120 ns).
+// and the first atomic publication after the copy (settle's size.Store)
+// waits for every such store. Below 1 KiB the hint's fixed cost shows
+// (bench/RESULTS.md, prefetchMinBytes).
 const (
 	prefetchMinBytes = 1 << 10
 	prefetchMaxBytes = 4 << 10

@@ -110,7 +110,8 @@ const readAheadMin = 16 << 10
 // or written since and taken by reclaim. That mapping takes no read-ahead
 // on faults (mmapfile, "Read-ahead"), so each of its cold pages would
 // otherwise be a major fault of its own, while asking for pages already
-// cached costs about as much as the Read itself (1 MiB: 20-40 µs more);
+// cached costs about as much as the Read itself (bench/RESULTS.md,
+// readAhead);
 // two mincore(2) looks decide. Not the first page: finding the batch at
 // start has just read it, as opening the segment read the last batch
 // (which may end the range too, hence the middle). Advice only: errors

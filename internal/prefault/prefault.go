@@ -405,11 +405,10 @@ func (pp *Pool) count(p *Writer) {
 // into at the same moment is harmless: MADV_POPULATE_WRITE only faults pages
 // in, it never changes their contents.
 //
-// Why off the append path: on the reference VM a store into a fresh mapped
-// page costs about 2 µs per 4 KiB page (1.9 GB/s) in the page fault, while
-// MADV_POPULATE_WRITE provides pages at 5.8 GB/s. Calling it inline would
-// still put that cost on the append path; running it a window ahead takes it
-// off the path on a machine with a spare core.
+// Why off the append path: a store into a fresh mapped page pays its page
+// fault, while MADV_POPULATE_WRITE provides pages about three times
+// faster (bench/RESULTS.md, prefault.Writer); run a window ahead, that cost
+// leaves the append path on a machine with a spare core.
 //
 // Advance must be called by one goroutine (the writer). Stop may be called
 // from any goroutine, more than once.
