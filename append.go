@@ -253,11 +253,10 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 // comingBack, is itself in Sync), and reports whether it counted, for
 // leaveAppend. Otherwise an append pays one load of a line it reads
 // anyway (writes) instead of two atomic additions on a line of logCold,
-// which no append touches otherwise (no difference beyond the machine's
-// noise was measured either way: 256 B leader appends and round robin,
-// old and new binaries alternated). An append that starts before the first caller
-// enters Sync goes uncounted: a leader may then cut its group without
-// waiting for it, as it would for an appender that never syncs.
+// which no append touches otherwise. An append that starts before the
+// first caller enters Sync goes uncounted: a leader may then cut its
+// group without waiting for it, as it would for an appender that never
+// syncs.
 func (l *Log) enterAppend() bool {
 	if l.writes.syncers.Load() == 0 {
 		return false
