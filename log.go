@@ -161,13 +161,15 @@ type logCold struct {
 // from this or another process, fails with ErrLocked while the Log is
 // open; no file is added to the directory for this.
 //
-// With Options.CleanShutdown (the log directory's clean-shutdown marker
-// was present; OpenDir passes it) the directory is loaded without
-// reading any sealed segment: their indexes are checked when first used,
-// and only the active segment's tail is validated. Otherwise, or when
-// that tail check fails, package recovery repairs the directory first
-// (from Options.RecoveryPoint on: torn tails cut, indexes rebuilt,
-// producer state replayed), and RecoveryReport says what it did. With
+// Every open loads the directory through package recovery (one load
+// path, recovery.Load), which the Log then adopts: with
+// Options.CleanShutdown (the log directory's clean-shutdown marker was
+// present; OpenDir passes it) no sealed segment is read (their indexes
+// are checked when first used) and only the active segment's tail is
+// validated, through the files recovery opens for appending; otherwise,
+// or when that check fails, recovery repairs the directory from
+// Options.RecoveryPoint on (torn tails cut, indexes rebuilt, producer
+// state replayed), and RecoveryReport says what it did. With
 // Options.Strict nothing is repaired: a directory that would need it
 // fails with ErrNeedsRecovery.
 func Open(dir string, opts *Options) (*Log, error) {
