@@ -70,7 +70,7 @@ type Log struct {
 
 	// Line 1: the write policy and the waiters (an append reads the
 	// log-end notifier's first word).
-	writes  writePolicy // how appends reach the page cache (sync.go)
+	writes  writePolicy // how appends reach the page cache (writepath.go)
 	waiters waiters     // wait.go
 	// Line 2: the rest of waiters, then opts, whose first five fields
 	// the append reads.
