@@ -388,9 +388,12 @@ func rebuiltProducers(t testing.TB, l *Log, nowMs int64) rebuilt {
 	t.Helper()
 	m := producerstate.New(producerstate.Config{ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs})
 	err := m.Rebuild(&producerstate.Rebuild{LogStart: l.LogStartOffset(), End: l.LogEndOffset(), NowMs: nowMs,
-		Batches: func(from int64, yield func(batch.View) bool) error {
+		Batches: func(from int64, yield func(batch.View, *batch.BatchHeader) bool) error {
+			var h batch.BatchHeader
 			for _, b := range ltBatches(t, l) {
-				if !yield(batch.View(b.Bytes)) {
+				v := batch.View(b.Bytes)
+				v.DecodeHeader(&h)
+				if !yield(v, &h) {
 					break
 				}
 			}

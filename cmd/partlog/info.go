@@ -33,29 +33,16 @@ func (o *infoOptions) validate() error { return validateIndexInterval(o.indexInt
 
 func newInfoCommand(stdout, stderr io.Writer) *cobra.Command {
 	var o infoOptions
-	cmd := &cobra.Command{
-		Use:   "info DIR...",
-		Short: "Describe partition directories at a glance",
-		Long: `info prints, for every partition directory (DIR as for verify), its
+	return newDirCommand(&o, "info DIR...", "Describe partition directories at a glance", `info prints, for every partition directory (DIR as for verify), its
 segments, log start and end offsets, recovery point, producer snapshots,
 checkpoints, clean-shutdown marker, leader epochs, producers, barriers and
 the problems recovery would find. It changes nothing (recovery runs in
 dry-run mode).
 
-` + recoveryReads + `
+`+recoveryReads+`
 
 Exit status: 0 no problem (recovery may still list routine changes),
-4 problems found, 8 operational error, 16 usage error.`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(args, stdout, stderr)
-		},
-	}
-	o.addFlags(cmd)
-	return cmd
+4 problems found, 8 operational error, 16 usage error.`, stdout, stderr)
 }
 
 func (o *infoOptions) run(dirs []string, stdout, stderr io.Writer) error {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // TestInfoPrintsEverySegment: info lists every segment with its offsets,
@@ -20,7 +21,7 @@ func TestInfoPrintsEverySegment(t *testing.T) {
 	if err := checkpoint.WriteCleanShutdown(filepath.Join(logDir, checkpoint.CleanShutdownFile), -1); err != nil {
 		t.Fatal(err)
 	}
-	before := hashTree(t, logDir)
+	before := testutil.HashTree(t, logDir)
 	code, out, errOut := runCLI(t, "", "info", logDir)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
@@ -46,7 +47,7 @@ func TestInfoPrintsEverySegment(t *testing.T) {
 			t.Errorf("info lacks %q:\n%s", want, out)
 		}
 	}
-	sameTree(t, before, hashTree(t, logDir))
+	sameTree(t, before, testutil.HashTree(t, logDir))
 }
 
 // TestInfoDamaged: the problems and the cut are shown, and the exit code

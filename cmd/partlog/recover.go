@@ -51,10 +51,7 @@ func (o *recoverOptions) validate() error {
 
 func newRecoverCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := recoverOptions{now: time.Now}
-	cmd := &cobra.Command{
-		Use:   "recover [--json] [--apply [--force]] [--quarantine PATH] DIR...",
-		Short: "Repair partition directories as the broker's log recovery would",
-		Long: `recover runs log recovery on every partition directory. Without --apply
+	return newDirCommand(&o, "recover [--json] [--apply [--force]] [--quarantine PATH] DIR...", "Repair partition directories as the broker's log recovery would", `recover runs log recovery on every partition directory. Without --apply
 it only plans, exactly as verify. With --apply it repairs in place: torn or
 corrupt tails are cut, indexes rebuilt, bad snapshots discarded, leftovers
 of interrupted operations resolved. Nothing is destroyed: the old bytes of
@@ -66,22 +63,12 @@ corrupt-flushed) is never cut without --force: such a partition is left as
 it is and reported. The log directory's checkpoints and clean-shutdown
 marker are read, never written. A second --apply changes nothing.
 
-` + recoveryReads + ` With --apply it
+`+recoveryReads+` With --apply it
 writes only inside the partition directory and the quarantine.
 
 Exit status: 0 nothing to do, 1 repaired, 4 problems (without --apply:
 found; with it: left as they are, or refused), 8 operational error,
-16 usage error; several directories OR their codes.`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(args, stdout, stderr)
-		},
-	}
-	o.addFlags(cmd)
-	return cmd
+16 usage error; several directories OR their codes.`, stdout, stderr)
 }
 
 func (o *recoverOptions) run(dirs []string, stdout, stderr io.Writer) error {
