@@ -85,6 +85,8 @@ type connCtx struct {
 	inFlight atomic.Int32
 	// lastWrite is when the writer last wrote (unix nanoseconds).
 	lastWrite atomic.Int64
+	// sessions are the connection's fetch sessions (fetch_session.go).
+	sessions connSessions
 	// spare is the buffer of the last Produce frame, free once the
 	// request was handled (its batches are copied into the logs; nothing
 	// of a Produce request is kept past its handler): the next frame is
@@ -135,6 +137,7 @@ func (s *Server) serveConn(c net.Conn) {
 	async.Wait()
 	close(q)
 	<-writerDone
+	cc.closeSessions()
 	_ = c.Close()
 }
 
