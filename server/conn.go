@@ -88,6 +88,8 @@ type connCtx struct {
 	// clientID is the client id of the request being handled (set by
 	// the read loop before each call of handle).
 	clientID string
+	// sessions are the connection's fetch sessions (fetch_session.go).
+	sessions connSessions
 	// spare is the buffer of the last Produce frame, free once the
 	// request was handled (its batches are copied into the logs; nothing
 	// of a Produce request is kept past its handler): the next frame is
@@ -157,6 +159,7 @@ func (s *Server) serveConn(c net.Conn) {
 	async.Wait()
 	close(q)
 	<-writerDone
+	cc.closeSessions()
 	_ = c.Close()
 }
 

@@ -30,8 +30,10 @@
 //	                            the aborted transactions); MinBytes/MaxWait long
 //	                            polling on Log.WaitHighWatermark; MaxBytes and
 //	                            partition max bytes with the at-least-one-batch
-//	                            rule; no fetch sessions (session id 0); v13+
-//	                            by topic id
+//	                            rule; fetch sessions (KIP-227, v7+:
+//	                            incremental fetches name and are answered only
+//	                            the partitions that changed; fetch_session.go);
+//	                            v13+ by topic id
 //	ListOffsets           1–11  Log.OffsetForTimestamp; latest is the high
 //	                            watermark or, read_committed, the last stable
 //	                            offset; each special timestamp from the version
@@ -84,7 +86,7 @@
 // Out of scope: SASL and TLS (plaintext only: listen on loopback or a
 // trusted network), ACLs, quotas, replication (one node: the high
 // watermark is the log end, or with Config.Fsync the durable offset),
-// fetch sessions, altering topic configs, KIP-848 consumer groups, share
+// altering topic configs, KIP-848 consumer groups, share
 // groups. Compacted topics are cleaned by the Cleaner of Config.Log
 // (package cleaner's rules).
 //

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/partlog/partlog"
@@ -128,7 +129,10 @@ type Server struct {
 	closed bool
 	// connSlots holds a token per open connection (MaxConnections).
 	connSlots chan struct{}
-	flush     *flusher
+	// fetchSessions counts the open fetch sessions of every connection
+	// (fetch_session.go).
+	fetchSessions atomic.Int32
+	flush         *flusher
 }
 
 // Open opens the log directory and the server's state (state.go) and
@@ -401,7 +405,7 @@ func (s *Server) handle(ctx context.Context, cc *connCtx, req kmsg.Request) hand
 	case *kmsg.ProduceRequest:
 		return s.produce(r)
 	case *kmsg.FetchRequest:
-		return s.fetch(r)
+		return s.fetch(cc, r)
 	case *kmsg.ListOffsetsRequest:
 		return now(s.listOffsets(r))
 	case *kmsg.OffsetForLeaderEpochRequest:
