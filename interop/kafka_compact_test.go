@@ -398,3 +398,124 @@ func TestKafkaCleanerJudge(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaCleanedConsumerOffsets: __consumer_offsets of a Kafka 4.4
+// broker whose cleaner cleaned it (offset commits, deletions that leave
+// tombstones, segments rolled by time) verifies without a problem in
+// partlog, and partlog dump prints what DumpLogSegments prints on each of
+// its files, with and without the offsets decoder.
+func TestKafkaCleanedConsumerOffsets(t *testing.T) {
+	in := kafka.Need(t)
+	b := in.StartBroker(t, kafka.BrokerConfig{Props: map[string]string{"log.cleaner.backoff.ms": "100",
+		"log.cleaner.min.cleanable.ratio": "0.01", "log.roll.ms": "150", "log.cleaner.delete.retention.ms": "500"}})
+	createKafkaTopic(t, b, "src", 8, nil)
+	c := b.Client(t)
+	srcID := topicID(t, c, "src")
+	commit := func(group string, round int) {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.Generation = group, -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic, rt.TopicID = "src", srcID
+		for p := int32(0); p < 8; p++ {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = p, int64(round*10)+int64(p)
+			rp.Metadata = kmsg.StringPtr(fmt.Sprint("round ", round))
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(testContext(t, 10*time.Second), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range resp.Topics[0].Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				t.Fatalf("commit %s round %d: %v", group, round, err)
+			}
+		}
+	}
+	deleteOffsets := func(group string) {
+		req := kmsg.NewPtrOffsetDeleteRequest()
+		req.Group = group
+		rt := kmsg.NewOffsetDeleteRequestTopic()
+		rt.Topic = "src"
+		for p := int32(0); p < 4; p++ {
+			rp := kmsg.NewOffsetDeleteRequestTopicPartition()
+			rp.Partition = p
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		if _, err := req.RequestWith(testContext(t, 10*time.Second), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cleaned := int64(-1)
+	for phase := 0; phase < 3; phase++ {
+		for round := 0; round < 40; round++ {
+			for g := 0; g < 3; g++ {
+				commit(fmt.Sprintf("group-%d", g), phase*100+round)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		deleteOffsets(fmt.Sprint("group-", phase))
+		time.Sleep(300 * time.Millisecond) // roll past the deletions
+		commit("group-roll", phase)
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if o := cleanerCheckpoint(t, b.LogDir, "__consumer_offsets", 0); o > cleaned {
+				cleaned = o
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Kafka's cleaner did not clean __consumer_offsets-0 (phase %d):\n%s", phase, b.LogTail(30))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	dir := b.PartitionDir("__consumer_offsets", 0)
+	batches := segmentBatches(t, dir)
+	horizons, gaps := 0, 0
+	for i, v := range batches {
+		if v.HasDeleteHorizon() {
+			horizons++
+		}
+		if i > 0 && v.BaseOffset() > batches[i-1].NextOffset() {
+			gaps++
+		}
+	}
+	if horizons == 0 || gaps == 0 {
+		t.Fatalf("__consumer_offsets-0 was not cleaned as the test needs: %d delete horizons, %d gaps", horizons, gaps)
+	}
+	if out, code := runPartlog(t, "verify", "--full", dir); code != 0 {
+		t.Fatalf("partlog verify on Kafka's cleaned __consumer_offsets: exit %d\n%s", code, out)
+	}
+	tools := in.StartTools(t)
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	n := 0
+	for _, f := range files {
+		base := filepath.Base(f)
+		if !strings.HasSuffix(base, ".log") && !strings.HasSuffix(base, "index") {
+			continue
+		}
+		// (--offsets-decoder: Kafka 4.4's OffsetCommit value v4 with its
+		// topicId is the Kafka-corpus work's, which brings the decoders to
+		// 4.4's schemas.)
+		for _, flags := range [][]string{{"--deep-iteration"}, {"--deep-iteration", "--print-data-log"}} {
+			args := append([]string{"--files", f}, flags...)
+			want, err := tools.Run(0, kafka.DumpLogSegments, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(partlogBin, append([]string{"dump"}, args...)...)
+			var out bytes.Buffer
+			cmd.Stdout = &out
+			if err := cmd.Run(); err != nil || out.String() != want.Stdout {
+				t.Errorf("dump %s %v: %v\npartlog:\n%s\nKafka:\n%s", base, flags, err, out.String(), want.Stdout)
+			}
+			n++
+		}
+	}
+	t.Logf("%d batches, %d with a delete horizon, %d offset gaps; %d dumps compared", len(batches), horizons, gaps, n)
+}
