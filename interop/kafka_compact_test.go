@@ -28,7 +28,7 @@ import (
 
 // alterTopicConfig sets one config of a Kafka topic
 // (IncrementalAlterConfigs).
-func alterTopicConfig(t *testing.T, b *kafka.Broker, topic, name, value string) {
+func alterTopicConfig(t testing.TB, b *kafka.Broker, topic, name, value string) {
 	t.Helper()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	r := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -48,7 +48,7 @@ func alterTopicConfig(t *testing.T, b *kafka.Broker, topic, name, value string) 
 
 // cleanerCheckpoint reads the broker's cleaner-offset-checkpoint entry of
 // a partition (-1: none).
-func cleanerCheckpoint(t *testing.T, logDir, topic string, p int32) int64 {
+func cleanerCheckpoint(t testing.TB, logDir, topic string, p int32) int64 {
 	t.Helper()
 	m, err := checkpoint.ReadOffsets(filepath.Join(logDir, checkpoint.CleanerOffsetFile))
 	if err != nil {
@@ -63,7 +63,7 @@ func cleanerCheckpoint(t *testing.T, logDir, topic string, p int32) int64 {
 // waitKafkaCleaned lets Kafka's cleaner clean a partition once (the
 // topic's dirty ratio lowered to 0, then raised back so that it cleans no
 // more) and returns the cleaner checkpoint it wrote.
-func waitKafkaCleaned(t *testing.T, b *kafka.Broker, topic string, after int64) int64 {
+func waitKafkaCleaned(t testing.TB, b *kafka.Broker, topic string, after int64) int64 {
 	t.Helper()
 	alterTopicConfig(t, b, topic, "min.cleanable.dirty.ratio", "0")
 	deadline := time.Now().Add(60 * time.Second)
@@ -73,14 +73,21 @@ func waitKafkaCleaned(t *testing.T, b *kafka.Broker, topic string, after int64) 
 			return o
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Kafka's cleaner did not clean %s-0 past %d:\n%s", topic, after, b.LogTail(30))
+			log, _ := os.ReadFile(filepath.Join(b.Dir, "logs", "server.log"))
+			var lines []string
+			for _, l := range strings.Split(string(log), "\n") {
+				if strings.Contains(l, "leaner") || strings.Contains(l, topic) {
+					lines = append(lines, l)
+				}
+			}
+			t.Fatalf("Kafka's cleaner did not clean %s-0 past %d; its log about it:\n%s", topic, after, strings.Join(lines[max(0, len(lines)-40):], "\n"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
 // copyDir copies the regular files of a directory into a new one.
-func copyDir(t *testing.T, src, dst string) string {
+func copyDir(t testing.TB, src, dst string) string {
 	t.Helper()
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Fatal(err)
