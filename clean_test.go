@@ -1,6 +1,7 @@
 package partlog
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -653,5 +654,50 @@ func TestCompactedTxnIndexVerifies(t *testing.T) {
 	}
 	if rep.Status == recovery.StatusProblems {
 		t.Fatalf("verification found problems: %s", rep.Summary())
+	}
+}
+
+// TestCompactedLogRefusesKeylessRecords: a compacted log's leader
+// refuses a record without a key, as Kafka's does (INVALID_RECORD), in
+// plain and compressed batches; keyed records, and followers' batches,
+// go in; an append of keyed records allocates nothing.
+func TestCompactedLogRefusesKeylessRecords(t *testing.T) {
+	clock := int64(1_700_000_000_000)
+	l, _ := openTestLog(t, compactOpts(t, &clock))
+	var b batch.Builder
+	for _, comp := range []batch.Compression{batch.CompressionNone, batch.CompressionZstd} {
+		spec := batch.NewBatchSpec(0)
+		spec.Compression = comp
+		keyless, err := b.AppendBatch(nil, &spec, []batch.RecordSpec{{Key: []byte("k"), Value: []byte("v")}, {Value: []byte("no key")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = l.AppendAsLeader(keyless, 1)
+		if !errors.Is(err, ErrPolicy) || KafkaErrorCode(err) != 87 {
+			t.Fatalf("%v: keyless record: %v", comp, err)
+		}
+		keyed, err := b.AppendBatch(nil, &spec, []batch.RecordSpec{{Key: []byte("k"), Value: []byte("v")}, {Key: []byte{}, Value: nil}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		psLeader(t, l, keyed)
+	}
+	if _, err := l.AppendAsFollower(psAt(l.LogEndOffset(), 1, kvBatch(t, clock, "a=1"))); err != nil {
+		t.Fatal(err)
+	}
+	if raceEnabled {
+		return
+	}
+	big := compactOpts(t, &clock)
+	big.SegmentBytes = 1 << 20 // no roll within the runs
+	lb, _ := openTestLog(t, big)
+	keyed := kvBatch(t, clock, "a=1", "b=2")
+	psLeader(t, lb, keyed)
+	if n := testing.AllocsPerRun(50, func() {
+		if _, err := lb.AppendAsLeader(keyed, 1); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("a keyed append to a compacted log allocates %v times", n)
 	}
 }
