@@ -229,6 +229,23 @@ const (
 	CleanAnyDirt = -1
 )
 
+// Zero stands for Kafka's value 0 in the fields whose zero value means
+// the default: RetentionMs (every sealed segment is past retention),
+// RetentionBytes (every sealed segment is over the limit), MaxBatchBytes
+// (every batch is too large), MessageTimestampBeforeMaxMs and
+// MessageTimestampAfterMaxMs (only timestamps at the leader's clock are
+// accepted) and FileDeleteDelayMs (files are removed at once). Effective
+// keeps it; docs/options.md maps every field.
+const Zero int64 = math.MinInt64
+
+// zeroOr is the value of a field that may hold Zero: 0 for Zero.
+func zeroOr(v int64) int64 {
+	if v == Zero {
+		return 0
+	}
+	return v
+}
+
 // CleanupPolicy is Kafka's cleanup.policy (see Options.CleanupPolicy).
 type CleanupPolicy = cleaner.Policy
 
@@ -322,7 +339,7 @@ func (o *Options) validate() error {
 		return fmt.Errorf("partlog: unknown MessageTimestampType %d", o.MessageTimestampType)
 	case o.HighWatermark < 0:
 		return fmt.Errorf("partlog: negative HighWatermark %d", o.HighWatermark)
-	case o.MaxBatchBytes < 0:
+	case o.MaxBatchBytes < 0 && o.MaxBatchBytes != Zero:
 		return fmt.Errorf("partlog: negative MaxBatchBytes %d", o.MaxBatchBytes)
 	case o.WritePath < WriteAuto || o.WritePath > WritePwrite:
 		return fmt.Errorf("partlog: unknown WritePath %d", o.WritePath)

@@ -99,7 +99,8 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 		// start (Kafka's deleteOldSegments).
 		return total, err
 	}
-	if rb := l.opts.RetentionBytes; rb > 0 {
+	if rb := l.opts.RetentionBytes; rb > 0 || rb == Zero {
+		rb = zeroOr(rb)
 		var size int64
 		for _, s := range l.segments {
 			size += s.Size()
@@ -118,7 +119,8 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 			}
 		}
 	}
-	if rm := l.opts.RetentionMs; rm >= 0 {
+	if rm := l.opts.RetentionMs; rm >= 0 || rm == Zero {
+		rm = zeroOr(rm)
 		nowMs := now.UnixMilli()
 		n, err = l.deleteSegmentsLocked(func(s, _ *segment.Segment) (bool, error) {
 			ts, _, err := s.MaxTimestampSoFar()

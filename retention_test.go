@@ -74,6 +74,8 @@ func TestDeleteOldSegments(t *testing.T) {
 		{"retention.bytes below one segment: the last stays", -1, 1, 20, 0, 4, 16, 1},
 		{"retention.bytes not reached", -1, 1 << 30, 20, 0, 0, 0, 5},
 		{"both: size first, then time", 3*hour + hour/2, 4 * 1100, 20, 4, 1, 4, 4},
+		{"retention.ms Zero: every segment older than now", Zero, 0, 20, 10, 5, 20, 1},
+		{"retention.bytes Zero: every segment, the active rolled", -1, Zero, 20, 0, 5, 20, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := smallOpts(t)
