@@ -33,8 +33,19 @@
 //	CreateTopics          0–7   topic configs: segment.*, retention.*,
 //	                            max.message.bytes, message.timestamp.*,
 //	                            file.delete.delay.ms, index.interval.bytes,
-//	                            cleanup.policy=delete
-//	DeleteTopics          0–6   by name or topic id (Dir.Delete)
+//	                            cleanup.policy=delete; the names Kafka
+//	                            refuses (__cluster_metadata, one colliding
+//	                            with a topic's after '.' and '_' are
+//	                            unified) and Kafka's internal topics
+//	                            (this server keeps offsets and transactions
+//	                            in its own files) are refused, by
+//	                            auto-creation too; at most 10 000 records
+//	                            (partitions, topics, configs) per request,
+//	                            as Kafka's controller, and
+//	                            Config.MaxPartitions served; a creation
+//	                            that fails part way removes what it made
+//	DeleteTopics          0–6   by name or topic id (Dir.DeletePartitions:
+//	                            one directory sync for every partition)
 //	CreatePartitions      0–3
 //	DescribeConfigs       0–4   topic resources: the configs above, each with
 //	                            the topic's value or the server's default
