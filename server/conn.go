@@ -75,6 +75,9 @@ type connCtx struct {
 	inFlight atomic.Int32
 	// lastWrite is when the writer last wrote (unix nanoseconds).
 	lastWrite atomic.Int64
+	// wbuf is the writer's response buffer, kept between responses
+	// unless larger than retainedResponseBytes (writer goroutine only).
+	wbuf []byte
 }
 
 // serveConn reads requests, handles them in order (appends and other
@@ -125,12 +128,11 @@ func (s *Server) serveConn(c net.Conn) {
 
 func (cc *connCtx) writeResponses(q <-chan *pending, cancel context.CancelFunc) {
 	w := bufio.NewWriterSize(cc.c, 64<<10)
-	var buf []byte
 	failed := false
 	for p := range q {
 		<-p.done
 		if p.resp != nil && !failed {
-			buf = append(buf[:0], 0, 0, 0, 0)
+			buf := append(cc.wbuf[:0], 0, 0, 0, 0)
 			buf = binary.BigEndian.AppendUint32(buf, uint32(p.corr))
 			if p.flexHead {
 				buf = append(buf, 0) // empty tagged fields
@@ -149,8 +151,9 @@ func (cc *connCtx) writeResponses(q <-chan *pending, cancel context.CancelFunc) 
 				}
 			}
 			cc.lastWrite.Store(time.Now().UnixNano())
+			cc.wbuf = buf
 			if cap(buf) > retainedResponseBytes {
-				buf = nil
+				cc.wbuf = nil
 			}
 		}
 		cc.inFlight.Add(-1)
