@@ -141,9 +141,13 @@
 // unchanged through package mirror's state machine; the partitions are
 // read-only (produces answered POLICY_VIOLATION) until StopMirror writes
 // the MIRROR_PID_RESET barrier. Every partition has a mirror.Partition and
-// every client and coordinator append goes through it. The admin endpoint
-// (admin.go, ServeAdmin; HTTP and JSON, no authentication: loopback only)
-// serves `partlog mirror` and peers' failback lookups.
+// every client and coordinator append goes through it. A start that would
+// cut records a partition holds of its own is refused unless
+// MirrorStartRequest.AllowTruncation; the offsets a start cuts are
+// logged and answered (MirrorPartitionStatus.Truncated). The admin
+// endpoint (admin.go, ServeAdmin; HTTP and JSON) serves `partlog mirror`
+// and peers' failback lookups: changes need the token of AdminTokenFile,
+// and what a browser sends is refused.
 //
 // One housekeeping goroutine ticks (Config.Tick, default 1 s): it aborts
 // transactions past their timeout (bumping the producer epoch, so the

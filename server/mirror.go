@@ -68,6 +68,11 @@ type MirrorStartRequest struct {
 	// Topics to mirror; each is created here with the source's topic id
 	// and partition count if missing.
 	Topics []string `json:"topics"`
+	// AllowTruncation lets the start truncate partitions that hold data
+	// of their own (records not mirrored from this source): to 0, or in
+	// a failback to where the source stopped mirroring them. Without it
+	// such a partition is refused and left as it is.
+	AllowTruncation bool `json:"allow_truncation,omitempty"`
 }
 
 // MirrorStopRequest stops mirroring topics.
@@ -90,8 +95,10 @@ type MirrorPartitionStatus struct {
 	Step            string `json:"step,omitempty"`
 	Session         int64  `json:"session"`
 	LogEndOffset    int64  `json:"log_end_offset"`
-	// LastMirroredOffset is the end of the mirrored range: the log end
-	// while the partition mirrors, the recorded LMO once it stopped.
+	// LastMirroredOffset is the end of the mirrored range (the offset
+	// after the last mirrored record): the log end while the partition
+	// mirrors, the recorded LMO once it stopped. `partlog mirror status`
+	// shows it as MIRRORED END.
 	LastMirroredOffset int64 `json:"last_mirrored_offset"`
 	LastMirroredEpoch  int32 `json:"last_mirrored_epoch"`
 	// SourceHighWatermark is the source's high watermark at the last
@@ -103,6 +110,10 @@ type MirrorPartitionStatus struct {
 	StopLeaderEpoch     int32  `json:"stop_leader_epoch"`
 	BarrierOffset       int64  `json:"barrier_offset"`
 	Error               string `json:"error,omitempty"`
+	// Truncated, in a start's answer, is how many offsets the start cut
+	// from the partition's log end (LOG_ALIGNMENT: all of them, or in a
+	// failback what this cluster wrote after the source's position).
+	Truncated int64 `json:"truncated_offsets,omitempty"`
 }
 
 // MirrorPosition is the answer to a last-mirror-position lookup.
@@ -187,6 +198,9 @@ func (s *Server) lookupForRestart(ctx context.Context, topic string, c mirror.Ch
 var (
 	// errMirrorUsage: the request itself is wrong (admin: 400).
 	errMirrorUsage = errors.New("partlog/server: bad mirror request")
+	// errWouldTruncate: a start without AllowTruncation met a partition
+	// holding records of its own.
+	errWouldTruncate = errors.New("partlog/server: mirror start refused")
 	// errSourceUnreachable: the source's metadata could not be read
 	// (admin: 502).
 	errSourceUnreachable = errors.New("partlog/server: source unreachable")
@@ -342,6 +356,7 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 
 	var errs []error
 	var started []partlog.TopicPartition
+	truncated := map[partlog.TopicPartition]int64{}
 	for _, t := range req.Topics {
 		src := topics[t]
 		created, err := s.ensureMirrorTopic(ctx, cl, t, src.id, int32(len(src.parts)))
@@ -352,9 +367,13 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 		n := len(started)
 		for _, sp := range src.parts {
 			tp := partlog.TopicPartition{Topic: t, Partition: sp.Partition}
-			if err := s.startPartition(ctx, link, req.SourceAdmin, tp, src.id, sp); err != nil {
+			cut, err := s.startPartition(ctx, link, req, tp, src.id, sp)
+			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", tp, err))
 				continue
+			}
+			if cut > 0 {
+				truncated[tp] = cut
 			}
 			started = append(started, tp)
 		}
@@ -387,23 +406,30 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	}
 	link.wake()
 	status := s.mirrorStatus(func(tp partlog.TopicPartition) bool { return slices.Contains(started, tp) })
+	for i := range status {
+		status[i].Truncated = truncated[partlog.TopicPartition{Topic: status[i].Topic, Partition: status[i].Partition}]
+	}
 	return status, errors.Join(errs...)
 }
 
 // startPartition runs LOG_ALIGNMENT on one partition of a start and adds
-// it to the link's fetches. A partition this link already mirrors (a
-// start run again, to pick up the partitions a first one could not
-// start) is left as it is, and is no error.
-func (s *Server) startPartition(ctx context.Context, link *mirrorLink, admin string, tp partlog.TopicPartition,
-	srcID [16]byte, sp kmsg.MetadataResponseTopicPartition) error {
+// it to the link's fetches; it returns how many offsets the alignment cut
+// from the log end (logged too). A partition this link already mirrors (a
+// start run again, to pick up the partitions a first one could not start)
+// is left as it is, and is no error. A partition holding records of its
+// own is refused unless req.AllowTruncation: the start would cut them.
+func (s *Server) startPartition(ctx context.Context, link *mirrorLink, req MirrorStartRequest, tp partlog.TopicPartition,
+	srcID [16]byte, sp kmsg.MetadataResponseTopicPartition) (int64, error) {
 	p, code := s.partitionFor(tp.Topic, tp.Partition)
 	if code != errNone {
-		return kerr.ErrorForCode(code)
+		return 0, kerr.ErrorForCode(code)
 	}
-	if c := p.mirror.Checkpoint(); c.MirrorName == link.name && c.SourceClusterID == link.sourceCluster &&
+	c := p.mirror.Checkpoint()
+	if c.MirrorName == link.name && c.SourceClusterID == link.sourceCluster &&
 		(c.State == mirror.StateMirroring || c.State == mirror.StateEpochFencing) {
-		return nil
+		return 0, nil
 	}
+	admin := req.SourceAdmin
 	sreq := mirror.StartRequest{MirrorName: link.name, SourceClusterID: link.sourceCluster, TopicID: mirror.TopicID(srcID),
 		Partition: tp.Partition, SourceLeaderEpoch: sp.LeaderEpoch}
 	if admin != "" {
@@ -414,22 +440,41 @@ func (s *Server) startPartition(ctx context.Context, link *mirrorLink, admin str
 		}
 		cancel()
 		if err != nil {
-			return fmt.Errorf("source admin %s: %w", admin, err)
+			return 0, fmt.Errorf("source admin %s: %w", admin, err)
 		}
 		sreq.SourcePosition = pos
 	}
-	if !p.mirror.State().ReadOnly() {
-		if err := s.txns.endOnPartition(tp); err != nil {
-			return fmt.Errorf("end this cluster's transactions first: %w", err)
+	// Records of this cluster's own (not mirrored from this source)
+	// that the alignment would cut need the caller's consent.
+	fromSource := c.SourceClusterID == link.sourceCluster && c.State != mirror.StateNone && c.State != mirror.StateStopped
+	if !req.AllowTruncation && !fromSource && c.State != mirror.StateLogAlignment {
+		target, err := p.mirror.AlignmentTarget(sreq.SourcePosition)
+		if err != nil {
+			return 0, err
+		}
+		if end := p.log.LogEndOffset(); target < end && p.log.LogStartOffset() < end {
+			return 0, fmt.Errorf("%w: the start would truncate offsets %d to %d, which this cluster holds; pass allow_truncation (partlog mirror start --allow-truncation) to discard them",
+				errWouldTruncate, target, end-1)
 		}
 	}
+	if !p.mirror.State().ReadOnly() {
+		if err := s.txns.endOnPartition(tp); err != nil {
+			return 0, fmt.Errorf("end this cluster's transactions first: %w", err)
+		}
+	}
+	before := p.log.LogEndOffset()
 	sess, err := p.mirror.Start(sreq)
 	s.followMirrorEpoch(p)
+	cut := max(0, before-p.log.LogEndOffset())
+	if cut > 0 {
+		s.logf("mirror %s: %s truncated from offset %d to %d to mirror from cluster %s: %d offsets discarded",
+			link.name, tp, before, p.log.LogEndOffset(), link.sourceCluster, cut)
+	}
 	if err != nil {
-		return err
+		return cut, err
 	}
 	link.add(p, sess, srcID, sp.Leader)
-	return nil
+	return cut, nil
 }
 
 func newMirrorClient(source string) (*kgo.Client, error) {

@@ -102,6 +102,8 @@ type Server struct {
 	cfg  Config
 	dir  *partlog.Dir
 	meta *metaStore // cluster id, producer ids, transactions, topic configs
+	// adminToken is what the admin endpoint requires of changes (admin.go).
+	adminToken string
 
 	tmu    sync.RWMutex // guards topics
 	topics map[string]*topic
@@ -173,6 +175,10 @@ func Open(cfg Config) (*Server, error) {
 			cfg.Logf("%s", w)
 		}
 	}
+	token, err := loadAdminToken(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
 	var tmpl partlog.Options
 	if cfg.Log != nil {
 		tmpl = *cfg.Log
@@ -188,7 +194,7 @@ func Open(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, dir: dir, meta: meta, topics: map[string]*topic{}, ctx: ctx, cancel: cancel,
+	s := &Server{cfg: cfg, dir: dir, meta: meta, adminToken: token, topics: map[string]*topic{}, ctx: ctx, cancel: cancel,
 		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, links: map[string]*mirrorLink{},
 		connSlots: make(chan struct{}, cfg.MaxConnections)}
 	s.flush = newFlusher(s)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +28,8 @@ type serveOptions struct {
 	nodeID     int32
 	admin      string
 	noBarrier  bool
+	maxConns   int
+	maxParts   int
 }
 
 func newServeCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -53,16 +56,29 @@ mirrored partition stores the source's batches unchanged and is read-only
 (produces are refused with POLICY_VIOLATION) until "partlog mirror stop",
 which truncates to the last stable offset, writes the MIRROR_PID_RESET
 barrier and makes it writable. The admin endpoint (--admin, HTTP with
-JSON, no authentication: keep it on loopback) serves "partlog mirror" and
-the lookups of peers that mirror from this server.
+JSON) serves "partlog mirror" and the lookups of peers that mirror from
+this server. Starting and stopping mirrors needs the token the server
+keeps in DIR/partlog-admin-token (made at the first start, readable by its
+owner only; "partlog mirror --dir DIR" sends it), and requests a browser
+would send (an Origin, Referer or Sec-Fetch header, a Content-Type other
+than application/json, a Host that is a name rather than an address) are
+refused. Keep it on loopback all the same: the lookups need no token.
+
+Bounds (a client cannot make the server hold more): requests of at most
+100 MiB (Kafka's socket.request.max.bytes) and 100 000 array entries,
+fetch responses of at most 55 MiB (fetch.max.bytes), connections idle for
+10 minutes closed (connections.max.idle.ms), at most --max-connections
+connections (max.connections; accepting waits at the bound) and
+--max-partitions partitions (topic creation refused past it); by default
+each is a quarter of the process's open-file limit.
 
 Reads: DIR (every partition, Kafka's checkpoints, the server's state file)
 and requests on --listen.
 
 Writes: DIR only (the partitions, Kafka's checkpoints, each mirrored
-partition's mirror.checkpoint, and the server's state file
+partition's mirror.checkpoint, the server's state file
 partlog-server-state.json: producer ids, transactions, topic configs,
-mirror links).
+mirror links, and the admin token partlog-admin-token).
 
 Exit status: 0 after a clean shutdown, 8 the directory or the address could
 not be opened, 16 usage error.`,
@@ -88,6 +104,8 @@ not be opened, 16 usage error.`,
 	// mirror stops write no MIRROR_PID_RESET barrier.
 	cmd.Flags().BoolVar(&o.noBarrier, "unsafe-no-mirror-barrier", false, "mirror stops write no barrier (tests only: producer ids of the two clusters then collide)")
 	_ = cmd.Flags().MarkHidden("unsafe-no-mirror-barrier")
+	cmd.Flags().IntVar(&o.maxConns, "max-connections", 0, "most client connections at once (Kafka's max.connections; 0: a quarter of the open-file limit)")
+	cmd.Flags().IntVar(&o.maxParts, "max-partitions", 0, "most partitions served; creating more is refused (0: a quarter of the open-file limit)")
 	return cmd
 }
 
@@ -116,6 +134,8 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 		Fsync:                 o.fsync,
 		NodeID:                o.nodeID,
 		UnsafeMirrorNoBarrier: o.noBarrier,
+		MaxConnections:        o.maxConns,
+		MaxPartitions:         o.maxParts,
 		Logf:                  func(format string, args ...any) { fmt.Fprintf(stderr, "serve: "+format+"\n", args...) },
 	})
 	if err != nil {
@@ -137,7 +157,7 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 			return &exitError{code: exitOperational, err: fmt.Errorf("serve: admin endpoint: %w", err)}
 		}
 		if a, ok := aln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
-			fmt.Fprintf(stderr, "serve: warning: the admin endpoint %s is not on loopback and has no authentication\n", aln.Addr())
+			fmt.Fprintf(stderr, "serve: warning: the admin endpoint %s is not on loopback: its lookups need no token\n", aln.Addr())
 		}
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
@@ -145,6 +165,7 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	go func() { errc <- srv.Serve(ln) }()
 	if aln != nil {
 		fmt.Fprintf(stdout, "admin on %s\n", aln.Addr())
+		fmt.Fprintf(stderr, "serve: the admin token is in %s (partlog mirror --dir %s)\n", filepath.Join(o.dir, server.AdminTokenFile), o.dir)
 		go func() {
 			if err := srv.ServeAdmin(aln); err != nil {
 				fmt.Fprintf(stderr, "serve: admin endpoint: %v\n", err)

@@ -220,10 +220,31 @@ func WriteFileAtomic(path string, data []byte) error {
 // (for content too large to hold in memory, such as a copied segment
 // tail): a failure of fill, or a crash, leaves no partial file at path.
 func WriteFileAtomicFunc(path string, fill func(io.Writer) error) (err error) {
+	return writeFileAtomic(path, 0o644, fill)
+}
+
+// WritePrivateFileAtomic is WriteFileAtomic for a secret: the file is
+// readable and writable by its owner only (0600), from its creation on.
+func WritePrivateFileAtomic(path string, data []byte) error {
+	return writeFileAtomic(path, 0o600, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+func writeFileAtomic(path string, perm os.FileMode, fill func(io.Writer) error) (err error) {
 	tmp := path + TempSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
 	if err != nil {
 		return fmt.Errorf("partlog/checkpoint: create %s: %w", tmp, err)
+	}
+	if perm != 0o644 {
+		// A stale temporary file keeps its mode through O_TRUNC.
+		if err = f.Chmod(perm); err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+			return fmt.Errorf("partlog/checkpoint: chmod %s: %w", tmp, err)
+		}
 	}
 	defer func() {
 		if err != nil {

@@ -162,6 +162,29 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 }
 
+// TestWritePrivateFileAtomic: the secret is owner-only from its creation,
+// also over a stale world-readable temporary file.
+func TestWritePrivateFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "secret")
+	if err := os.WriteFile(p+TempSuffix, []byte("stale"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := WritePrivateFileAtomic(p, []byte("s3cret")); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, want 0600", fi.Mode().Perm())
+	}
+	if b, _ := os.ReadFile(p); string(b) != "s3cret" {
+		t.Fatalf("content %q", b)
+	}
+}
+
 func FuzzParseEntries(f *testing.F) {
 	f.Add([]byte("0\n2\norders 0 1534\norders 1 871\n"), 3)
 	f.Add([]byte("0\n2\n0 0\n3 1200\n"), 2)
