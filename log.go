@@ -151,6 +151,11 @@ type logCold struct {
 	keys      map[*segment.Segment]uint64 // mapping-cache registrations
 	closeOnce sync.Once
 	closeErr  error
+	// closedDurable: Close flushed every appended byte (its other steps,
+	// a producer snapshot or the directory sync, may still have failed:
+	// what they leave, the next open rebuilds). Dir.Close writes the
+	// clean-shutdown marker only if every log closed durable.
+	closedDurable bool
 
 	logStartOffset atomic.Int64
 	recoveryPoint  atomic.Int64
@@ -252,9 +257,15 @@ func (l *Log) open() error {
 		ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs,
 		Now:                    l.opts.Now,
 		OpenActive:             true,
+		// What a clean shutdown declared durable is not cut at open
+		// (Kafka would not even scan it); the partition is refused.
+		KeepFlushed: l.opts.CleanShutdown,
 	})
 	if err != nil {
 		return err
+	}
+	if r := ld.Report; r.Refused != "" && !l.opts.Strict {
+		return fmt.Errorf("%w: %s; partlog recover --apply --force %s cuts it as Kafka's crash recovery would", ErrFlushedDamage, r.Refused, l.dir)
 	}
 
 	rep := ld.Report
@@ -516,6 +527,17 @@ func (l *Log) Segments() []int64 {
 	return out
 }
 
+// refuseWrites makes the log refuse every write with err (wrapping
+// ErrFailed), as a failed flush does; reads go on. Dir uses it when it
+// opens read-only.
+func (l *Log) refuseWrites(err error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.failed == nil {
+		l.failed = err
+	}
+}
+
 // checkWritable returns why the log refuses writes, if it does. Caller
 // holds appendMu.
 func (l *Log) checkWritable() error {
@@ -621,7 +643,9 @@ func (l *Log) Close() error {
 		}
 		var errs []error
 		if l.failed == nil {
-			errs = append(errs, l.flushLocked(), l.takeSnapshot())
+			err := l.flushLocked()
+			l.closedDurable = err == nil
+			errs = append(errs, err, l.takeSnapshot())
 		}
 		l.mu.Lock()
 		l.closed.Store(true)

@@ -123,6 +123,9 @@ func (d *Dir) Create(topic string, partition int32, topicID TopicID, opts *Optio
 	if d.closed {
 		return nil, ErrClosed
 	}
+	if d.readOnly != nil {
+		return nil, d.readOnly
+	}
 	if l, ok := d.logs[tp]; ok {
 		if l.TopicID() != topicID {
 			return nil, fmt.Errorf("%w: %s has topic id %s, not %s", ErrInconsistentTopicID, tp, l.TopicID(), topicID)

@@ -111,7 +111,7 @@ func Load(dir string, opts Options) (*Loaded, error) {
 		// Plan first: a cut below the recovery point is refused before
 		// anything is changed.
 		plan := opts
-		plan.DryRun, plan.RefuseFlushedCut = true, false
+		plan.DryRun, plan.RefuseFlushedCut, plan.KeepFlushed = true, false, false
 		pr, err := Run(dir, plan)
 		if err != nil {
 			return nil, err
@@ -144,11 +144,23 @@ func Load(dir string, opts Options) (*Loaded, error) {
 		if x.active != nil {
 			_ = x.active.Close()
 		}
+		if errors.Is(err, errKeepFlushed) {
+			t := x.r.Truncation
+			file := segment.MakeFileName(t.SegmentBaseOffset, segment.LogSuffix)
+			x.r.Refused = fmt.Sprintf("the repair would cut %s at position %d (offset %d on, %d bytes), below the recovery point: %s; no segment was changed",
+				file, t.Position, t.Offset, t.BytesRemoved, t.Reason)
+			x.r.problem(file, t.Position, kindRefused, "%s", x.r.Refused)
+			x.r.finish(true)
+			return &Loaded{Report: x.r}, nil
+		}
 		return nil, err
 	}
 	x.r.finish(x.o.DryRun)
 	return &Loaded{Report: x.r, Producers: x.state, Epochs: x.epochList, Active: x.active}, nil
 }
+
+// errKeepFlushed stops a Run with Options.KeepFlushed before its cut.
+var errKeepFlushed = errors.New("partlog/recovery: cut below the recovery point refused")
 
 // metadataLogDir is the partition directory of KRaft's metadata log.
 const metadataLogDir = "__cluster_metadata-0"
@@ -196,6 +208,9 @@ func (x *run) runSteps() error {
 	// 3–4. Sequential decisions in offset order: the cut and its class.
 	if err := x.decide(segs); err != nil {
 		return err
+	}
+	if t := x.r.Truncation; x.o.KeepFlushed && !x.o.DryRun && t != nil && t.Class == ClassCorruptFlushed {
+		return errKeepFlushed // nothing of the segments changed yet
 	}
 	// 8 (first half). Log start, log end, empty logs.
 	segs, leo, logStart, wiped := x.logBounds(segs)

@@ -126,7 +126,10 @@ type Server struct {
 	closed bool
 	// connSlots holds a token per open connection (MaxConnections).
 	connSlots chan struct{}
-	flush     *flusher
+
+	storageLogMu sync.Mutex // guards storageLog
+	storageLog   map[partlog.TopicPartition]storageLogged
+	flush        *flusher
 }
 
 // Open opens the log directory and the server's state (state.go) and
@@ -196,7 +199,7 @@ func Open(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, dir: dir, meta: meta, adminToken: token, topics: map[string]*topic{}, ctx: ctx, cancel: cancel,
 		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, links: map[string]*mirrorLink{},
-		connSlots: make(chan struct{}, cfg.MaxConnections)}
+		connSlots: make(chan struct{}, cfg.MaxConnections), storageLog: map[partlog.TopicPartition]storageLogged{}}
 	s.flush = newFlusher(s)
 	if err := s.loadTopics(); err != nil {
 		cancel()

@@ -46,8 +46,14 @@ func (c *txnCoordinator) recover() error {
 			}
 		}
 	}
+	readOnly := c.s.dir.ReadOnly()
 	if err := c.s.meta.avoidProducerIDs(maxPID); err != nil {
-		return err
+		if readOnly == nil {
+			return err
+		}
+		// A read-only directory hands out no producer id that could be
+		// used: produces are refused.
+		c.s.logf("producer ids: %v (the log directory is read-only)", err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -62,7 +68,7 @@ func (c *txnCoordinator) recover() error {
 	slices.Sort(prepared)
 	for _, id := range prepared {
 		if err := c.completeLocked(id); err != nil {
-			if errors.Is(err, mirror.ErrReadOnly) {
+			if errors.Is(err, mirror.ErrReadOnly) || readOnly != nil {
 				// A partition of the transaction mirrors (its markers were
 				// refused before the restart too): the transaction stays
 				// prepared and the housekeeping tick completes it once the
@@ -371,6 +377,7 @@ func (c *txnCoordinator) endTxn(req *kmsg.EndTxnRequest) kmsg.Response {
 		if resp.ErrorCode == -1 {
 			resp.ErrorCode = errKafkaStorageError
 		}
+		c.s.logf("end transaction %q: %v", req.TransactionalID, err)
 	}
 	return resp
 }
