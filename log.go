@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -75,7 +76,7 @@ type Log struct {
 	// tsRules caches timestampRulesApply (opts does not change after Open).
 	tsRules bool
 	opts    Options
-	_       [24]byte // so that stage starts a line
+	_       [8]byte // so that stage starts a line
 	// stage starts a line (after opts: TestLogAppendLines): its first 128
 	// bytes, two lines, are what a producer-less append of the general
 	// path (appendAssigned, appendKept) touches.
@@ -260,6 +261,7 @@ func (l *Log) open() error {
 		// What a clean shutdown declared durable is not cut at open
 		// (Kafka would not even scan it); the partition is refused.
 		KeepFlushed: l.opts.CleanShutdown,
+		Quarantine:  l.quarantineDir(),
 	})
 	if err != nil {
 		return err
@@ -283,6 +285,16 @@ func (l *Log) open() error {
 		return fmt.Errorf("%w: %s", ErrNeedsRecovery, rep.Summary())
 	}
 	return l.adopt(ld)
+}
+
+// quarantineDir is Options.Quarantine, a relative path taken inside the
+// partition directory.
+func (l *Log) quarantineDir() string {
+	q := l.opts.Quarantine
+	if q == "" || filepath.IsAbs(q) {
+		return q
+	}
+	return filepath.Join(l.dir, q)
 }
 
 // listed reports whether the directory listing open read holds name

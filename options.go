@@ -95,6 +95,13 @@ type Options struct {
 	// Strict makes Open fail with ErrNeedsRecovery instead of repairing
 	// a directory.
 	Strict bool
+	// Quarantine, if set, is where Open's recovery places every byte it
+	// removes (cut tails, dropped segments, replaced indexes; see
+	// recovery.Options.Quarantine), a relative path being taken inside
+	// the partition directory, which recovery and Kafka's loader skip as
+	// a subdirectory. Default "": removed bytes are deleted, as Kafka
+	// deletes them.
+	Quarantine string
 	// ProducerIDExpirationMs is how long a producer with no open
 	// transaction is remembered after its last write
 	// (producer.id.expiration.ms). Default 86 400 000 (1 day).
