@@ -24,6 +24,9 @@ type seg struct {
 
 	recover bool   // validated from byte 0 and indexes rebuilt
 	why     string // why a trusted segment is recovered after all
+	// whyFile is the index that failed its sanity check, when that is
+	// why (the problem names it).
+	whyFile string
 	scan    *scanResult
 	m       *mapped // the .log mapped by the scan, kept until the replay
 
@@ -355,11 +358,13 @@ func (x *run) loadSegments() ([]*seg, error) {
 				// D16): a change, not damage.
 				continue
 			}
-			kind := kindIndex
-			if x.o.Clean && i == len(segs)-1 {
+			kind, file := kindIndex, s.logName
+			if s.whyFile != "" {
+				file = s.whyFile
+			} else if x.o.Clean && i == len(segs)-1 {
 				kind = kindCleanMarker
 			}
-			x.r.problem(s.logName, -1, kind, "segment %d recovered: %s", s.base, why)
+			x.r.problem(file, -1, kind, "segment %d recovered: %s", s.base, why)
 		}
 	}
 	return segs, nil
@@ -443,6 +448,7 @@ func (x *run) checkPending(s *seg) (string, error) {
 			if !index.IsCorrupt(sanity) {
 				return "", fmt.Errorf("partlog/recovery: check %s: %w", x.path(c.name), sanity)
 			}
+			s.whyFile = c.name
 			return fmt.Sprintf("%s fails its sanity check: %v", c.name, sanity), nil
 		}
 	}
@@ -498,6 +504,7 @@ func (x *run) checkIndexesAndTail(s *seg, nextBase int64) (string, error) {
 			if !index.IsCorrupt(sanity) {
 				return "", fmt.Errorf("partlog/recovery: check %s: %w", p, sanity)
 			}
+			s.whyFile = name
 			return fmt.Sprintf("%s fails its sanity check: %v", name, sanity), nil
 		}
 	}
