@@ -40,6 +40,13 @@ type DirOptions struct {
 	// Log). The fields taken from the log directory's files are set as
 	// for Log.
 	PartitionOptions func(TopicPartition) *Options
+	// Quarantine, if set, is where the recovery of a partition at open
+	// places every byte it removes (cut tails, dropped segments, replaced
+	// indexes; recovery.Options.Quarantine), a relative path being taken
+	// inside the partition directory, which recovery and Kafka's loader
+	// skip as a subdirectory. Default "": removed bytes are deleted, as
+	// Kafka deletes them.
+	Quarantine string
 }
 
 // ErrDirLocked is returned by OpenDir when another holder (a running
@@ -86,8 +93,11 @@ type Dir struct {
 	clean    bool
 	// readOnly is why every write is refused (ReadOnly), set by OpenDir.
 	readOnly error
-	mu       sync.Mutex // serializes Checkpoint, Close, Create and Delete
-	closed   bool
+	// cleanerFile: cleaner-offset-checkpoint exists (it is written once
+	// a partition has a cleaner checkpoint, and kept from then on).
+	cleanerFile bool
+	mu          sync.Mutex // serializes Checkpoint, Close, Create and Delete
+	closed      bool
 	// lmu guards logs against Create and Delete (which also hold mu) for
 	// Logs, Log and Reports.
 	lmu       sync.RWMutex
@@ -100,8 +110,8 @@ var kafkaSuffixedDirRE = regexp.MustCompile(`^(\S+)-(\S+)\.(\S+)-(delete|future|
 // unloadedEntry is what the checkpoints said of a partition that failed
 // to load.
 type unloadedEntry struct {
-	recoveryPoint, logStart, highWatermark          int64
-	hasRecoveryPoint, hasLogStart, hasHighWatermark bool
+	recoveryPoint, logStart, highWatermark, firstDirty             int64
+	hasRecoveryPoint, hasLogStart, hasHighWatermark, hasFirstDirty bool
 	// unchanged: the partition was refused before anything of it changed
 	// (ErrFlushedDamage), so it does not stop the clean-shutdown marker.
 	unchanged bool
@@ -231,6 +241,9 @@ func (d *Dir) load() error {
 	rps := d.readOffsets(checkpoint.RecoveryPointFile)
 	starts := d.readOffsets(checkpoint.LogStartOffsetFile)
 	hws := d.readOffsets(checkpoint.ReplicationOffsetFile)
+	dirty := d.readOffsets(checkpoint.CleanerOffsetFile)
+	_, err = os.Lstat(filepath.Join(d.path, checkpoint.CleanerOffsetFile))
+	d.cleanerFile = err == nil
 	entries, err := os.ReadDir(d.path)
 	if err != nil {
 		return err
@@ -289,7 +302,8 @@ func (d *Dir) load() error {
 				o.RecoveryPoint = rp
 			}
 			o.LogStartOffset = starts[j.tp]
-			l, err := Open(filepath.Join(d.path, j.name), &o)
+			o.FirstDirtyOffset = dirty[j.tp]
+			l, err := openLog(filepath.Join(d.path, j.name), &o, d.opts.Quarantine)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -308,6 +322,7 @@ func (d *Dir) load() error {
 				u.recoveryPoint, u.hasRecoveryPoint = rps[j.tp]
 				u.logStart, u.hasLogStart = starts[j.tp]
 				u.highWatermark, u.hasHighWatermark = hws[j.tp]
+				u.firstDirty, u.hasFirstDirty = dirty[j.tp]
 				d.unloaded[j.tp] = u
 				return
 			}
@@ -397,8 +412,11 @@ func (d *Dir) Reports() map[TopicPartition]*recovery.Report {
 // Checkpoint writes recovery-point-offset-checkpoint (every partition's
 // recovery point), log-start-offset-checkpoint (the partitions whose
 // log start is above their first segment's base offset, as Kafka lists
-// them) and replication-offset-checkpoint (every partition's high
-// watermark), each atomically. Kafka does this every minute and at shutdown.
+// them), replication-offset-checkpoint (every partition's high
+// watermark) and, once a partition has one, cleaner-offset-checkpoint
+// (each cleaned partition's first dirty offset), each atomically. Kafka
+// does this every minute and at shutdown (and writes the cleaner's after
+// each cleaning: a crash here only makes the next cleaning start earlier).
 func (d *Dir) Checkpoint() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -409,11 +427,15 @@ func (d *Dir) checkpointLocked() error {
 	rps := map[TopicPartition]int64{}
 	starts := map[TopicPartition]int64{}
 	hws := map[TopicPartition]int64{}
+	dirty := map[TopicPartition]int64{}
 	for tp, l := range d.logs {
 		rps[tp] = l.RecoveryPoint()
 		hws[tp] = l.HighWatermark()
 		if segs := l.Segments(); len(segs) > 0 && l.LogStartOffset() > segs[0] {
 			starts[tp] = l.LogStartOffset()
+		}
+		if o, ok := l.CleanerCheckpoint(); ok {
+			dirty[tp] = o
 		}
 	}
 	for tp, u := range d.unloaded {
@@ -426,11 +448,20 @@ func (d *Dir) checkpointLocked() error {
 		if u.hasHighWatermark {
 			hws[tp] = u.highWatermark
 		}
+		if u.hasFirstDirty {
+			dirty[tp] = u.firstDirty
+		}
 	}
-	return errors.Join(
+	errs := []error{
 		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.RecoveryPointFile), rps),
 		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.LogStartOffsetFile), starts),
-		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.ReplicationOffsetFile), hws))
+		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.ReplicationOffsetFile), hws)}
+	if len(dirty) > 0 || d.cleanerFile {
+		// Kafka writes it once its cleaner has cleaned something.
+		errs = append(errs, checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.CleanerOffsetFile), dirty))
+		d.cleanerFile = true
+	}
+	return errors.Join(errs...)
 }
 
 // Close flushes and closes every partition, writes both checkpoints (the

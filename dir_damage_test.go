@@ -7,9 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/testhook"
 	"github.com/partlog/partlog/recovery"
 )
 
@@ -193,5 +195,57 @@ func TestImmutablePartitionKeepsOthersClean(t *testing.T) {
 		if l.LogEndOffset() != 3 {
 			t.Fatalf("%s: log end %d", tp, l.LogEndOffset())
 		}
+	}
+}
+
+// TestOpenDirReadOnlyWhenFull: a directory whose checkpoints cannot be
+// written at open (a full disk) failed to open, so a broker killed on a
+// full disk could not start. It opens read-only: reads are served, every
+// write is refused (ErrFailed naming the cause), and it opens writable
+// again once the checkpoints can be written.
+func TestOpenDirReadOnlyWhenFull(t *testing.T) {
+	root, _ := twentyBatches(t)
+	if err := os.Remove(filepath.Join(root, checkpoint.CleanShutdownFile)); err != nil {
+		t.Fatal(err)
+	}
+	hook := func(path string) error {
+		if filepath.Dir(path) == root {
+			return syscall.ENOSPC
+		}
+		return nil
+	}
+	testhook.WriteFile.Store(&hook)
+	d, err := OpenDir(root, dirOpts(t))
+	testhook.WriteFile.Store(nil)
+	if err != nil {
+		t.Fatalf("open with the checkpoints unwritable: %v", err)
+	}
+	if err := d.ReadOnly(); !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("ReadOnly: %v", err)
+	}
+	l, ok := d.Log(TopicPartition{Topic: "t"})
+	if !ok {
+		t.Fatalf("not served: %+v", d.Problems())
+	}
+	v, err := l.Read(0, 1<<20, l.LogEndOffset())
+	if err != nil || len(v.Records) == 0 {
+		t.Fatalf("read: %v", err)
+	}
+	v.Release()
+	if _, err := l.AppendAsLeader(makeBatch(t, 1, 10, 1000), 0); !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("append to a read-only directory: %v", err)
+	}
+	if _, err := d.Create("new", 0, TopicID{2}, nil); !errors.Is(err, ErrFailed) {
+		t.Fatalf("create in a read-only directory: %v", err)
+	}
+	_ = d.Close()
+	d, err = OpenDir(root, dirOpts(t))
+	if err != nil || d.ReadOnly() != nil {
+		t.Fatalf("reopen with space: %v, read-only %v", err, d.ReadOnly())
+	}
+	defer d.Close()
+	l, _ = d.Log(TopicPartition{Topic: "t"})
+	if _, err := l.AppendAsLeader(makeBatch(t, 1, 10, 1000), 0); err != nil {
+		t.Fatal(err)
 	}
 }

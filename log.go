@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/recovery"
@@ -35,7 +36,7 @@ import (
 //   - flushMu serializes flushes, which fsync without holding appendMu
 //     so appends go on meanwhile.
 //   - Lock order: flushMu, then appendMu, then mu, then a segment's own
-//     lock; syncMu is taken last (a flush takes it under flushMu) and
+//     lock; the group commit's lock is taken last (a flush takes it under flushMu) and
 //     nothing is taken while it is held.
 //
 // Offsets (logStartOffset, logEndOffset, recoveryPoint, highWatermark) are
@@ -76,7 +77,6 @@ type Log struct {
 	// tsRules caches timestampRulesApply (opts does not change after Open).
 	tsRules bool
 	opts    Options
-	_       [8]byte // so that stage starts a line
 	// stage starts a line (after opts: TestLogAppendLines): its first 128
 	// bytes, two lines, are what a producer-less append of the general
 	// path (appendAssigned, appendKept) touches.
@@ -113,26 +113,9 @@ type logCold struct {
 	truncated [8]truncation
 
 	flushMu sync.Mutex // serializes flushes; taken before appendMu
-	syncMu  sync.Mutex // guards syncing, syncNext, syncFree and gather
-	syncing *syncGroup // the flush Sync callers currently share, if any
-	// syncNext is the group gathering for the next flush (sync.go).
-	syncNext *syncGroup
-	// syncFree lists the groups nobody references any more, for reuse
-	// (syncGroup), under syncMu.
-	syncFree *syncGroup
-	// gather is how long a group's leader lets its group grow before its
-	// flush starts (sync.go), under syncMu.
-	gather syncGather
-	// parked counts the callers inside Sync (writes.syncers) waiting for
-	// a flush to end or, as a group's leader, to start (tests wait on it:
-	// a caller inside Sync may not have joined yet).
-	parked atomic.Int64
-	// appending counts the callers inside an append, waiting for
-	// appendMu or holding it, that began while a caller was in Sync
-	// (enterAppend): while some are, a group's leader waiting for the
-	// members the last flush released expects more of them
-	// (Log.comingBack).
-	appending atomic.Int64
+	// commit is the group commit of Sync (groupcommit.go); its env is
+	// this Log.
+	commit groupCommit
 	// flushFault, set by tests, makes a flush fail as an fsync would.
 	flushFault func() error
 	// flushed, set by tests, is called by a flush before it fsyncs each
@@ -169,6 +152,7 @@ type logCold struct {
 
 	cache  *MappingCache
 	report *recovery.Report // set by open when recovery ran
+	clean  cleanState       // clean.go
 	// replaySkipped counts batches refused by producer-state rebuilds.
 	replaySkipped atomic.Int64
 }
@@ -189,6 +173,13 @@ type logCold struct {
 // Options.Strict nothing is repaired: a directory that would need it
 // fails with ErrNeedsRecovery.
 func Open(dir string, opts *Options) (*Log, error) {
+	return openLog(dir, opts, "")
+}
+
+// openLog is Open with the quarantine of its recovery
+// (DirOptions.Quarantine; not an Options field: the Log embeds its
+// Options, and its layout has no room).
+func openLog(dir string, opts *Options, quarantine string) (*Log, error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -208,11 +199,12 @@ func Open(dir string, opts *Options) (*Log, error) {
 	// The producer state is recovery's (adopt) or, for a new partition,
 	// made by create.
 	l := &Log{opts: o, logCold: &logCold{dir: dir, lock: lock, keys: map[*segment.Segment]uint64{}, cache: o.MappingCache}}
+	l.commit.env, l.commit.syncers = l, &l.writes.syncers
 	l.now, l.tsRules = o.Now, o.timestampRulesApply()
 	if l.cache == nil {
 		l.cache = DefaultMappingCache()
 	}
-	if err := l.open(); err != nil {
+	if err := l.open(quarantine); err != nil {
 		l.closeSegments()
 		_ = unlockDir(lock)
 		return nil, err
@@ -224,6 +216,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 		_ = l.Close()
 		return nil, err
 	}
+	l.startCleaning()
 	return l, nil
 }
 
@@ -235,7 +228,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 // and validates only those that fail them; without it every segment from
 // the recovery point on is validated and repaired. A new directory (no
 // file of the segment family) gets a first empty segment.
-func (l *Log) open() error {
+func (l *Log) open(quarantine string) error {
 	// Listed once, through the lock's descriptor of the directory, for
 	// both the new-partition check and the load.
 	entries, err := l.lock.ReadDir(-1)
@@ -261,7 +254,7 @@ func (l *Log) open() error {
 		// What a clean shutdown declared durable is not cut at open
 		// (Kafka would not even scan it); the partition is refused.
 		KeepFlushed: l.opts.CleanShutdown,
-		Quarantine:  l.quarantineDir(),
+		Quarantine:  quarantineDir(l.dir, quarantine),
 	})
 	if err != nil {
 		return err
@@ -287,14 +280,13 @@ func (l *Log) open() error {
 	return l.adopt(ld)
 }
 
-// quarantineDir is Options.Quarantine, a relative path taken inside the
-// partition directory.
-func (l *Log) quarantineDir() string {
-	q := l.opts.Quarantine
+// quarantineDir is DirOptions.Quarantine for the partition directory
+// dir: a relative path is taken inside it.
+func quarantineDir(dir, q string) string {
 	if q == "" || filepath.IsAbs(q) {
 		return q
 	}
-	return filepath.Join(l.dir, q)
+	return filepath.Join(dir, q)
 }
 
 // listed reports whether the directory listing open read holds name
@@ -311,7 +303,7 @@ func (l *Log) listed(name string) bool {
 // producer snapshot file.
 func onlySnapshotRemovals(changes []recovery.Change) bool {
 	for _, c := range changes {
-		if c.Action != recovery.ActionRemove || !strings.HasSuffix(c.File, segment.SnapshotSuffix) {
+		if c.Action != recovery.ActionRemove || !strings.HasSuffix(c.File, filenames.Snapshot) {
 			return false
 		}
 	}
@@ -610,6 +602,7 @@ func (l *Log) rollLocked(base int64) error {
 		l.failed = err
 		return err
 	}
+	l.notifyCleaner()
 	return nil
 }
 
@@ -631,7 +624,7 @@ func (l *Log) flushLocked() error {
 		}
 	}
 	if l.dirDirty {
-		if err := segment.SyncDir(l.dir); err != nil {
+		if err := fsutil.SyncDir(l.dir); err != nil {
 			l.failed = err
 			return err
 		}
@@ -647,6 +640,7 @@ func (l *Log) flushLocked() error {
 // releases the segments and unlocks the directory. Readers keep their
 // views until they release them. Close is idempotent.
 func (l *Log) Close() error {
+	l.stopCleaning()
 	l.closeOnce.Do(func() {
 		l.appendMu.Lock()
 		defer l.appendMu.Unlock()
@@ -674,7 +668,7 @@ func (l *Log) Close() error {
 		}
 		if l.failed == nil {
 			// Make the trims durable (file lengths) and the directory.
-			errs = append(errs, segment.SyncDir(l.dir))
+			errs = append(errs, fsutil.SyncDir(l.dir))
 		}
 		errs = append(errs, l.deletions.removeNow())
 		errs = append(errs, unlockDir(l.lock))
@@ -689,6 +683,7 @@ func (l *Log) Close() error {
 // costs no fsync per partition. The log is closed afterwards as by
 // Close; pending segment deletions finish first.
 func (l *Log) discard() error {
+	l.stopCleaning()
 	l.closeOnce.Do(func() {
 		l.appendMu.Lock()
 		defer l.appendMu.Unlock()
@@ -720,6 +715,7 @@ var closeCheck func(*Log)
 // removeSegmentsLocked deletes segs (renamed .deleted, then removed) and
 // drops them from the list. Caller holds appendMu and mu exclusively.
 func (l *Log) removeSegmentsLocked(segs []*segment.Segment) error {
+	l.clean.removals.Add(1)
 	var errs []error
 	for _, s := range segs {
 		if k, ok := l.keys[s]; ok {
@@ -729,6 +725,6 @@ func (l *Log) removeSegmentsLocked(segs []*segment.Segment) error {
 		errs = append(errs, s.Delete())
 	}
 	l.setSegments(slices.DeleteFunc(l.segments, func(s *segment.Segment) bool { return slices.Contains(segs, s) }))
-	errs = append(errs, segment.SyncDir(l.dir))
+	errs = append(errs, fsutil.SyncDir(l.dir))
 	return errors.Join(errs...)
 }

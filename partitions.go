@@ -11,7 +11,7 @@ import (
 	"strconv"
 
 	"github.com/partlog/partlog/internal/checkpoint"
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/fsutil"
 )
 
 // TopicID is a topic's 128-bit id, as partition.metadata holds it.
@@ -144,7 +144,7 @@ func (d *Dir) Create(topic string, partition int32, topicID TopicID, opts *Optio
 	if err != nil {
 		return nil, err
 	}
-	if err := segment.SyncDir(d.path); err != nil {
+	if err := fsutil.SyncDir(d.path); err != nil {
 		_ = l.Close()
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (d *Dir) DeletePartitions(tps []TopicPartition) error {
 	}
 	// The renames are durable before anything is removed: a crash never
 	// leaves a partition directory half emptied under its own name.
-	if err := segment.SyncDir(d.path); err != nil {
+	if err := fsutil.SyncDir(d.path); err != nil {
 		return errors.Join(append(errs, err)...)
 	}
 	errs = append(errs, d.checkpointLocked())

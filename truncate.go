@@ -3,6 +3,7 @@ package partlog
 import (
 	"errors"
 
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
 )
@@ -102,7 +103,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	if err == nil {
 		l.setSegments([]*segment.Segment{s})
-		err = segment.SyncDir(l.dir)
+		err = fsutil.SyncDir(l.dir)
 	}
 	l.mu.Unlock()
 	if err != nil {
@@ -168,4 +169,37 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	err = errors.Join(err, producerstate.DeleteSnapshotsAtOrBelow(l.dir, offset))
 	l.psm.OnLogStartOffsetIncremented(offset)
 	return errors.Join(err, l.epochs.truncateFromStart(offset))
+}
+
+// truncation is one entry of Log.truncated.
+type truncation struct {
+	gen uint64
+	to  int64
+}
+
+// noteTruncation counts a truncation of the log to offset (-1: all of
+// it). Caller holds appendMu.
+func (l *Log) noteTruncation(to int64) {
+	l.clean.removals.Add(1)
+	if to < 0 {
+		l.clean.firstDirty.Store(-1)
+	} else if fd := l.clean.firstDirty.Load(); fd > to {
+		l.clean.firstDirty.Store(to) // Kafka's maybeTruncateCheckpoint
+	}
+	gen := l.truncations.Add(1)
+	l.truncated[gen%uint64(len(l.truncated))] = truncation{gen: gen, to: to}
+}
+
+// truncatedBelow reports whether a truncation after generation since cut
+// the log below offset. Truncations too many to be remembered count as
+// one that did.
+func (l *Log) truncatedBelow(since uint64, offset int64) bool {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	for gen := since + 1; gen <= l.truncations.Load(); gen++ {
+		if t := l.truncated[gen%uint64(len(l.truncated))]; t.gen != gen || t.to < offset {
+			return true
+		}
+	}
+	return false
 }

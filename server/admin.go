@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/partlog/partlog"
-	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/mirror"
 )
@@ -80,7 +79,7 @@ func loadAdminToken(dir string) (string, error) {
 		return "", err
 	}
 	tok = base64.RawURLEncoding.EncodeToString(raw[:])
-	if err := checkpoint.WritePrivateFileAtomic(path, []byte(tok+"\n")); err != nil {
+	if err := fsutil.WritePrivateFileAtomic(path, []byte(tok+"\n")); err != nil {
 		return "", err
 	}
 	return tok, nil
@@ -333,4 +332,15 @@ func mirrorsFrom(ctx context.Context, admin, cluster, topic string, partition in
 	}
 	err := adminGet(ctx, admin, "/v1/mirrors/mirrors-from", q, &out)
 	return out.Mirrors, err
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/recovery"
-	"github.com/partlog/partlog/segment"
 	"github.com/partlog/partlog/snapshot"
 	"github.com/spf13/cobra"
 )
@@ -157,7 +157,7 @@ func newInfoModel(t *partitionTarget, r *recovery.Report, snaps []snapshot.File)
 	m.Checkpoints.PartitionMetadata = fileState(filepath.Join(t.dir, checkpoint.PartitionMetadataFile))
 	m.Segments = make([]infoSegment, 0, len(r.Segments))
 	for _, s := range r.Segments {
-		name := segment.MakeFileName(s.BaseOffset, segment.LogSuffix)
+		name := filenames.Make(s.BaseOffset, filenames.Log)
 		path := filepath.Join(t.dir, name)
 		size := int64(-1)
 		if fi, err := os.Stat(path); err == nil {
