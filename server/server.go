@@ -41,6 +41,10 @@ type Config struct {
 	// Log is the template of every partition's options (nil: Kafka's
 	// defaults). Topic configs given to CreateTopics override it.
 	Log *partlog.Options
+	// Quarantine is where the recovery of a partition at open keeps the
+	// bytes it removes (partlog.DirOptions.Quarantine; relative: inside
+	// the partition directory). Default "": deleted, as Kafka does.
+	Quarantine string
 	// AutoCreate creates a topic on its first Metadata or Produce
 	// request, with DefaultPartitions partitions (Kafka's
 	// auto.create.topics.enable and num.partitions).
@@ -107,6 +111,8 @@ type Server struct {
 	cfg  Config
 	dir  *partlog.Dir
 	meta *metaStore // cluster id, producer ids, transactions, topic configs
+	// adminToken is what the admin endpoint requires of changes (admin.go).
+	adminToken string
 
 	tmu    sync.RWMutex // guards topics
 	topics map[string]*topic
@@ -132,7 +138,10 @@ type Server struct {
 	// fetchSessions counts the open fetch sessions of every connection
 	// (fetch_session.go).
 	fetchSessions atomic.Int32
-	flush         *flusher
+
+	storageLogMu sync.Mutex // guards storageLog
+	storageLog   map[partlog.TopicPartition]storageLogged
+	flush        *flusher
 }
 
 // Open opens the log directory and the server's state (state.go) and
@@ -181,12 +190,17 @@ func Open(cfg Config) (*Server, error) {
 			cfg.Logf("%s", w)
 		}
 	}
+	token, err := loadAdminToken(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
 	var tmpl partlog.Options
 	if cfg.Log != nil {
 		tmpl = *cfg.Log
 	}
 	dir, err := partlog.OpenDir(cfg.Dir, &partlog.DirOptions{
-		Log: &tmpl,
+		Log:        &tmpl,
+		Quarantine: cfg.Quarantine,
 		PartitionOptions: func(tp partlog.TopicPartition) *partlog.Options {
 			o, _ := topicOptions(tmpl, meta.topicConfigs(tp.Topic))
 			return &o
@@ -196,9 +210,9 @@ func Open(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, dir: dir, meta: meta, topics: map[string]*topic{}, ctx: ctx, cancel: cancel,
+	s := &Server{cfg: cfg, dir: dir, meta: meta, adminToken: token, topics: map[string]*topic{}, ctx: ctx, cancel: cancel,
 		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, links: map[string]*mirrorLink{},
-		connSlots: make(chan struct{}, cfg.MaxConnections)}
+		connSlots: make(chan struct{}, cfg.MaxConnections), storageLog: map[partlog.TopicPartition]storageLogged{}}
 	s.flush = newFlusher(s)
 	if err := s.loadTopics(); err != nil {
 		cancel()
