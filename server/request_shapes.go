@@ -252,6 +252,25 @@ var requestShapes = map[int16]requestShape{
 		field(wInt8, since(1)),
 		field(wInt8, since(3)),
 	}},
+	21: {2, []wireField{ // DeleteRecords
+		structs(all, field(wString, all), structs(all, field(wInt32, all), field(wInt64, all))),
+		field(wInt32, all), // timeout
+	}},
+	35: {2, []wireField{ // DescribeLogDirs
+		structs(all, field(wString, all), list(wInt32, all)),
+	}},
+	60: {0, []wireField{ // DescribeCluster
+		field(wInt8, all), field(wInt8, since(1)), field(wInt8, since(2)),
+	}},
+	61: {0, []wireField{ // DescribeProducers
+		structs(all, field(wString, all), list(wInt32, all)),
+	}},
+	65: {0, []wireField{ // DescribeTransactions
+		list(wString, all),
+	}},
+	66: {0, []wireField{ // ListTransactions
+		list(wString, all), list(wInt64, all), field(wInt64, since(1)), field(wString, since(2)),
+	}},
 	33: {2, []wireField{ // AlterConfigs
 		structs(all, field(wInt8, all), field(wString, all),
 			structs(all, field(wString, all), field(wString, all))),
