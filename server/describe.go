@@ -193,3 +193,84 @@ func (s *Server) deleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Response {
 	}
 	return resp
 }
+
+// describeTopicPartitions answers DescribeTopicPartitions (KIP-966; the
+// admin client's describeTopics, kafka-topics --describe): the topics
+// asked (every topic when none is named), in name order, each partition
+// with this node as leader, replica and ISR and empty eligible-leader
+// lists, at most ResponsePartitionLimit partitions (Kafka caps it at
+// 2000) from the cursor on; NextCursor names where the next page starts.
+func (s *Server) describeTopicPartitions(req *kmsg.DescribeTopicPartitionsRequest) kmsg.Response {
+	resp := kmsg.NewPtrDescribeTopicPartitionsResponse()
+	resp.Version = req.Version
+	var names []string
+	if len(req.Topics) == 0 {
+		s.tmu.RLock()
+		for name := range s.topics {
+			names = append(names, name)
+		}
+		s.tmu.RUnlock()
+	} else {
+		for _, t := range req.Topics {
+			names = append(names, t.Topic)
+		}
+	}
+	sort.Strings(names)
+	limit := int(req.ResponsePartitionLimit)
+	if limit <= 0 || limit > 2000 {
+		limit = 2000
+	}
+	for _, name := range names {
+		if c := req.Cursor; c != nil && name < c.Topic {
+			continue
+		}
+		t := kmsg.NewDescribeTopicPartitionsResponseTopic()
+		n := name
+		t.Topic = &n
+		t.AuthorizedOperations = -2147483648
+		tp := s.topicByName(name)
+		if tp == nil {
+			t.ErrorCode = errUnknownTopicOrPartition
+			if !validTopicName(name) {
+				t.ErrorCode = errInvalidTopic
+			}
+			resp.Topics = append(resp.Topics, t)
+			continue
+		}
+		s.tmu.RLock()
+		t.TopicID = tp.id
+		parts := append([]*partition(nil), tp.parts...)
+		s.tmu.RUnlock()
+		from := int32(0)
+		if c := req.Cursor; c != nil && name == c.Topic {
+			from = c.Partition
+		}
+		for i, p := range parts {
+			if int32(i) < from {
+				continue
+			}
+			if limit == 0 {
+				nc := kmsg.NewDescribeTopicPartitionsResponseNextCursor()
+				nc.Topic, nc.Partition = name, int32(i)
+				resp.NextCursor = &nc
+				break
+			}
+			limit--
+			rp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
+			rp.Partition = int32(i)
+			if p == nil {
+				rp.ErrorCode, rp.LeaderID = errUnknownTopicOrPartition, -1
+			} else {
+				rp.LeaderID, rp.LeaderEpoch = s.cfg.NodeID, p.epoch.Load()
+				rp.Replicas, rp.ISR = []int32{s.cfg.NodeID}, []int32{s.cfg.NodeID}
+				rp.EligibleLeaderReplicas, rp.LastKnownELR, rp.OfflineReplicas = []int32{}, []int32{}, []int32{}
+			}
+			t.Partitions = append(t.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, t)
+		if resp.NextCursor != nil {
+			break
+		}
+	}
+	return resp
+}

@@ -394,12 +394,16 @@ func (s *Server) handle(ctx context.Context, cc *connCtx, req kmsg.Request) hand
 		return now(s.createPartitions(r))
 	case *kmsg.DescribeConfigsRequest:
 		return now(s.describeConfigs(r))
+	case *kmsg.WriteTxnMarkersRequest:
+		return now(s.writeTxnMarkers(r))
 	case *kmsg.DescribeLogDirsRequest:
 		return now(s.describeLogDirs(r))
 	case *kmsg.DeleteRecordsRequest:
 		return now(s.deleteRecords(r))
 	case *kmsg.DescribeProducersRequest:
 		return now(s.describeProducers(r))
+	case *kmsg.DescribeTopicPartitionsRequest:
+		return now(s.describeTopicPartitions(r))
 	case *kmsg.DescribeClusterRequest:
 		return now(s.describeCluster(cc, r))
 	case *kmsg.DescribeTransactionsRequest:

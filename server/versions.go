@@ -29,6 +29,7 @@ var apis = map[int16]versionRange{
 	24: {0, 3},  // AddPartitionsToTxn (v4 is the broker-to-broker batch form)
 	25: {0, 4},  // AddOffsetsToTxn
 	26: {0, 5},  // EndTxn (v5: transaction version 2)
+	27: {1, 2},  // WriteTxnMarkers (the admin client's abort of a hanging transaction)
 	28: {0, 5},  // TxnOffsetCommit (v5: transaction version 2)
 	32: {0, 4},  // DescribeConfigs (topics)
 	21: {0, 2},  // DeleteRecords
@@ -40,6 +41,7 @@ var apis = map[int16]versionRange{
 	61: {0, 0},  // DescribeProducers
 	65: {0, 0},  // DescribeTransactions
 	66: {0, 2},  // ListTransactions
+	75: {0, 0},  // DescribeTopicPartitions
 }
 
 // transactionVersion is the KIP-890 transaction version the server
