@@ -3,6 +3,7 @@ package partlog
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"sync"
@@ -395,5 +396,14 @@ func (l *Log) installCleaned(gen uint64, group []*segment.Segment, out *cleaner.
 	segs := slices.Concat(l.segments[:at], []*segment.Segment{ns}, l.segments[at+len(group):])
 	l.setSegments(segs)
 	l.mu.Unlock()
-	return l.deletions.add(paths, l.opts.FileDeleteDelayMs)
+	// The producer snapshots named after the replaced segments go with
+	// them, as Kafka's replaceSegments deletes them (a later load would
+	// remove them as strays).
+	errs = errs[:0]
+	for _, s := range group[1:] {
+		if err := os.Remove(filenames.Path(l.dir, s.BaseOffset(), filenames.Snapshot)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(append(errs, l.deletions.add(paths, l.opts.FileDeleteDelayMs))...)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/producerstate"
+	"github.com/partlog/partlog/recovery"
 )
 
 // compactOpts are options of a compacted log for tests: small segments,
@@ -615,5 +616,42 @@ func TestDirCleanerCheckpoint(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(plain, checkpoint.CleanerOffsetFile)); !os.IsNotExist(err) {
 		t.Fatalf("cleaner-offset-checkpoint in a directory without compacted partitions: %v", err)
+	}
+}
+
+// TestCompactedTxnIndexVerifies: after a cleaning removes an aborted
+// transaction's batches, its ABORT marker keeps its .txnindex entry for a
+// round (Kafka's rule); a full verification then lists the entry as a
+// change a recovery makes (the replay completes no transaction for it),
+// not as damage.
+func TestCompactedTxnIndexVerifies(t *testing.T) {
+	clock := int64(1_700_000_000_000)
+	l, dir := openTestLog(t, compactOpts(t, &clock))
+	txn := psData(t, 4, 0, 0, 1, true)
+	psLeader(t, l, txn)
+	psCoord(t, l, psMarker(4, 0, false, 1))
+	psLeader(t, l, psData(t, 4, 0, 1, 1, false)) // producer 4's last batch
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	psLeader(t, l, kvBatch(t, clock, "z=1"))
+	l.SetHighWatermark(l.LogEndOffset())
+	if _, err := l.Compact(time.UnixMilli(clock)); err != nil {
+		t.Fatal(err)
+	}
+	txns, err := l.AbortedTransactions(0, l.LogEndOffset())
+	if err != nil || len(txns) != 1 {
+		t.Fatalf("aborted transactions after cleaning: %v %v", txns, err)
+	}
+	if b := ltBatches(t, l); batch.View(b[0].Bytes).IsControl() == false {
+		t.Fatalf("the aborted batch is still there: %d batches", len(b))
+	}
+	rep, err := recovery.Run(dir, recovery.Options{DryRun: true, Full: true, RecoveryPoint: -1,
+		Segment: l.segConfig(), Now: l.opts.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Status == recovery.StatusProblems {
+		t.Fatalf("verification found problems: %s", rep.Summary())
 	}
 }

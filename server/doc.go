@@ -101,7 +101,9 @@
 // order by a writer goroutine, each once ready (a produce waiting for its
 // sync, a long-poll fetch, a JoinGroup), up to 64 requests ahead.
 // Fetched record bytes alias the segment mappings (Log.Read) until the
-// response is written.
+// response is written; a partition's record bytes of 8 KiB or more are
+// written from there, not copied into the response (one writev of the
+// encoded pieces and the mapped bytes, fetch_write.go).
 //
 // A client cannot make the server hold more than its bounds (conn.go):
 // a frame of at most Config.MaxRequestBytes (Kafka's

@@ -31,6 +31,9 @@ type serveOptions struct {
 	noBarrier  bool
 	cleaner    partlog.CleanerOptions
 	backoffMs  int64
+	cpuProfile string // hidden: a pprof CPU profile of the whole run
+	memProfile string // hidden: a pprof allocation profile written at shutdown
+	profSignal bool   // hidden: --cpuprofile profiles the windows from SIGUSR1 to SIGUSR2
 }
 
 func newServeCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -101,6 +104,14 @@ not be opened, 16 usage error.`,
 	cmd.Flags().Int64Var(&o.cleaner.MapBytes, "log-cleaner-dedupe-buffer-size", partlog.DefaultCleanerMapBytes, "memory of the cleaner's offset maps, all threads together (log.cleaner.dedupe.buffer.size)")
 	cmd.Flags().Float64Var(&o.cleaner.IOBytesPerSecond, "log-cleaner-io-max-bytes-per-second", 0, "bytes the cleaner reads and writes per second, 0 unbounded (log.cleaner.io.max.bytes.per.second)")
 	cmd.Flags().Int64Var(&o.backoffMs, "log-cleaner-backoff-ms", partlog.DefaultCleanerBackoff.Milliseconds(), "how soon a compacted partition not due yet is looked at again (log.cleaner.backoff.ms)")
+	// Profiling switches for the benchmarks against Kafka (interop's
+	// BenchmarkBrokers): hidden, as they are no part of serving.
+	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	cmd.Flags().StringVar(&o.memProfile, "memprofile", "", "write an allocation profile to this file at shutdown (go tool pprof)")
+	cmd.Flags().BoolVar(&o.profSignal, "profile-signals", false, "--cpuprofile profiles each window from SIGUSR1 to SIGUSR2 instead of the run (the file appears when the window ends)")
+	for _, f := range []string{"cpuprofile", "memprofile", "profile-signals"} {
+		_ = cmd.Flags().MarkHidden(f)
+	}
 	return cmd
 }
 
@@ -110,6 +121,11 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	prof, err := o.startProfiles()
+	if err != nil {
+		return &exitError{code: exitOperational, err: fmt.Errorf("serve: %w", err)}
+	}
+	defer prof.end(stderr)
 	// Consumer groups: the single-node coordinator of package server/group,
 	// its state in the log directory beside the server's own
 	// (group.StateFile); closed after the server.
