@@ -72,6 +72,12 @@
 //	                            the topic's (Log.Reconfigure applies them)
 //	IncrementalAlterConfigs 0–1 topic resources: SET, DELETE, APPEND and
 //	                            SUBTRACT (lists only)
+//	DeleteRecords         0–2   Log.SetLogStartOffset (-1: the high watermark)
+//	DescribeLogDirs       1–5   the log directory, each partition's size
+//	DescribeCluster       0–2   this node
+//	DescribeProducers     0     each partition's producer state
+//	DescribeTransactions  0     the coordinator's state of each id
+//	ListTransactions      0–2   filters: state, producer id, duration, pattern
 //	InitProducerId        0–5   Kafka's coordinator rules (txn.go)
 //	AddPartitionsToTxn    0–3   (v4+ is the broker-to-broker form)
 //	AddOffsetsToTxn       0–4
@@ -82,8 +88,8 @@
 //
 // With Config.Groups set, the classic group protocol is routed to it and
 // advertised too (OffsetCommit 0–8, OffsetFetch 0–8, JoinGroup 0–9,
-// Heartbeat 0–4, LeaveGroup 0–5, SyncGroup 0–5, DescribeGroups 0–5,
-// ListGroups 0–4). Without it those APIs are not advertised and
+// Heartbeat 0–4, LeaveGroup 0–5, SyncGroup 0–5, DescribeGroups 0–6,
+// ListGroups 0–5, DeleteGroups 0–3, OffsetDelete 0). Without it those APIs are not advertised and
 // FindCoordinator for a group answers COORDINATOR_NOT_AVAILABLE.
 //
 // Any other API or version is answered, never dropped: ApiVersions with

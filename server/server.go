@@ -412,6 +412,22 @@ func (s *Server) handle(ctx context.Context, cc *connCtx, req kmsg.Request) hand
 		return now(s.createPartitions(r))
 	case *kmsg.DescribeConfigsRequest:
 		return now(s.describeConfigs(r))
+	case *kmsg.WriteTxnMarkersRequest:
+		return now(s.writeTxnMarkers(r))
+	case *kmsg.DescribeLogDirsRequest:
+		return now(s.describeLogDirs(r))
+	case *kmsg.DeleteRecordsRequest:
+		return now(s.deleteRecords(r))
+	case *kmsg.DescribeProducersRequest:
+		return now(s.describeProducers(r))
+	case *kmsg.DescribeTopicPartitionsRequest:
+		return now(s.describeTopicPartitions(r))
+	case *kmsg.DescribeClusterRequest:
+		return now(s.describeCluster(cc, r))
+	case *kmsg.DescribeTransactionsRequest:
+		return now(s.txns.describeTransactions(r))
+	case *kmsg.ListTransactionsRequest:
+		return now(s.txns.listTransactions(r))
 	case *kmsg.IncrementalAlterConfigsRequest:
 		return now(s.incrementalAlterConfigs(r))
 	case *kmsg.AlterConfigsRequest:
