@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 func TestCreateWriteReopen(t *testing.T) {
