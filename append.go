@@ -135,7 +135,8 @@ func (l *Log) validateWalk(records []byte, origin Origin, keptOffsets bool, s *s
 			// them (the call is made to name the failure, or to walk
 			// the records).
 			if int64(len(v)) > l.opts.MaxBatchBytes || h.IsControl() || h.RecordsCount <= 0 ||
-				int64(h.LastOffsetDelta)+1 != int64(h.RecordsCount) || h.ProducerID >= 0 && h.BaseSequence < 0 || l.opts.ValidateRecords {
+				int64(h.LastOffsetDelta)+1 != int64(h.RecordsCount) || h.ProducerID >= 0 && h.BaseSequence < 0 ||
+				l.opts.ValidateRecords || l.opts.CleanupPolicy&Compact != 0 {
 				if err := l.leaderRules(v, h, pos); err != nil {
 					return err
 				}
@@ -193,21 +194,34 @@ func (l *Log) leaderRules(v batch.View, h *batch.BatchHeader, pos int64) error {
 	case h.ProducerID >= 0 && h.BaseSequence < 0:
 		return fmt.Errorf("%w: idempotent batch at %d without a base sequence", ErrPolicy, pos)
 	}
-	if !l.opts.ValidateRecords {
+	compacted := l.opts.CleanupPolicy&Compact != 0
+	if !l.opts.ValidateRecords && !compacted {
 		return nil
 	}
-	if h.Compression() == batch.CompressionNone {
-		if err := batch.CheckRecords(v, v.RecordsSection(), true); err != nil {
-			return fmt.Errorf("%w: batch at %d: %w", ErrInvalidRecords, pos, err)
-		}
-	}
+	data := v.RecordsSection()
 	if h.Compression() != batch.CompressionNone {
-		data, err := v.RecordData(l.scratch, int(l.opts.MaxBatchBytes)*64)
-		if err != nil {
+		var err error
+		if data, err = v.RecordData(l.scratch, int(l.opts.MaxBatchBytes)*64); err != nil {
 			return fmt.Errorf("%w: batch at %d: %w", ErrInvalidRecords, pos, err)
 		}
 		l.scratch = data[:0]
+	}
+	if l.opts.ValidateRecords {
 		if err := batch.CheckRecords(v, data, true); err != nil {
+			return fmt.Errorf("%w: batch at %d: %w", ErrInvalidRecords, pos, err)
+		}
+	}
+	if compacted {
+		// Kafka's leader refuses a record without a key on a compacted
+		// topic (the cleaner could only drop it).
+		it := batch.NewRecordIterator(v, data)
+		var r batch.Record
+		for it.Next(&r) {
+			if r.Key == nil {
+				return fmt.Errorf("%w: compacted topic cannot accept a record without a key (batch at %d, offset delta %d)", ErrPolicy, pos, r.OffsetDelta)
+			}
+		}
+		if err := it.Err(); err != nil {
 			return fmt.Errorf("%w: batch at %d: %w", ErrInvalidRecords, pos, err)
 		}
 	}
@@ -300,7 +314,7 @@ func (l *Log) beginLeader(v batch.View, h *batch.BatchHeader, next int64) error 
 }
 
 func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *AppendInfo) error {
-	if l.failed != nil || l.closed.Load() || l.tsRules || l.opts.ValidateRecords ||
+	if l.failed != nil || l.closed.Load() || l.tsRules || l.opts.ValidateRecords || l.opts.CleanupPolicy&Compact != 0 ||
 		leaderEpoch != l.latestEpoch.Load() || int64(len(records)) > l.opts.SegmentBytes {
 		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -138,6 +139,11 @@ type logCold struct {
 	keys      map[*segment.Segment]uint64 // mapping-cache registrations
 	closeOnce sync.Once
 	closeErr  error
+	// closedDurable: Close flushed every appended byte (its other steps,
+	// a producer snapshot or the directory sync, may still have failed:
+	// what they leave, the next open rebuilds). Dir.Close writes the
+	// clean-shutdown marker only if every log closed durable.
+	closedDurable bool
 
 	logStartOffset atomic.Int64
 	recoveryPoint  atomic.Int64
@@ -173,6 +179,13 @@ type logCold struct {
 // Options.Strict nothing is repaired: a directory that would need it
 // fails with ErrNeedsRecovery.
 func Open(dir string, opts *Options) (*Log, error) {
+	return openLog(dir, opts, "")
+}
+
+// openLog is Open with the quarantine of its recovery
+// (DirOptions.Quarantine; not an Options field: the Log embeds its
+// Options, and its layout has no room).
+func openLog(dir string, opts *Options, quarantine string) (*Log, error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -197,7 +210,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 	if l.cache == nil {
 		l.cache = DefaultMappingCache()
 	}
-	if err := l.open(); err != nil {
+	if err := l.open(quarantine); err != nil {
 		l.closeSegments()
 		_ = unlockDir(lock)
 		return nil, err
@@ -221,7 +234,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 // and validates only those that fail them; without it every segment from
 // the recovery point on is validated and repaired. A new directory (no
 // file of the segment family) gets a first empty segment.
-func (l *Log) open() error {
+func (l *Log) open(quarantine string) error {
 	// Listed once, through the lock's descriptor of the directory, for
 	// both the new-partition check and the load.
 	entries, err := l.lock.ReadDir(-1)
@@ -244,9 +257,16 @@ func (l *Log) open() error {
 		ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs,
 		Now:                    l.opts.Now,
 		OpenActive:             true,
+		// What a clean shutdown declared durable is not cut at open
+		// (Kafka would not even scan it); the partition is refused.
+		KeepFlushed: l.opts.CleanShutdown,
+		Quarantine:  quarantineDir(l.dir, quarantine),
 	})
 	if err != nil {
 		return err
+	}
+	if r := ld.Report; r.Refused != "" && !l.opts.Strict {
+		return fmt.Errorf("%w: %s; partlog recover --apply --force %s cuts it as Kafka's crash recovery would", ErrFlushedDamage, r.Refused, l.dir)
 	}
 
 	rep := ld.Report
@@ -264,6 +284,15 @@ func (l *Log) open() error {
 		return fmt.Errorf("%w: %s", ErrNeedsRecovery, rep.Summary())
 	}
 	return l.adopt(ld)
+}
+
+// quarantineDir is DirOptions.Quarantine for the partition directory
+// dir: a relative path is taken inside it.
+func quarantineDir(dir, q string) string {
+	if q == "" || filepath.IsAbs(q) {
+		return q
+	}
+	return filepath.Join(dir, q)
 }
 
 // listed reports whether the directory listing open read holds name
@@ -508,6 +537,17 @@ func (l *Log) Segments() []int64 {
 	return out
 }
 
+// refuseWrites makes the log refuse every write with err (wrapping
+// ErrFailed), as a failed flush does; reads go on. Dir uses it when it
+// opens read-only.
+func (l *Log) refuseWrites(err error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.failed == nil {
+		l.failed = err
+	}
+}
+
 // checkWritable returns why the log refuses writes, if it does. Caller
 // holds appendMu.
 func (l *Log) checkWritable() error {
@@ -615,7 +655,9 @@ func (l *Log) Close() error {
 		}
 		var errs []error
 		if l.failed == nil {
-			errs = append(errs, l.flushLocked(), l.takeSnapshot())
+			err := l.flushLocked()
+			l.closedDurable = err == nil
+			errs = append(errs, err, l.takeSnapshot())
 		}
 		l.mu.Lock()
 		l.closed.Store(true)
@@ -636,6 +678,36 @@ func (l *Log) Close() error {
 		}
 		errs = append(errs, l.deletions.removeNow())
 		errs = append(errs, unlockDir(l.lock))
+		l.closeErr = errors.Join(errs...)
+	})
+	return l.closeErr
+}
+
+// discard closes the log for the deletion of its directory: nothing is
+// flushed, snapshotted, trimmed or synced (Kafka's delete closes a log's
+// handlers the same way), so deleting a topic of thousands of partitions
+// costs no fsync per partition. The log is closed afterwards as by
+// Close; pending segment deletions finish first.
+func (l *Log) discard() error {
+	l.stopCleaning()
+	l.closeOnce.Do(func() {
+		l.appendMu.Lock()
+		defer l.appendMu.Unlock()
+		l.mu.Lock()
+		l.closed.Store(true)
+		l.waiters.closed()
+		segs := l.segments
+		for _, s := range segs {
+			if k, ok := l.keys[s]; ok {
+				l.cache.forget(k)
+			}
+		}
+		l.mu.Unlock()
+		var errs []error
+		for _, s := range segs {
+			errs = append(errs, s.Discard())
+		}
+		errs = append(errs, l.deletions.removeNow(), unlockDir(l.lock))
 		l.closeErr = errors.Join(errs...)
 	})
 	return l.closeErr

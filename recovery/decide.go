@@ -199,11 +199,14 @@ func (x *run) classify(segs []*seg, i int, laterData bool) string {
 // declared durable: below the recovery point's position, outside the page
 // holding it. A segment wholly below the recovery point's segment is
 // flushed wherever the damage lies. With a clean-shutdown marker every
-// segment followed by data was flushed (H3 keeps the active segment's
-// tail a torn tail).
+// segment followed by data was flushed, and the last one below the
+// recovery point's position, the page holding it included (the close
+// synced it whole; H3 keeps bytes after the data a torn tail): a corrupt
+// first batch of a cleanly closed active segment is damage in durable
+// data, not a torn write.
 func (x *run) flushed(segs []*seg, i int, pos int64, laterData bool) bool {
-	if x.o.Clean {
-		return laterData
+	if x.o.Clean && laterData {
+		return true
 	}
 	rp := x.o.RecoveryPoint
 	if rp <= 0 {
@@ -229,6 +232,9 @@ func (x *run) flushed(segs []*seg, i int, pos int64, laterData bool) bool {
 	defer done()
 	rpPos := s.keepEnd
 	_ = guard(s.logPath, func() { rpPos = recoveryPointPosition(m.data, s.keepEnd, rp) })
+	if x.o.Clean {
+		return pos < rpPos
+	}
 	return pos < rpPos&^(pageSize-1)
 }
 

@@ -99,7 +99,11 @@
 //
 // Run cuts corrupt-flushed data as Kafka does, unless
 // Options.RefuseFlushedCut: then it changes nothing and sets
-// Report.Refused (the CLI's recover --apply without --force).
+// Report.Refused (the CLI's recover --apply without --force), or
+// Options.KeepFlushed: then it stops before changing any segment and
+// sets Report.Refused (a log's clean open). With a clean-shutdown marker
+// the last segment's data below the recovery point is flushed too (the
+// close synced it), so a corrupt first batch there is corrupt-flushed.
 //
 // The metadata log (__cluster_metadata-0) is always recovered in full,
 // from recovery point 0 with the clean-shutdown marker ignored, as Kafka
@@ -128,7 +132,8 @@
 // removed, a replacement completed, stray snapshots removed, a snapshot
 // written at the log end, leader-epoch entries past the log end dropped),
 // which are not problems. Report.Notes inform (full-recovery,
-// metadata-log).
+// metadata-log, producer-snapshot: the snapshot at the log end could not
+// be written, the disk being full).
 //
 // With Quarantine set, the old bytes of every change are first placed in
 // that directory (Change.Saved names them): removed files are moved there,

@@ -1,10 +1,12 @@
 package recovery
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
+	"syscall"
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
@@ -310,6 +312,13 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 		}
 		return nil
 	})
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		// The snapshot is a shortcut, not data: on a full disk the log
+		// opens without it (it can still be read), and the next open
+		// replays from an earlier one.
+		x.r.note(name, kindProducerSnapshot, "producer snapshot at the log end offset %d not written: %v; the next open replays from an earlier one", leo, err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func TestMirrorOpenWithTransactionPreparedOnMirroredPartition(t *testing.T) {
 		t.Fatalf("AddPartitionsToTxn: %d", c)
 	}
 	roundTrip[*kmsg.ProduceResponse](rb, txnProduceReq(id, "pm", 0, -1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
-	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"pm"}}); err != nil {
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"pm"}, AllowTruncation: true}); err != nil {
 		t.Fatal(err)
 	}
 	// As a crash between PrepareCommit and the markers, or a marker
@@ -271,7 +271,7 @@ func TestMirrorStartEndsLocalTransactions(t *testing.T) {
 		}
 		roundTrip[*kmsg.ProduceResponse](rb, txnProduceReq(id, topic, 0, -1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
 	}
-	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"lt"}}); err != nil {
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"lt"}, AllowTruncation: true}); err != nil {
 		t.Fatal(err)
 	}
 	var state string

@@ -305,7 +305,13 @@ func TestAdminEndpoint(t *testing.T) {
 		return resp.StatusCode, v
 	}
 	post := func(path, body string) (int, map[string]any) {
-		resp, err := http.Post(h.URL+path, "application/json", strings.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, h.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+s.AdminToken())
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -121,6 +121,7 @@ func (o *compactOptions) run(dirs []string, stdout, stderr io.Writer) error {
 		}
 	}
 	var reports = map[*partitionTarget]*compactReport{}
+	ps := newPrinter(stdout, stderr, o.json, "compact")
 	code := forEachPartition(dirs, stderr, "compact", func(t *partitionTarget) partitionResult {
 		q := o.quarantine
 		switch {
@@ -135,7 +136,7 @@ func (o *compactOptions) run(dirs []string, stdout, stderr io.Writer) error {
 	}, func(t *partitionTarget, res *partitionResult) {
 		rep := reports[t]
 		if res.err != nil || res.refused != "" || rep == nil {
-			printResult(stdout, stderr, t, res, o.json)
+			ps.print(t, res)
 			return
 		}
 		if o.json {
@@ -144,7 +145,7 @@ func (o *compactOptions) run(dirs []string, stdout, stderr io.Writer) error {
 			return
 		}
 		if res.rep != nil && (len(res.rep.Changes) > 0 || len(res.rep.Problems) > 0) {
-			printReportText(stdout, res.rep, res.dryRun)
+			printReportText(stdout, res.rep, res.dryRun, nil)
 		}
 		printCompactText(stdout, t.dir, rep)
 	})

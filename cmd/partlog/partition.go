@@ -240,24 +240,29 @@ func resolveAll(args []string, stderr io.Writer) (targets []partitionTarget, cod
 	return targets, code
 }
 
-// logDirLockHolder reports whether another process holds the POSIX
-// record lock of the log directory's .lock file, without creating or
+// logDirLockHolder reports whether another process holds a record lock
+// of the log directory's .lock file, and who, without creating or
 // changing anything (F_GETLK on a read-only descriptor). A missing .lock
-// means no holder.
-func logDirLockHolder(logDir string) (held bool, pid int32) {
+// means no holder. A broker's POSIX lock names its process; partlog's
+// open-file-description lock (partlog serve, a program embedding
+// partlog) names none: the kernel reports pid -1.
+func logDirLockHolder(logDir string) (held bool, who string) {
 	f, err := os.Open(filepath.Join(logDir, ".lock"))
 	if err != nil {
-		return false, 0
+		return false, ""
 	}
 	defer f.Close()
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
 	if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk); err != nil {
-		return false, 0
+		return false, ""
 	}
 	if lk.Type == unix.F_UNLCK {
-		return false, 0
+		return false, ""
 	}
-	return true, lk.Pid
+	if lk.Pid <= 0 {
+		return true, "a running partlog (partlog serve, or a program embedding partlog: an open-file-description lock, whose process the kernel does not name)"
+	}
+	return true, fmt.Sprintf("process %d (a running broker?)", lk.Pid)
 }
 
 // partitionLock is what recover --apply holds while it changes a

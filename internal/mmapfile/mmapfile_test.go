@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 func TestCreateWriteReopen(t *testing.T) {
@@ -187,5 +188,53 @@ func TestOpenNeverFollowsLinks(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "absent")); err == nil {
 		t.Fatal("Create made the link's target")
+	}
+}
+
+// TestGrowAllocatesWholePage: a Grow to a length inside a page also
+// allocates the rest of that page (the file's length kept): a store
+// into the mapping reserves blocks for its whole page, so on a file
+// system of blocks smaller than a page (ext4 under 512 MiB) a full disk
+// faulted (SIGBUS) an append that its Grow had reserved, for blocks past
+// its end no call had allocated; and a failure to allocate them is the
+// Grow's.
+func TestGrowAllocatesWholePage(t *testing.T) {
+	orig := fallocate
+	t.Cleanup(func() { fallocate = orig })
+	type call struct {
+		mode   uint32
+		off, n int64
+	}
+	var calls []call
+	failKeepSize := false
+	fallocate = func(fd int, mode uint32, off, n int64) error {
+		calls = append(calls, call{mode, off, n})
+		if failKeepSize && mode == unix.FALLOC_FL_KEEP_SIZE {
+			return unix.ENOSPC
+		}
+		return orig(fd, mode, off, n)
+	}
+	path := filepath.Join(t.TempDir(), "seg")
+	f, err := Open(path, Options{Create: true, Reserve: 4096, Capacity: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	calls = nil
+	pg := int64(os.Getpagesize())
+	n := 3*pg + 100
+	if err := f.Grow(n); err != nil {
+		t.Fatal(err)
+	}
+	last := calls[len(calls)-1]
+	if last.mode != unix.FALLOC_FL_KEEP_SIZE || last.off != n || last.off+last.n != 4*pg {
+		t.Fatalf("fallocate calls %+v: want the rest of the page [%d, %d) kept past the length", calls, n, 4*pg)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != n || f.Size() != n {
+		t.Fatalf("length %d, Size %d, want %d (%v)", fi.Size(), f.Size(), n, err)
+	}
+	failKeepSize = true
+	if err := f.Grow(5*pg + 1); !errors.Is(err, unix.ENOSPC) || f.Size() != n {
+		t.Fatalf("Grow whose page cannot be allocated: %v, Size %d", err, f.Size())
 	}
 }
