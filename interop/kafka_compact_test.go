@@ -116,8 +116,9 @@ func copyDir(t testing.TB, src, dst string) string {
 // at now and returns what the round did.
 func cleanWithPartlog(t *testing.T, dir string, hw int64, now time.Time) partlog.CleanResult {
 	t.Helper()
-	l, err := partlog.Open(dir, &partlog.Options{CleanShutdown: true, RecoveryPoint: hw, HighWatermark: hw,
-		PrefaultBytes: -1, DeleteRetentionMs: judgeDeleteRetentionMs, Now: func() time.Time { return now }})
+	opts := &partlog.Options{CleanShutdown: true, RecoveryPoint: hw, HighWatermark: hw,
+		PrefaultBytes: -1, DeleteRetentionMs: judgeDeleteRetentionMs, Now: func() time.Time { return now }}
+	l, err := partlog.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +128,9 @@ func cleanWithPartlog(t *testing.T, dir string, hw int64, now time.Time) partlog
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if err := partlog.Check(dir, opts); err != nil {
+		t.Errorf("consistency check of %s after cleaning: %v", dir, err)
 	}
 	return res
 }

@@ -160,6 +160,7 @@ func TestCompactCLI(t *testing.T) {
 	if code, out, errOut := runCLI(t, "", "verify", "--full", dir); code != exitOK {
 		t.Fatalf("verify after compact: exit %d\n%s%s", code, out, errOut)
 	}
+	checkConsistent(t, dir)
 	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
 	code, out, _ = runCLI(t, "", "dump", "--deep-iteration", "--print-data-log", segs[0])
 	if code != exitOK || !strings.Contains(out, "deleteHorizonMs: OptionalLong[") {
