@@ -216,18 +216,15 @@ func (p *pass) findLastMarkers() error {
 		if err != nil {
 			return err
 		}
-		for pos := 0; pos < len(data); {
-			n, err := batch.Frame(data[pos:])
-			if err != nil || n < batch.HeaderSize {
-				break // the cleaning pass reports it
-			}
-			v := batch.View(data[pos : pos+n])
+		// Up to the first entry that does not frame as a batch: the
+		// cleaning pass reports it.
+		w := batch.NewWalker(data)
+		for v, ok := w.Next(); ok; v, ok = w.Next() {
 			if v.Magic() == batch.MagicV2 && v.IsControl() {
 				if _, live := p.r.Producers[v.ProducerID()]; live {
 					p.lastMarker[v.ProducerID()] = v.BaseOffset()
 				}
 			}
-			pos += n
 		}
 		release()
 		if err := p.check(len(data)); err != nil {
@@ -237,25 +234,14 @@ func (p *pass) findLastMarkers() error {
 	return nil
 }
 
-// controlType reads the type of a control batch's record; ok is false for
-// an empty control batch.
+// controlType reads the type of a control batch's record (batch's one
+// reader of it); ok is false for an empty control batch.
 func (w *Worker) controlType(v batch.View) (typ batch.ControlType, ok bool, err error) {
 	if v.RecordsCount() <= 0 {
 		return 0, false, nil
 	}
-	data, err := v.RecordData(w.scratch[:0], maxDecompressed)
-	if err != nil {
-		return 0, false, err
-	}
-	it := batch.NewRecordIterator(v, data)
 	var rec batch.Record
-	if !it.Next(&rec) {
-		if err := it.Err(); err != nil {
-			return 0, false, err
-		}
-		return 0, false, nil
-	}
-	_, typ, err = batch.ParseControlKey(rec.Key)
+	typ, _, err = v.ControlRecord(w.scratch[:0], &rec)
 	return typ, err == nil, err
 }
 
