@@ -187,18 +187,8 @@ func (l *Log) deleteSegmentsLocked(predicate func(s, next *segment.Segment) (boo
 		l.endOffsetsChange()
 		l.waiters.highWatermarkMoved()
 	}
-	var paths []string
-	var errs []error
 	l.mu.Lock()
-	for _, s := range doomed {
-		if k, ok := l.keys[s]; ok {
-			l.cache.forget(k)
-			delete(l.keys, s)
-		}
-		p, err := s.RenameDeleted()
-		paths = append(paths, p...)
-		errs = append(errs, err)
-	}
+	paths, errs := l.renameDeleted(doomed)
 	l.setSegments(slices.Clone(l.segments[len(doomed):]))
 	l.mu.Unlock()
 	errs = append(errs, fsutil.SyncDir(l.dir))

@@ -39,10 +39,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 	l.mu.Lock()
 	err := l.removeSegmentsLocked(l.segments[i+1:])
 	if err == nil {
-		if k, ok := l.keys[target]; ok {
-			l.cache.forget(k)
-			delete(l.keys, target)
-		}
+		l.uncache(target)
 		_, err = target.TruncateTo(offset, l.opts.Now())
 	}
 	l.mu.Unlock()
