@@ -149,10 +149,7 @@ func (o *producersOptions) run(dir string, stdout, stderr io.Writer) error {
 	} else {
 		st.printText(stdout, t.dir)
 	}
-	if code != exitOK {
-		return &exitError{code: code}
-	}
-	return nil
+	return exitWith(code)
 }
 
 func (st *producerState) json(dir string) producersJSON {
