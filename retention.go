@@ -180,12 +180,7 @@ func (l *Log) deleteSegmentsLocked(predicate func(s, next *segment.Segment) (boo
 	// Raise the log start before the segments leave the list, so no
 	// reader is sent past them.
 	if newStart > l.logStartOffset.Load() {
-		l.beginOffsetsChange()
-		l.logStartOffset.Store(newStart)
-		l.recoveryPoint.Store(max(l.recoveryPoint.Load(), newStart))
-		l.highWatermark.Store(max(l.highWatermark.Load(), newStart))
-		l.endOffsetsChange()
-		l.waiters.highWatermarkMoved()
+		l.raiseLogStart(newStart)
 	}
 	l.mu.Lock()
 	paths, errs := l.renameDeleted(doomed)
