@@ -12,6 +12,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // This file reads the three index files of a segment as kafka-dump-log
@@ -40,8 +41,8 @@ func siblingsOf(path string) (segmentFiles, error) {
 	dir := filepath.Dir(abs)
 	return segmentFiles{
 		base:  base,
-		log:   filepath.Join(dir, stem+".log"),
-		index: filepath.Join(dir, stem+".index"),
+		log:   filepath.Join(dir, stem+filenames.Log),
+		index: filepath.Join(dir, stem+filenames.Index),
 	}, nil
 }
 

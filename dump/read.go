@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // Options say what Read reads and what the renderers print; they are
@@ -101,12 +102,12 @@ func (r *Range) contains(offset int64) bool { return r.overlaps(offset, offset) 
 
 // kinds maps a file name extension to its kind (File.Kind).
 var kinds = map[string]string{
-	".log":        "log",
-	".index":      "index",
-	".timeindex":  "timeindex",
-	".txnindex":   "txnindex",
-	".snapshot":   "snapshot",
-	".checkpoint": "kraftSnapshot",
+	filenames.Log:       "log",
+	filenames.Index:     "index",
+	filenames.TimeIndex: "timeindex",
+	filenames.TxnIndex:  "txnindex",
+	filenames.Snapshot:  "snapshot",
+	".checkpoint":       "kraftSnapshot",
 }
 
 // ErrUnknownKind is returned by Read for a file whose name ends in no
