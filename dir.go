@@ -28,9 +28,8 @@ type DirOptions struct {
 	// from the log directory's files instead.
 	Log *Options
 	// Parallelism is how many partitions load at once. Default: four per
-	// CPU, at least 8 (a load mostly waits on the file system; with 1 000
-	// fresh partitions on the 2-vCPU reference VM, 16 at once took 0.2–0.9x
-	// the time of 2 in three interleaved rounds).
+	// CPU, at least 8: a load mostly waits on the file system
+	// (bench/RESULTS.md, DirOptions.Parallelism).
 	Parallelism int
 	// BrokerEpoch is written into the clean-shutdown marker by Close.
 	// Default -1 (none).

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/fsutil"
@@ -70,7 +71,7 @@ type Log struct {
 
 	// Line 1: the write policy and the waiters (an append reads the
 	// log-end notifier's first word).
-	writes  writePolicy // how appends reach the page cache (sync.go)
+	writes  writePolicy // how appends reach the page cache (writepath.go)
 	waiters waiters     // wait.go
 	// Line 2: the rest of waiters, then opts, whose first five fields
 	// the append reads.
@@ -126,7 +127,10 @@ type logCold struct {
 	// appendTimeBuf holds a LogAppendTime append's stamped copy
 	// (timestamp.go), under appendMu.
 	appendTimeBuf []byte
-	dirDirty      bool // a segment was created since the last Flush
+	// hdrBuf is the array of the headers validate decodes (scan.hdrs),
+	// under appendMu.
+	hdrBuf   []batch.BatchHeader
+	dirDirty bool // a segment was created since the last Flush
 	// listing is the directory's entries in name order, read by open and
 	// dropped at the end of Open: the files it lacks are not opened.
 	listing []fs.DirEntry
@@ -163,13 +167,15 @@ type logCold struct {
 // from this or another process, fails with ErrLocked while the Log is
 // open; no file is added to the directory for this.
 //
-// With Options.CleanShutdown (the log directory's clean-shutdown marker
-// was present; OpenDir passes it) the directory is loaded without
-// reading any sealed segment: their indexes are checked when first used,
-// and only the active segment's tail is validated. Otherwise, or when
-// that tail check fails, package recovery repairs the directory first
-// (from Options.RecoveryPoint on: torn tails cut, indexes rebuilt,
-// producer state replayed), and RecoveryReport says what it did. With
+// Every open loads the directory through package recovery (one load
+// path, recovery.Load), which the Log then adopts: with
+// Options.CleanShutdown (the log directory's clean-shutdown marker was
+// present; OpenDir passes it) no sealed segment is read (their indexes
+// are checked when first used) and only the active segment's tail is
+// validated, through the files recovery opens for appending; otherwise,
+// or when that check fails, recovery repairs the directory from
+// Options.RecoveryPoint on (torn tails cut, indexes rebuilt, producer
+// state replayed), and RecoveryReport says what it did. With
 // Options.Strict nothing is repaired: a directory that would need it
 // fails with ErrNeedsRecovery.
 func Open(dir string, opts *Options) (*Log, error) {
@@ -366,7 +372,7 @@ func (l *Log) adopt(ld *recovery.Loaded) error {
 			if a := active; a != nil && a.BaseOffset() == sr.BaseOffset && a.Size() == sr.SizeBytes {
 				s, active = a, nil
 			} else {
-				s, err = segment.OpenRecovered(l.dir, sr.BaseOffset, sr.SizeBytes, cfg, now)
+				s, err = segment.OpenActive(l.dir, sr.BaseOffset, cfg, now, segment.Opened{Recovered: true, Size: sr.SizeBytes})
 			}
 		} else {
 			s, err = segment.OpenSealed(l.dir, sr.BaseOffset, cfg, now)

@@ -121,7 +121,7 @@ func TestMirrorFromKafka(t *testing.T) {
 
 // createKafkaTopic creates a topic on a Kafka broker and waits until it
 // has leaders.
-func createKafkaTopic(t *testing.T, b *kafka.Broker, topic string, partitions int32, configs map[string]string) {
+func createKafkaTopic(t testing.TB, b *kafka.Broker, topic string, partitions int32, configs map[string]string) {
 	t.Helper()
 	createTopicOn(t, b.Client(t), topic, partitions, configs)
 }

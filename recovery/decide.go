@@ -1,7 +1,6 @@
 package recovery
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/partlog/partlog/batch"
@@ -268,20 +267,16 @@ func recoveryPointPosition(data []byte, validEnd, rp int64) int64 {
 			return end
 		}
 		p := start
-		for p+batch.HeaderSize <= int64(len(data)) {
-			n := int64(int32(binary.BigEndian.Uint32(data[p+batch.OffBatchLength:]))) + batch.LogOverhead
-			if n < batch.HeaderSize || p+n > int64(len(data)) {
-				break
-			}
-			v, err := batch.Check(data[p : p+n])
-			if err != nil || v.BaseOffset() <= last {
-				break // damage, or a stale batch out of offset order
+		it := batch.NewIterator(data[start:], start)
+		for v, ok := it.Next(); ok; v, ok = it.Next() {
+			if v.BaseOffset() <= last {
+				break // a stale batch out of offset order
 			}
 			if v.LastOffset() >= rp {
 				return p
 			}
 			last = v.LastOffset()
-			p += n
+			p += int64(len(v))
 			end = p
 		}
 		q = p + 1
@@ -298,11 +293,7 @@ func resyncPosition(data []byte, from int64) (int64, bool) {
 		if b[batch.OffMagic] != batch.MagicV2 {
 			continue
 		}
-		n := int64(int32(binary.BigEndian.Uint32(b[batch.OffBatchLength:]))) + batch.LogOverhead
-		if n < batch.HeaderSize || n > int64(len(b)) {
-			continue
-		}
-		if _, err := batch.Check(b[:n]); err != nil {
+		if _, err := batch.Check(b); err != nil {
 			continue
 		}
 		return q, true

@@ -38,11 +38,14 @@
 //     (Options.Parallelism workers) from byte 0 through a read-only mapping
 //     with faults turned into errors; batch.Iterator's checks are completed
 //     by the structural rules of §7.1 (base offset ≥ segment base, offsets
-//     strictly increasing, last offset − base within int32, leader epochs
-//     never decreasing except an isolated spike, which is cut). No claimed
+//     strictly increasing, last offset − base within int32). A batch whose
+//     leader epoch is below its predecessor's is kept, as Kafka keeps it,
+//     and noted (epoch-decrease); the epoch cache is then rebuilt from the
+//     headers. No claimed
 //     length is ever allocated. Then, in offset order, segment boundaries
-//     are checked (overlaps, wrongly named segments, epochs across
-//     segments). The cut is the first failure in offset order.
+//     are checked (overlaps, wrongly named segments; a decreasing epoch
+//     across segments is noted likewise). The cut is the first failure in
+//     offset order.
 //  4. Classification (table below) and the salvage summary.
 //  5. Apply (skipped under DryRun). Later segments are removed first,
 //     newest first, then the cut segment's .log is truncated at the cut
@@ -141,12 +144,13 @@
 // # Kinds
 //
 // Problems: foreign-name, index, clean-marker-inconsistent, lost-trim, cut,
-// salvage, overlap, gap, epoch, snapshot (corrupt), swap (invalid
+// corrupt-flushed, salvage, overlap, gap, snapshot (corrupt), swap (invalid
 // replacement), orphan-index (no .deleted sibling: the data is missing),
 // epoch-checkpoint, log-start-beyond-end, producer-replay,
 // replay-incomplete, segment-dropped, refused. Changes: leftover,
 // orphan-index, swap, index, cut, segment-dropped, segment-created,
-// snapshot, producer-snapshot, epochs. Notes: full-recovery, metadata-log.
+// snapshot, producer-snapshot, epochs. Notes: full-recovery, metadata-log,
+// epoch-decrease.
 //
 // # Concurrency
 //

@@ -205,7 +205,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 			}
 		}
 	}
-	rb.Batches = func(start int64, yield func(batch.View) bool) error {
+	rb.Batches = func(start int64, yield func(batch.View, *batch.BatchHeader) bool) error {
 		for _, s := range kept {
 			if wiped || s.created || s.keepEnd == 0 || s.next() <= start {
 				s.releaseMap()
@@ -328,7 +328,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 
 // replaySegment passes the batches of s that may change producer state
 // to yield, in order. It reports whether yield asked for more.
-func (x *run) replaySegment(s *seg, yield func(batch.View) bool) (bool, error) {
+func (x *run) replaySegment(s *seg, yield func(batch.View, *batch.BatchHeader) bool) (bool, error) {
 	defer s.releaseMap()
 	// A segment validated from byte 0 lists the positions of the batches
 	// with a producer id or the control flag: the only ones that change
@@ -354,21 +354,32 @@ func (x *run) replaySegment(s *seg, yield func(batch.View) bool) (bool, error) {
 	defer done()
 	data := mp.data[:s.keepEnd]
 	more := true
+	var h batch.BatchHeader
 	ferr := guard(s.logPath, func() {
 		switch {
 		case listed:
+			// Validated by the scan, which kept only their positions:
+			// each header is decoded here once, for the replay.
 			for _, p := range positions {
-				b := data[p:]
-				if more = yield(batch.View(b[:frameSize(b)])); !more {
+				w := batch.NewWalker(data[p:])
+				v, _ := w.Next()
+				v.DecodeHeader(&h)
+				if more = yield(v, &h); !more {
 					return
 				}
 			}
 		case s.recover:
-			walk(data, func(_ int64, v batch.View) bool { more = yield(v); return more })
+			w := batch.NewWalker(data)
+			for v, ok := w.Next(); ok; v, ok = w.Next() {
+				v.DecodeHeader(&h)
+				if more = yield(v, &h); !more {
+					return
+				}
+			}
 		default:
 			it := batch.NewIterator(data, 0)
 			for v, ok := it.Next(); ok; v, ok = it.Next() {
-				if more = yield(v); !more {
+				if more = yield(v, it.Header()); !more {
 					return
 				}
 			}

@@ -64,9 +64,9 @@ const retainedResponseBytes = 1 << 20
 
 // retainedRequestBytes is the largest Produce frame buffer a connection
 // keeps for its next frame: a producer's requests are mostly alike, and
-// a new buffer per frame, grown from 64 KiB as the bytes arrived, was
-// 15% of partlog serve's CPU under a producer (BenchmarkBrokers, kgo,
-// 100 B records). The largest request of Kafka's Java producer
+// a new buffer per frame, grown as the bytes arrived, was a large share
+// of partlog serve's CPU under a producer (bench/RESULTS.md,
+// retainedRequestBytes). The largest request of Kafka's Java producer
 // (max.request.size, 1 MiB) and of kgo (a 1 MB batch) fit.
 const retainedRequestBytes = 1<<20 + 64<<10
 
@@ -91,6 +91,8 @@ type connCtx struct {
 	// clientID is the client id of the request being handled (set by
 	// the read loop before each call of handle).
 	clientID string
+	// sessions are the connection's fetch sessions (fetch_session.go).
+	sessions connSessions
 	// spare is the buffer of the last Produce frame, free once the
 	// request was handled (its batches are copied into the logs; nothing
 	// of a Produce request is kept past its handler): the next frame is
@@ -160,6 +162,7 @@ func (s *Server) serveConn(c net.Conn) {
 	async.Wait()
 	close(q)
 	<-writerDone
+	cc.closeSessions()
 	_ = c.Close()
 }
 

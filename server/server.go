@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/partlog/partlog"
@@ -134,6 +135,9 @@ type Server struct {
 	closed bool
 	// connSlots holds a token per open connection (MaxConnections).
 	connSlots chan struct{}
+	// fetchSessions counts the open fetch sessions of every connection
+	// (fetch_session.go).
+	fetchSessions atomic.Int32
 
 	storageLogMu sync.Mutex // guards storageLog
 	storageLog   map[partlog.TopicPartition]storageLogged
@@ -408,6 +412,22 @@ func (s *Server) handle(ctx context.Context, cc *connCtx, req kmsg.Request) hand
 		return now(s.createPartitions(r))
 	case *kmsg.DescribeConfigsRequest:
 		return now(s.describeConfigs(r))
+	case *kmsg.WriteTxnMarkersRequest:
+		return now(s.writeTxnMarkers(r))
+	case *kmsg.DescribeLogDirsRequest:
+		return now(s.describeLogDirs(r))
+	case *kmsg.DeleteRecordsRequest:
+		return now(s.deleteRecords(r))
+	case *kmsg.DescribeProducersRequest:
+		return now(s.describeProducers(r))
+	case *kmsg.DescribeTopicPartitionsRequest:
+		return now(s.describeTopicPartitions(r))
+	case *kmsg.DescribeClusterRequest:
+		return now(s.describeCluster(cc, r))
+	case *kmsg.DescribeTransactionsRequest:
+		return now(s.txns.describeTransactions(r))
+	case *kmsg.ListTransactionsRequest:
+		return now(s.txns.listTransactions(r))
 	case *kmsg.IncrementalAlterConfigsRequest:
 		return now(s.incrementalAlterConfigs(r))
 	case *kmsg.AlterConfigsRequest:
@@ -415,7 +435,7 @@ func (s *Server) handle(ctx context.Context, cc *connCtx, req kmsg.Request) hand
 	case *kmsg.ProduceRequest:
 		return s.produce(r)
 	case *kmsg.FetchRequest:
-		return s.fetch(r)
+		return s.fetch(cc, r)
 	case *kmsg.ListOffsetsRequest:
 		return now(s.listOffsets(r))
 	case *kmsg.OffsetForLeaderEpochRequest:

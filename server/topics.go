@@ -538,7 +538,7 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 			s.cmu.Lock()
 			if t := s.topicByName(rt.Topic); t != nil {
 				s.cmu.Unlock()
-				fail(errTopicAlreadyExists, "topic '"+rt.Topic+"' already exists")
+				fail(errTopicAlreadyExists, "Topic '"+rt.Topic+"' already exists.")
 				break
 			}
 			if req.ValidateOnly {

@@ -35,10 +35,7 @@ func (o *infoOptions) validate() error { return validateIndexInterval(o.indexInt
 
 func newInfoCommand(stdout, stderr io.Writer) *cobra.Command {
 	var o infoOptions
-	cmd := &cobra.Command{
-		Use:   "info [--json] DIR...",
-		Short: "Describe partition directories at a glance",
-		Long: `info prints, for every partition directory (DIR as for verify), its
+	return newDirCommand(&o, "info [--json] DIR...", "Describe partition directories at a glance", `info prints, for every partition directory (DIR as for verify), its
 segments, log start and end offsets, recovery point, producer snapshots,
 checkpoints, clean-shutdown marker, leader epochs, producers, barriers and
 the problems recovery would find. It changes nothing (recovery runs in
@@ -46,20 +43,10 @@ dry-run mode). --json prints the same as one JSON object per partition
 directory (schemaVersion 1; a directory that could not be read is
 {"dir", "status": "error", "error"}).
 
-` + recoveryReads + `
+`+recoveryReads+`
 
 Exit status: 0 no problem (recovery may still list routine changes),
-4 problems found, 8 operational error, 16 usage error.`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(args, stdout, stderr)
-		},
-	}
-	o.addFlags(cmd)
-	return cmd
+4 problems found, 8 operational error, 16 usage error.`, stdout, stderr)
 }
 
 func (o *infoOptions) run(dirs []string, stdout, stderr io.Writer) error {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // TestInfoPrintsEverySegment: info lists every segment with its offsets,
@@ -22,7 +23,7 @@ func TestInfoPrintsEverySegment(t *testing.T) {
 	if err := checkpoint.WriteCleanShutdown(filepath.Join(logDir, checkpoint.CleanShutdownFile), -1); err != nil {
 		t.Fatal(err)
 	}
-	before := hashTree(t, logDir)
+	before := testutil.HashTree(t, logDir)
 	code, out, errOut := runCLI(t, "", "info", logDir)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
@@ -48,7 +49,7 @@ func TestInfoPrintsEverySegment(t *testing.T) {
 			t.Errorf("info lacks %q:\n%s", want, out)
 		}
 	}
-	sameTree(t, before, hashTree(t, logDir))
+	sameTree(t, before, testutil.HashTree(t, logDir))
 }
 
 // TestInfoDamaged: the problems and the cut are shown, and the exit code
@@ -89,7 +90,7 @@ func TestInfoJSON(t *testing.T) {
 		map[checkpoint.TopicPartition]int64{{Topic: "t", Partition: 0}: 60}); err != nil {
 		t.Fatal(err)
 	}
-	before := hashTree(t, logDir)
+	before := testutil.HashTree(t, logDir)
 	code, out, errOut := runCLI(t, "", "info", "--json", logDir)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
@@ -103,5 +104,5 @@ func TestInfoJSON(t *testing.T) {
 		m.Segments[1].FirstOffset != 27 || !slices.Equal(m.Snapshots, []int64{27, 54, 60}) || m.Problems == nil {
 		t.Fatalf("info --json: %+v", m)
 	}
-	sameTree(t, before, hashTree(t, logDir))
+	sameTree(t, before, testutil.HashTree(t, logDir))
 }

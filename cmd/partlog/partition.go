@@ -14,6 +14,7 @@ import (
 	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/recovery"
 	"github.com/partlog/partlog/segment"
+	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
 
@@ -317,4 +318,32 @@ func (l *partitionLock) releaseDir() error {
 	err = errors.Join(err, l.dir.Close())
 	l.dir = nil
 	return err
+}
+
+// dirCommand is the options of a command over partition or log
+// directories (verify, recover, info, compact): flags, their check, the
+// run over the DIR arguments.
+type dirCommand interface {
+	addFlags(cmd *cobra.Command)
+	validate() error
+	run(dirs []string, stdout, stderr io.Writer) error
+}
+
+// newDirCommand makes the cobra command of o: at least one DIR, the
+// flags validated before the run.
+func newDirCommand(o dirCommand, use, short, long string, stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(args, stdout, stderr)
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
 }

@@ -53,10 +53,7 @@ func (o *recoverOptions) validate() error {
 
 func newRecoverCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := recoverOptions{now: time.Now}
-	cmd := &cobra.Command{
-		Use:   "recover [--json] [--full] [--apply [--force]] [--quarantine PATH] DIR...",
-		Short: "Repair partition directories as the broker's log recovery would",
-		Long: `recover runs log recovery on every partition directory. Without --apply
+	return newDirCommand(&o, "recover [--json] [--full] [--apply [--force]] [--quarantine PATH] DIR...", "Repair partition directories as the broker's log recovery would", `recover runs log recovery on every partition directory. Without --apply
 it only plans, exactly as verify. With --apply it repairs in place: torn or
 corrupt tails are cut, indexes rebuilt, bad snapshots discarded, leftovers
 of interrupted operations resolved. Nothing is destroyed: the old bytes of
@@ -73,7 +70,7 @@ marker are read, never written. A second --apply changes nothing.
 damage it finds below the recovery point with --force only). Without it,
 only the segments a broker's load would check are read.
 
-` + recoveryReads + ` With --apply it
+`+recoveryReads+` With --apply it
 writes only inside the partition directory and the quarantine.
 
 Exit status: 0 no problem (with --apply, the routine changes of Kafka's
@@ -81,17 +78,7 @@ own load may have been made: a producer snapshot written at the log end,
 an index of the recovery range rebuilt), 1 damage repaired (the report
 names it), 4 problems (without --apply: found; with it: left as they
 are, or refused), 8 operational error, 16 usage error; several
-directories OR their codes.`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(args, stdout, stderr)
-		},
-	}
-	o.addFlags(cmd)
-	return cmd
+directories OR their codes.`, stdout, stderr)
 }
 
 func (o *recoverOptions) run(dirs []string, stdout, stderr io.Writer) error {

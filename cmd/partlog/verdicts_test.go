@@ -13,6 +13,7 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // verdictLogDirs are log directories of testdata/realkafka, each with the
@@ -22,30 +23,6 @@ var verdictLogDirs = map[string][]string{
 	"panic08+kafka-starter-windows/kafka-logs": {"__consumer_offsets-3", "test-0"},
 	"nomanazeem+Kafka-java/kafka-logs":         {"__cluster_metadata-0", "__consumer_offsets-15", "demo-topic-0"},
 	"Jeong-Rae+KafkaDemo/kraft-combined-logs":  {"__cluster_metadata-0"},
-}
-
-// copyTree copies the directory tree from to to (files and directories
-// only).
-func copyTree(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.Walk(from, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		dst := filepath.Join(to, rel)
-		if fi.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestRealDirectoryVerdicts: on directories real Kafka brokers wrote,
@@ -59,8 +36,8 @@ func TestRealDirectoryVerdicts(t *testing.T) {
 	for logDir, parts := range verdictLogDirs {
 		t.Run(strings.ReplaceAll(logDir, "/", "_"), func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "copy")
-			copyTree(t, filepath.Join("testdata", "realkafka", logDir), root)
-			before := hashTree(t, root)
+			testutil.CopyTree(t, filepath.Join("testdata", "realkafka", logDir), root)
+			before := testutil.HashTree(t, root)
 
 			code, out, errOut := runCLI(t, "", "verify", "--json", root)
 			if code != exitOK {
@@ -89,13 +66,13 @@ func TestRealDirectoryVerdicts(t *testing.T) {
 					t.Errorf("producers %s: exit %d\n%s%s", p, code, out, errOut)
 				}
 			}
-			sameTree(t, before, hashTree(t, root))
+			sameTree(t, before, testutil.HashTree(t, root))
 
 			code, out, errOut = runCLI(t, "", "recover", "--apply", "--json", root)
 			if code != exitOK && code != exitRepaired {
 				t.Fatalf("recover --apply exit %d\n%s%s", code, out, errOut)
 			}
-			after := hashTree(t, root)
+			after := testutil.HashTree(t, root)
 			repaired := parseReports(t, out)
 			for _, r := range repaired {
 				checkRealRepair(t, root, r, before, after)
@@ -114,7 +91,7 @@ func TestRealDirectoryVerdicts(t *testing.T) {
 				}
 			}
 			// Only the quarantine is new after the second run.
-			for name := range hashTree(t, root) {
+			for name := range testutil.HashTree(t, root) {
 				if _, ok := after[name]; !ok && !strings.Contains(name, quarantineDir) {
 					t.Errorf("second --apply created %s", name)
 				}
@@ -231,12 +208,12 @@ func TestRecoverRefusesFlushedCut(t *testing.T) {
 		t.Errorf("problems %+v lack the damage at %d", r.Problems, pos)
 	}
 
-	before := hashTree(t, logDir)
+	before := testutil.HashTree(t, logDir)
 	code, out, errOut = runCLI(t, "", "recover", "--apply", dir)
 	if code != exitProblems || !strings.Contains(out, "not repaired") || !strings.Contains(out, "--force") {
 		t.Fatalf("recover --apply exit %d\n%s%s", code, out, errOut)
 	}
-	after := hashTree(t, logDir)
+	after := testutil.HashTree(t, logDir)
 	delete(after, ".lock") // the lock recover takes, as a broker does
 	delete(before, ".lock")
 	sameTree(t, before, after)

@@ -46,10 +46,7 @@ func (o *verifyOptions) validate() error { return validateIndexInterval(o.indexI
 
 func newVerifyCommand(stdout, stderr io.Writer) *cobra.Command {
 	var o verifyOptions
-	cmd := &cobra.Command{
-		Use:   "verify [--json] [--full] DIR...",
-		Short: "Say what recovery would do to partition directories, changing nothing",
-		Long: `verify runs recovery in dry-run mode on every partition directory and
+	return newDirCommand(&o, "verify [--json] [--full] DIR...", "Say what recovery would do to partition directories, changing nothing", `verify runs recovery in dry-run mode on every partition directory and
 reports what it finds. DIR is a partition directory (<topic>-<n>; its
 parent is taken as its log directory) or a log directory (every
 <topic>-<n> directory in it). The recovery point, log start offset and
@@ -66,20 +63,10 @@ partitions (a log directory) a note they share is printed once, and the
 output ends with one summary line: partitions ok, with problems, failed
 (on stderr with --json).
 
-` + recoveryReads + `
+`+recoveryReads+`
 
 Exit status: 0 no problem (changes may be listed), 4 problems found,
-8 operational error, 16 usage error; several directories OR their codes.`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(args, stdout, stderr)
-		},
-	}
-	o.addFlags(cmd)
-	return cmd
+8 operational error, 16 usage error; several directories OR their codes.`, stdout, stderr)
 }
 
 func (o *verifyOptions) run(dirs []string, stdout, stderr io.Writer) error {
