@@ -20,8 +20,8 @@
 // OpenDir opens a log directory with its lock and checkpoints and every
 // <topic>-<n> partition in it; Dir.Create and Dir.Delete add and remove
 // partitions as Kafka does. Package batch reads the batches of a view
-// (batch.NewIterator) and their records (View.RecordData, then
-// batch.NewRecordIterator; see its examples).
+// (batch.NewIterator) and the records of each (View.RecordData, then
+// View.Records; see its examples).
 //
 // What a broker needs beside appends and reads is here too: Offsets (log
 // start, high watermark, last stable offset, log end and recovery point in

@@ -22,7 +22,7 @@ func TestPackageDocSpeaksToUsers(t *testing.T) {
 			t.Errorf("package doc speaks of %q", internal)
 		}
 	}
-	for _, want := range []string{"partlog.Open(", "OpenDir", "Release()", "Sync(", "KafkaErrorCode", "ErrCorrupt", "batch.NewRecordIterator", "ARCHITECTURE.md"} {
+	for _, want := range []string{"partlog.Open(", "OpenDir", "Release()", "Sync(", "KafkaErrorCode", "ErrCorrupt", "View.Records", "ARCHITECTURE.md"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("package doc does not mention %q", want)
 		}

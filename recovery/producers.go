@@ -400,9 +400,9 @@ func isAbortMarker(v batch.View) bool {
 	if v.RecordsCount() <= 0 || v.Compression() != batch.CompressionNone {
 		return false
 	}
-	it := batch.NewRecordIterator(v, v.RecordsSection())
-	var r batch.Record
-	if !it.Next(&r) {
+	it := v.Records(v.RecordsSection())
+	r, ok := it.Next()
+	if !ok {
 		return false
 	}
 	_, typ, err := batch.ParseControlKey(r.Key)
