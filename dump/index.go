@@ -147,9 +147,8 @@ func maxRecordTimestamp(entry []byte, limit int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	it := batch.NewRecordIterator(v, data)
-	var r batch.Record
-	for it.Next(&r) {
+	it := v.Records(data)
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
 		maxTS = max(maxTS, r.Timestamp)
 	}
 	return maxTS, it.Err()

@@ -212,13 +212,11 @@ func readJudgeBatches(t *testing.T, dir string) []judgeBatch {
 		if err != nil {
 			t.Fatal(err)
 		}
-		it := batch.NewRecordIterator(v, data)
-		var r batch.Record
-		for it.Next(&r) {
+		it := v.Records(data)
+		for r, ok := it.Next(); ok; r, ok = it.Next() {
 			var hs []string
 			h := r.Headers()
-			var hd batch.Header
-			for h.Next(&hd) {
+			for hd, ok := h.Next(); ok; hd, ok = h.Next() {
 				hs = append(hs, fmt.Sprintf("%s=%q", hd.Key, hd.Value))
 			}
 			jb.records = append(jb.records, fmt.Sprintf("%d@%d %q=%q (null value %v) %v", r.Offset, r.Timestamp, r.Key, r.Value, r.Value == nil, hs))

@@ -106,9 +106,8 @@ func readKeys(t *testing.T, dir string) (map[string]string, int) {
 				abortedBatch = abortedBatch || (b.ProducerID() == a.ProducerID && b.BaseOffset() >= a.FirstOffset && b.BaseOffset() <= a.LastOffset)
 			}
 			data, _ := b.RecordData(nil, 1<<20)
-			ri := batch.NewRecordIterator(b, data)
-			var r batch.Record
-			for ri.Next(&r) {
+			ri := b.Records(data)
+			for r, ok := ri.Next(); ok; r, ok = ri.Next() {
 				n++
 				if abortedBatch {
 					continue
