@@ -28,6 +28,7 @@ var allowed = map[string][]string{
 	"internal/checkpoint": {"internal/fsutil", "internal/unsafeutil"},
 	"internal/lint":       {},
 	"internal/testhook":   {},
+	"internal/crashfs":    {},
 	"batch":               {"internal/unsafeutil"},
 	"snapshot":            {"internal/fsutil", "internal/unsafeutil"},
 	"index":               {"internal/mmapfile", "internal/unsafeutil"},
