@@ -554,6 +554,18 @@ func (l *Log) rollLocked(base int64) error {
 		l.failed = err
 		return err
 	}
+	if l.recoveryPoint.Load() >= l.logEndOffset.Load() {
+		// Every byte of old is durable and recovery will trust it as it
+		// is on disk (it lies below the recovery point), yet no flush
+		// will sync it again: make its trim durable now, before a later
+		// segment can be. Only the length is written. Otherwise the
+		// recovery point lies in old or before it, so the next flush
+		// syncs it, and until then recovery scans it.
+		if err := old.Flush(); err != nil {
+			l.failed = err
+			return err
+		}
+	}
 	s, err := segment.Create(l.dir, base, l.segConfig(), l.opts.Now())
 	if err != nil {
 		// The old segment is sealed and cannot take more appends.
@@ -585,12 +597,9 @@ func (l *Log) flushLocked() error {
 	leo := l.logEndOffset.Load()
 	rp := l.recoveryPoint.Load()
 	l.mu.RLock()
-	segs := slices.Clone(l.segments)
+	segs := unflushed(nil, l.segments, rp)
 	l.mu.RUnlock()
-	for i, s := range segs {
-		if i+1 < len(segs) && segs[i+1].BaseOffset() <= rp {
-			continue // wholly below the recovery point
-		}
+	for _, s := range segs {
 		if err := s.Flush(); err != nil {
 			l.failed = err
 			return err

@@ -418,17 +418,24 @@ func (l *Log) planLocked(p *flushPlan) error {
 	p.leo, p.gen = l.logEndOffset.Load(), l.truncations.Load()
 	rp := l.recoveryPoint.Load()
 	l.mu.RLock()
-	p.segs = p.buf[:0]
-	for i, s := range l.segments {
-		if i+1 < len(l.segments) && l.segments[i+1].BaseOffset() <= rp {
-			continue // wholly below the recovery point
-		}
-		p.segs = append(p.segs, s)
-	}
+	p.segs = unflushed(p.buf[:0], l.segments, rp)
 	l.mu.RUnlock()
 	p.dirDirty, p.active = l.dirDirty, l.active()
 	p.size = p.active.Size()
 	return nil
+}
+
+// unflushed appends to dst the segments of segs (the log's, oldest
+// first) a flush syncs when the recovery point is rp: the one holding it
+// and every later one.
+func unflushed(dst, segs []*segment.Segment, rp int64) []*segment.Segment {
+	for i, s := range segs {
+		if i+1 < len(segs) && segs[i+1].BaseOffset() <= rp {
+			continue // wholly below the recovery point
+		}
+		dst = append(dst, s)
+	}
+	return dst
 }
 
 // syncPlan syncs what p lists, then, under appendMu, advances the

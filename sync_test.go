@@ -670,3 +670,99 @@ func benchSyncGather(b *testing.B, src []byte, writers, block int) {
 		b.ReportMetric(rate/mutex, name+"/mutex")
 	}
 }
+
+// syncedPaths records the paths testhook.Synced reports until the test
+// ends; the function returned takes (and resets) the record.
+func syncedPaths(t *testing.T) func() map[string]int {
+	var mu sync.Mutex
+	synced := map[string]int{}
+	hook := func(path string) {
+		mu.Lock()
+		defer mu.Unlock()
+		synced[path]++
+	}
+	if !testhook.Synced.CompareAndSwap(nil, &hook) {
+		t.Fatal("testhook.Synced is already set")
+	}
+	t.Cleanup(func() { testhook.Synced.Store(nil) })
+	return func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		out := synced
+		synced = map[string]int{}
+		return out
+	}
+}
+
+// TestRollSyncsTrimBelowRecoveryPoint: a roll when every byte is durable
+// (the recovery point at the log end) fsyncs the sealed .log at once, so
+// its trim is durable before the new segment can be: no flush would sync
+// it again (it lies below the recovery point), and recovery trusts it as
+// it is on disk, zero tail included. With bytes not yet durable the
+// roll syncs nothing (the next flush covers the sealed segment, which
+// holds or follows the recovery point) and the next flush does.
+func TestRollSyncsTrimBelowRecoveryPoint(t *testing.T) {
+	l, dir := openTestLog(t, smallOpts(t))
+	took := syncedPaths(t)
+	b := makeBatch(t, 2, 100, 1)
+	if _, err := l.AppendAsLeader(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	first := l.Segments()[0]
+	took()
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if got := took(); got[segment.Path(dir, first, segment.LogSuffix)] == 0 {
+		t.Errorf("a roll with everything durable did not fsync the sealed segment's trim (synced %v)", got)
+	}
+	if _, err := l.AppendAsLeader(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	second := l.Segments()[1]
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if got := took(); got[segment.Path(dir, second, segment.LogSuffix)] != 0 {
+		t.Errorf("a roll over bytes not yet durable fsynced the sealed segment on the append path (synced %v)", got)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := took(); got[segment.Path(dir, second, segment.LogSuffix)] == 0 {
+		t.Errorf("the flush after the roll did not fsync the sealed segment (synced %v)", got)
+	}
+}
+
+// TestFlushSyncsSealedTransactionIndex: an ABORT's .txnindex entry
+// written in the active segment and sealed by a roll before any flush is
+// synced by the next flush, which syncs that sealed segment: once the
+// recovery point passes it, recovery no longer rebuilds the index, and
+// read_committed consumers would see the aborted records.
+func TestFlushSyncsSealedTransactionIndex(t *testing.T) {
+	l, dir := psNew(t)
+	took := syncedPaths(t)
+	psLeader(t, l, psData(t, 7, 0, 0, 2, true))
+	psCoord(t, l, psMarker(7, 0, false, 0))
+	first := l.Segments()[0]
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	took()
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	txn := segment.Path(dir, first, segment.TxnIndexSuffix)
+	if got := took(); got[txn] == 0 {
+		t.Errorf("the flush after the roll did not fsync the sealed segment's transaction index (synced %v)", got)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := took(); got[txn] != 0 {
+		t.Errorf("a flush fsynced the unchanged transaction index again (synced %v)", got)
+	}
+}

@@ -99,6 +99,29 @@ func TestBatchBaseAtPreviousLastOffsetCut(t *testing.T) {
 	}
 }
 
+// TestZeroSegmentBeforeInvalidSegmentIsTheCut: a sealed segment whose
+// bytes are all zeros (a power cut kept its trim and lost its data)
+// followed by a segment that begins with invalid bytes is no lost trim:
+// nothing valid follows it, so the log is cut there, at its base, and
+// the later segment goes. Reading the zeros as a lost trim put the cut
+// in the later segment, above the log end the recovery left.
+func TestZeroSegmentBeforeInvalidSegmentIsTheCut(t *testing.T) {
+	dir := fixture(t)
+	patch(t, segPath(dir, 300, segment.LogSuffix), func(b []byte) []byte { return make([]byte, len(b)) })
+	patch(t, segPath(dir, 600, segment.LogSuffix), func(b []byte) []byte { clear(b[:512]); return b })
+	r := mustRun(t, dir, unclean(300))
+	expectCut(t, r, 300, ClassCorruptUnflushed)
+	if r.Truncation != nil && (r.Truncation.SegmentBaseOffset != 300 || r.Truncation.Offset != 300) {
+		t.Errorf("cut %+v, want segment 300 at offset 300", *r.Truncation)
+	}
+	if hasProblem(r, kindLostTrim) {
+		t.Errorf("zeros before an invalid segment reported as a lost trim: %+v", r.Problems)
+	}
+	if exists(dir, segment.MakeFileName(600, segment.LogSuffix)) {
+		t.Error("segment 600 kept after the cut in segment 300")
+	}
+}
+
 // TestZeroTailBeforeOverlappingSegment: zeros after the data of a sealed
 // segment are a lost trim only when the next segment continues at or
 // after its end. When the next segment starts inside the zero-tailed

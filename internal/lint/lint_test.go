@@ -37,7 +37,8 @@ var allowed = map[string][]string{
 	"recovery": {"batch", "index", "segment", "producerstate", "snapshot",
 		"internal/fsutil", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil"},
 	"": {"batch", "index", "segment", "producerstate", "snapshot", "recovery",
-		"internal/fsutil", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil", "internal/testhook"},
+		"internal/fsutil", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil", "internal/testhook",
+		"internal/crashfs"},
 	"mirror":       {"", "batch", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil", "internal/testhook"},
 	"mirror/sim":   {"", "mirror", "batch", "producerstate", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil"},
 	"server":       {"", "mirror", "batch", "producerstate", "internal/checkpoint", "internal/fsutil"},
@@ -232,6 +233,22 @@ func transitivelyAllowed(rules []string, dep string) bool {
 		}
 	}
 	return false
+}
+
+// testOnly lists the packages of ours that only tests may import: the
+// engine never depends on them.
+var testOnly = []string{"internal/crashfs"}
+
+// TestTestOnlyPackages fails when a package's code (not its tests)
+// imports a package of testOnly.
+func TestTestOnlyPackages(t *testing.T) {
+	for _, p := range listPackages(t) {
+		for _, imp := range p.Imports {
+			if dep, ok := ours(imp); ok && slices.Contains(testOnly, dep) {
+				t.Errorf("%s imports %s, which only tests may import", p.ImportPath, imp)
+			}
+		}
+	}
 }
 
 // TestUnsafeConfined fails when a package other than internal/unsafeutil
