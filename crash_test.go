@@ -264,7 +264,13 @@ func crashCheckTo(t *testing.T, l *Log, ack ackRecord, exactLEO, tailFrom int64)
 		if tr.Offset < ack.offset {
 			t.Errorf("recovery cut at offset %d, below the acknowledged offset %d: %s", tr.Offset, ack.offset, rep.Summary())
 		}
-		if tr.Offset != leo {
+		// A power cut can leave a last segment with nothing valid under a
+		// base above the data before it: recovery drops it and the log
+		// ends at the data, below the cut (a segment-dropped problem says
+		// so).
+		dropped := tailFrom != math.MaxInt64 && tr.Offset > leo && slices.ContainsFunc(rep.Problems,
+			func(p recovery.Problem) bool { return p.Kind == "segment-dropped" })
+		if tr.Offset != leo && !dropped {
 			t.Errorf("recovery cut at offset %d but the log ends at %d", tr.Offset, leo)
 		}
 	}

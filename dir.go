@@ -276,6 +276,9 @@ func (d *Dir) load() error {
 			}
 			o.LogStartOffset = starts[j.tp]
 			l, err := Open(filepath.Join(d.path, j.name), &o)
+			if err == nil {
+				l.onTruncated = d.checkpointAfterTruncation
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -393,6 +396,18 @@ func (d *Dir) checkpointLocked() error {
 		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.RecoveryPointFile), rps),
 		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.LogStartOffsetFile), starts),
 		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.ReplicationOffsetFile), hws))
+}
+
+// checkpointAfterTruncation rewrites the directory's checkpoints after
+// one of its logs truncated (Log.onTruncated): the recovery point
+// checkpointed before was above the cut.
+func (d *Dir) checkpointAfterTruncation() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	return d.checkpointLocked()
 }
 
 // Close flushes and closes every partition, writes both checkpoints (the
