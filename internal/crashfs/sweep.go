@@ -93,9 +93,15 @@ func (s *Sweep) Rand(stream uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(s.Seed, stream^0x2545f4914f6cdd1d))
 }
 
-// imageSeed is the seed of the image of cut k in run run.
-func (s *Sweep) imageSeed(run int, k int64) uint64 {
-	return s.Seed ^ uint64(run)<<48 ^ uint64(k)*0x9e3779b97f4a7c15
+// imageSeed is the seed of the image of cut k in run run. The cut after
+// the last op (end) always loses every pending op: it is where a
+// missing sync of a finished operation shows for sure.
+func (s *Sweep) imageSeed(run int, k, end int64) uint64 {
+	seed := s.Seed ^ uint64(run)<<48 ^ uint64(k)*0x9e3779b97f4a7c15
+	for k == end && ImageMode(seed) != "lose" {
+		seed++
+	}
+	return seed
 }
 
 // Choose returns the cuts a run of the workload in r checks, ascending,
@@ -155,7 +161,7 @@ func (s *Sweep) Run(t testing.TB, run int, r *Replay, from int64, check func(dir
 			t.Fatal(err)
 		}
 		dst := filepath.Join(t.TempDir(), "image")
-		im, err := r.Image(s.imageSeed(run, k), dst)
+		im, err := r.Image(s.imageSeed(run, k, r.Len()+1), dst)
 		if err != nil {
 			t.Fatalf("image of cut %d: %v", k, err)
 		}
@@ -164,7 +170,7 @@ func (s *Sweep) Run(t testing.TB, run int, r *Replay, from int64, check func(dir
 			defer func() {
 				if t.Failed() {
 					t.Errorf("power cut before op %d of run %d fails (replay: %s=%d %s=%d %s=%d): %s%s%s",
-						k, run, EnvSeed, s.Seed, EnvRun, run, EnvCut, k, im, describe(r, from), keep(r, s.imageSeed(run, k)))
+						k, run, EnvSeed, s.Seed, EnvRun, run, EnvCut, k, im, describe(r, from), keep(r, s.imageSeed(run, k, r.Len()+1)))
 				}
 			}()
 			check(dst, im)
