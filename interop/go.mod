@@ -11,6 +11,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dgraph-io/ristretto/v2 v2.4.2 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
+	github.com/hanwen/go-fuse/v2 v2.12.1 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )
 

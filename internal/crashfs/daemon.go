@@ -33,7 +33,7 @@ func init() {
 // daemon mounts the file system on mnt, recording ops to logPath, and
 // answers the commands Mount sends on stdin, one line each:
 //
-//	count            -> "ok <ops> <writes> <syncs>"
+//	count            -> "ok <ops> <writes> <syncs> <cut 0|1>"
 //	cut <kind> <n>   -> "ok": refuse the n-th op, write or sync and all later changes
 //	cutnow           -> "ok <op>": refuse every change from now on, the first being <op>
 //	settle           -> "ok <op>": record OpSettle (everything so far is durable)
@@ -81,7 +81,7 @@ func daemon(mnt, logPath string) int {
 		switch args[0] {
 		case "count":
 			f.mu.Lock()
-			reply("ok %d %d %d", f.ops, f.writes, f.syncs)
+			reply("ok %d %d %d %d", f.ops, f.writes, f.syncs, btoi(f.dead))
 			f.mu.Unlock()
 		case "cut":
 			n, err := strconv.ParseInt(args[len(args)-1], 10, 64)
@@ -142,6 +142,13 @@ func unmount(srv *fuse.Server, mnt string, f *fsys) int {
 	defer f.mu.Unlock()
 	if err := f.log.close(); err != nil {
 		fmt.Fprintln(os.Stderr, "crashfs: log:", err)
+		return 1
+	}
+	return 0
+}
+
+func btoi(b bool) int {
+	if b {
 		return 1
 	}
 	return 0

@@ -234,13 +234,6 @@ func TestImageDirectoryPrefixes(t *testing.T) {
 	}
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // TestImageReplayable: the same cut and seed give the same tree, and a
 // replay moves forward only.
 func TestImageReplayable(t *testing.T) {

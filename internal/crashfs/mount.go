@@ -57,6 +57,7 @@ type Mount struct {
 	in       io.WriteCloser
 	out      *bufio.Reader
 	stderr   *bytes.Buffer
+	callMu   sync.Mutex // one command at a time on the pipes
 	mu       sync.Mutex
 	closed   bool
 	closeErr error
@@ -150,8 +151,11 @@ func (m *Mount) readLine(timeout time.Duration) (string, error) {
 	}
 }
 
-// call sends one command and returns the fields of its "ok" answer.
+// call sends one command and returns the fields of its "ok" answer. It
+// may be called from several goroutines.
 func (m *Mount) call(cmd string) ([]string, error) {
+	m.callMu.Lock()
+	defer m.callMu.Unlock()
 	if _, err := io.WriteString(m.in, cmd+"\n"); err != nil {
 		return nil, fmt.Errorf("crashfs: %s: %w", cmd, err)
 	}
@@ -186,14 +190,29 @@ func (m *Mount) Dir() string { return m.dir }
 // Counts returns how many ops, writes (data and length changes) and
 // syncs the file system has applied.
 func (m *Mount) Counts() (ops, writes, syncs int64, err error) {
-	v, err := m.callInts("count")
+	v, err := m.count()
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if len(v) != 3 {
-		return 0, 0, 0, fmt.Errorf("crashfs: count: answer %v", v)
-	}
 	return v[0], v[1], v[2], nil
+}
+
+func (m *Mount) count() ([]int64, error) {
+	v, err := m.callInts("count")
+	if err == nil && len(v) != 4 {
+		err = fmt.Errorf("crashfs: count: answer %v", v)
+	}
+	return v, err
+}
+
+// Cut reports whether the power was cut (CutAt's op was reached, or
+// CutNow): every change fails from then on.
+func (m *Mount) Cut() (bool, error) {
+	v, err := m.count()
+	if err != nil {
+		return false, err
+	}
+	return v[3] == 1, nil
 }
 
 // Ops returns the number of ops applied so far: a cut at Ops()+1 keeps
@@ -275,6 +294,8 @@ func (m *Mount) Close() error {
 	}
 	m.closed = true
 	m.mu.Unlock()
+	m.callMu.Lock()
+	defer m.callMu.Unlock()
 	_, _ = io.WriteString(m.in, "quit\n")
 	_ = m.in.Close()
 	done := make(chan error, 1)

@@ -41,10 +41,10 @@ var allowed = map[string][]string{
 	"": {"batch", "index", "segment", "producerstate", "snapshot", "recovery",
 		"internal/fsutil", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil", "internal/testhook",
 		"internal/crashfs"},
-	"mirror":       {"", "batch", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil", "internal/testhook"},
+	"mirror":       {"", "batch", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil", "internal/testhook", "internal/crashfs"},
 	"mirror/sim":   {"", "mirror", "batch", "producerstate", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil"},
 	"server":       {"", "mirror", "batch", "producerstate", "internal/checkpoint", "internal/fsutil"},
-	"server/group": {"internal/checkpoint", "internal/fsutil"},
+	"server/group": {"internal/checkpoint", "internal/fsutil", "internal/crashfs"},
 	"cmd/partlog":  {"*"},
 	"bench":        {"*"},
 }
