@@ -42,7 +42,7 @@ func powerCutRuns() (runs, cuts int) {
 	if testing.Short() {
 		return 1, 12
 	}
-	return 2, 24
+	return 1, 32
 }
 
 // TestPowerCutSync: what Flush and Sync acknowledged survives a power cut
