@@ -113,6 +113,9 @@ func (l *Log) fsyncPlan(p *flushPlan) error {
 	}
 	if err == nil && p.dirDirty {
 		err = segment.SyncDir(l.dir)
+		if l.flushed != nil && err == nil {
+			l.flushed(-1, p.leo)
+		}
 	}
 	return err
 }

@@ -125,7 +125,8 @@ type logCold struct {
 	flushFault func() error
 	// flushed, set by tests, is called by a flush before it fsyncs each
 	// segment, with that segment's base offset and the recovery point the
-	// flush will set (the log end offset it saw when it started).
+	// flush will set (the log end offset it saw when it started), and with
+	// base -1 after it fsynced the directory.
 	flushed func(base, target int64)
 	scratch []byte
 	// appendTimeBuf holds a LogAppendTime append's stamped copy

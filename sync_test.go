@@ -134,6 +134,9 @@ func recordFlushes(l *Log) func() flushRecord {
 	l.flushed = func(base, target int64) {
 		mu.Lock()
 		defer mu.Unlock()
+		if base < 0 {
+			return // the directory's fsync
+		}
 		rec.bases = append(rec.bases, base)
 		rec.target = target
 	}
@@ -764,5 +767,56 @@ func TestFlushSyncsSealedTransactionIndex(t *testing.T) {
 	}
 	if got := took(); got[txn] != 0 {
 		t.Errorf("a flush fsynced the unchanged transaction index again (synced %v)", got)
+	}
+}
+
+// TestRollAfterFlushedDirectoryIsSyncedNext: a segment made after a
+// flush synced the directory, before that flush ends, is the next
+// flush's to sync: the flush must not mark the directory clean when the
+// active segment changed since its plan. Here the roll writes no
+// producer snapshot (one at the same offset was written by the
+// truncation just before), which would have synced the directory too.
+func TestRollAfterFlushedDirectoryIsSyncedNext(t *testing.T) {
+	l, dir := openTestLog(t, smallOpts(t))
+	took := syncedPaths(t)
+	b := makeBatch(t, 2, 100, 1)
+	for range 3 {
+		if _, err := l.AppendAsLeader(b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateTo(4); err != nil { // the directory is dirty again
+		t.Fatal(err)
+	}
+	rolled := false
+	l.flushed = func(base, _ int64) {
+		if base >= 0 || rolled {
+			return
+		}
+		rolled = true
+		if err := l.Roll(); err != nil {
+			t.Errorf("roll after the flush's directory fsync: %v", err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	l.flushed = nil
+	if !rolled || len(l.Segments()) != 2 {
+		t.Fatalf("no roll during the flush (segments %v)", l.Segments())
+	}
+	took()
+	info, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(context.Background(), info.LastOffset+1); err != nil {
+		t.Fatal(err)
+	}
+	if got := took(); got[filepath.Clean(dir)] == 0 {
+		t.Errorf("the Sync of a batch in the segment made after the last directory fsync did not fsync the directory (synced %v)", got)
 	}
 }
