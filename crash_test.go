@@ -23,9 +23,9 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/recovery"
-	"github.com/partlog/partlog/segment"
 )
 
 // The crash harness (recovery.md §3.5, §7, §9): a child process appends and
@@ -412,8 +412,8 @@ func newestSnapshotAtOrBelow(dir string, limit int64) (int64, error) {
 	}
 	best := int64(-1)
 	for _, e := range entries {
-		n, err := segment.ParseFileName(e.Name())
-		if err == nil && n.Kind == segment.SnapshotSuffix && n.Transient == "" && n.Offset <= limit && n.Offset > best {
+		n, err := filenames.Parse(e.Name())
+		if err == nil && n.Kind == filenames.Snapshot && n.Transient == "" && n.Offset <= limit && n.Offset > best {
 			best = n.Offset
 		}
 	}
@@ -459,13 +459,13 @@ func diffProducers(have, want []ProducerEntry) string {
 // sanityIndexes opens a segment's offset and time index read-only and
 // runs Sanity on them.
 func sanityIndexes(dir string, base int64) error {
-	oi, err := index.OpenOffsetIndex(segment.Path(dir, base, segment.IndexSuffix), base, true)
+	oi, err := index.OpenOffsetIndex(filenames.Path(dir, base, filenames.Index), base, true)
 	if err != nil {
 		return err
 	}
 	err = oi.Sanity()
 	err = errors.Join(err, oi.Close())
-	ti, terr := index.OpenTimeIndex(segment.Path(dir, base, segment.TimeIndexSuffix), base, true)
+	ti, terr := index.OpenTimeIndex(filenames.Path(dir, base, filenames.TimeIndex), base, true)
 	if terr != nil {
 		return errors.Join(err, terr)
 	}
@@ -498,21 +498,21 @@ func checkClosedDirTail(t *testing.T, dir string, gaps bool) {
 	}
 	var bases []int64
 	for _, e := range entries {
-		n, err := segment.ParseFileName(e.Name())
+		n, err := filenames.Parse(e.Name())
 		if err != nil {
 			continue
 		}
 		if n.Transient != "" || strings.HasSuffix(e.Name(), ".tmp") {
 			t.Errorf("leftover file %s after a clean close", e.Name())
 		}
-		if n.Kind == segment.LogSuffix && n.Transient == "" {
+		if n.Kind == filenames.Log && n.Transient == "" {
 			bases = append(bases, n.Offset)
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	next := int64(-1)
 	for i, base := range bases {
-		data, err := os.ReadFile(segment.Path(dir, base, segment.LogSuffix))
+		data, err := os.ReadFile(filenames.Path(dir, base, filenames.Log))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -563,7 +563,7 @@ func checkIndexTargets(t *testing.T, dir string, base int64, bs []segmentBatch) 
 	if len(bs) > 0 {
 		segLast = bs[len(bs)-1].last
 	}
-	oi, err := index.OpenOffsetIndex(segment.Path(dir, base, segment.IndexSuffix), base, true)
+	oi, err := index.OpenOffsetIndex(filenames.Path(dir, base, filenames.Index), base, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -577,7 +577,7 @@ func checkIndexTargets(t *testing.T, dir string, base int64, bs []segmentBatch) 
 			t.Errorf("segment %d: offset index entry %+v does not match the batch at %d (%d..%d)", base, e, e.Position, bs[j].base, bs[j].last)
 		}
 	}
-	ti, err := index.OpenTimeIndex(segment.Path(dir, base, segment.TimeIndexSuffix), base, true)
+	ti, err := index.OpenTimeIndex(filenames.Path(dir, base, filenames.TimeIndex), base, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -934,7 +934,7 @@ func crashImageRound(t *testing.T, seed uint64) {
 	}
 	current := readDirFiles(t, src)
 	_, newSize := l.activeSegment()
-	logName := segment.MakeFileName(activeBase, segment.LogSuffix)
+	logName := filenames.Make(activeBase, filenames.Log)
 	tail := current[logName][flushedSize:newSize]
 	var tbs []tailBatch
 	h := digest
@@ -1030,7 +1030,7 @@ func crashImageRound(t *testing.T, seed uint64) {
 			files := maps.Clone(synced)
 			if meta == "current" {
 				for name, b := range current {
-					if !strings.HasSuffix(name, segment.LogSuffix) {
+					if !strings.HasSuffix(name, filenames.Log) {
 						files[name] = b
 					}
 				}

@@ -79,8 +79,11 @@ type Dir struct {
 	// there are any, Close writes no clean-shutdown marker.
 	unloaded map[TopicPartition]unloadedEntry
 	clean    bool
-	mu       sync.Mutex // serializes Checkpoint, Close, Create and Delete
-	closed   bool
+	// cleanerFile: cleaner-offset-checkpoint exists (it is written once
+	// a partition has a cleaner checkpoint, and kept from then on).
+	cleanerFile bool
+	mu          sync.Mutex // serializes Checkpoint, Close, Create and Delete
+	closed      bool
 	// lmu guards logs against Create and Delete (which also hold mu) for
 	// Logs, Log and Reports.
 	lmu       sync.RWMutex
@@ -93,8 +96,8 @@ var kafkaSuffixedDirRE = regexp.MustCompile(`^(\S+)-(\S+)\.(\S+)-(delete|future|
 // unloadedEntry is what the checkpoints said of a partition that failed
 // to load.
 type unloadedEntry struct {
-	recoveryPoint, logStart, highWatermark          int64
-	hasRecoveryPoint, hasLogStart, hasHighWatermark bool
+	recoveryPoint, logStart, highWatermark, firstDirty             int64
+	hasRecoveryPoint, hasLogStart, hasHighWatermark, hasFirstDirty bool
 }
 
 // OpenDir opens a Kafka log directory: it takes the directory's .lock
@@ -221,6 +224,9 @@ func (d *Dir) load() error {
 	rps := d.readOffsets(checkpoint.RecoveryPointFile)
 	starts := d.readOffsets(checkpoint.LogStartOffsetFile)
 	hws := d.readOffsets(checkpoint.ReplicationOffsetFile)
+	dirty := d.readOffsets(checkpoint.CleanerOffsetFile)
+	_, err = os.Lstat(filepath.Join(d.path, checkpoint.CleanerOffsetFile))
+	d.cleanerFile = err == nil
 	entries, err := os.ReadDir(d.path)
 	if err != nil {
 		return err
@@ -275,6 +281,7 @@ func (d *Dir) load() error {
 				o.RecoveryPoint = rp
 			}
 			o.LogStartOffset = starts[j.tp]
+			o.FirstDirtyOffset = dirty[j.tp]
 			l, err := Open(filepath.Join(d.path, j.name), &o)
 			if err == nil {
 				l.onTruncated = d.checkpointAfterTruncation
@@ -291,6 +298,7 @@ func (d *Dir) load() error {
 				u.recoveryPoint, u.hasRecoveryPoint = rps[j.tp]
 				u.logStart, u.hasLogStart = starts[j.tp]
 				u.highWatermark, u.hasHighWatermark = hws[j.tp]
+				u.firstDirty, u.hasFirstDirty = dirty[j.tp]
 				d.unloaded[j.tp] = u
 				return
 			}
@@ -362,8 +370,11 @@ func (d *Dir) Reports() map[TopicPartition]*recovery.Report {
 // Checkpoint writes recovery-point-offset-checkpoint (every partition's
 // recovery point), log-start-offset-checkpoint (the partitions whose
 // log start is above their first segment's base offset, as Kafka lists
-// them) and replication-offset-checkpoint (every partition's high
-// watermark), each atomically. Kafka does this every minute and at shutdown.
+// them), replication-offset-checkpoint (every partition's high
+// watermark) and, once a partition has one, cleaner-offset-checkpoint
+// (each cleaned partition's first dirty offset), each atomically. Kafka
+// does this every minute and at shutdown (and writes the cleaner's after
+// each cleaning: a crash here only makes the next cleaning start earlier).
 func (d *Dir) Checkpoint() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -374,11 +385,15 @@ func (d *Dir) checkpointLocked() error {
 	rps := map[TopicPartition]int64{}
 	starts := map[TopicPartition]int64{}
 	hws := map[TopicPartition]int64{}
+	dirty := map[TopicPartition]int64{}
 	for tp, l := range d.logs {
 		rps[tp] = l.RecoveryPoint()
 		hws[tp] = l.HighWatermark()
 		if segs := l.Segments(); len(segs) > 0 && l.LogStartOffset() > segs[0] {
 			starts[tp] = l.LogStartOffset()
+		}
+		if o, ok := l.CleanerCheckpoint(); ok {
+			dirty[tp] = o
 		}
 	}
 	for tp, u := range d.unloaded {
@@ -391,11 +406,20 @@ func (d *Dir) checkpointLocked() error {
 		if u.hasHighWatermark {
 			hws[tp] = u.highWatermark
 		}
+		if u.hasFirstDirty {
+			dirty[tp] = u.firstDirty
+		}
 	}
-	return errors.Join(
+	errs := []error{
 		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.RecoveryPointFile), rps),
 		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.LogStartOffsetFile), starts),
-		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.ReplicationOffsetFile), hws))
+		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.ReplicationOffsetFile), hws)}
+	if len(dirty) > 0 || d.cleanerFile {
+		// Kafka writes it once its cleaner has cleaned something.
+		errs = append(errs, checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.CleanerOffsetFile), dirty))
+		d.cleanerFile = true
+	}
+	return errors.Join(errs...)
 }
 
 // checkpointAfterTruncation rewrites the directory's checkpoints after

@@ -85,3 +85,27 @@ func (e *OffsetError) Error() string {
 }
 
 func (e *OffsetError) Unwrap() error { return e.Err }
+
+// RecordErrors is an append refused for some of its records (a
+// timestamp outside the accepted window): which ones and why, as Kafka's
+// produce response lists them (KIP-467). Err is the sentinel the refusal
+// answers to (ErrInvalidTimestamp, ErrInvalidRecords); errors.Is sees it.
+type RecordErrors struct {
+	Err     error
+	Records []RecordError
+}
+
+// RecordError is one refused record: its index in its batch and why.
+type RecordError struct {
+	Index   int
+	Message string
+}
+
+func (e *RecordErrors) Error() string {
+	if len(e.Records) == 0 {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("%v: record %d: %s (%d records refused)", e.Err, e.Records[0].Index, e.Records[0].Message, len(e.Records))
+}
+
+func (e *RecordErrors) Unwrap() error { return e.Err }

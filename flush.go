@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/internal/testhook"
 	"github.com/partlog/partlog/segment"
 )
@@ -112,7 +113,7 @@ func (l *Log) fsyncPlan(p *flushPlan) error {
 		}
 	}
 	if err == nil && p.dirDirty {
-		err = segment.SyncDir(l.dir)
+		err = fsutil.SyncDir(l.dir)
 		if l.flushed != nil && err == nil {
 			l.flushed(-1, p.leo)
 		}

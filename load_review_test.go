@@ -14,6 +14,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/recovery"
 	"github.com/partlog/partlog/segment"
 )
@@ -49,7 +50,7 @@ func reopenKeepsFlushedSegments(t *testing.T, clean bool) {
 		t.Fatalf("segments %v", segs)
 	}
 	// Flip one byte inside the last batch's records of segment 1.
-	p := segment.Path(dir, segs[1], segment.LogSuffix)
+	p := filenames.Path(dir, segs[1], filenames.Log)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func TestRegression_ReviewCorruptLastSegmentBelowPrevEnd(t *testing.T) {
 	if batch.View(b).BaseOffset() != 10 {
 		t.Fatal("base")
 	}
-	if err := os.WriteFile(segment.Path(dir, 10, segment.LogSuffix), b, 0o644); err != nil {
+	if err := os.WriteFile(filenames.Path(dir, 10, filenames.Log), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	l2, err := Open(dir, opts)
@@ -282,11 +283,11 @@ func TestRegression_ReviewGapRollCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = l.Close()
-	if err := os.WriteFile(segment.Path(dir, 1000, segment.LogSuffix), make([]byte, 8<<10), 0o644); err != nil {
+	if err := os.WriteFile(filenames.Path(dir, 1000, filenames.Log), make([]byte, 8<<10), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
-		_ = os.WriteFile(segment.Path(dir, 1000, k), make([]byte, 4096), 0o644)
+	for _, k := range []string{filenames.Index, filenames.TimeIndex} {
+		_ = os.WriteFile(filenames.Path(dir, 1000, k), make([]byte, 4096), 0o644)
 	}
 	o := *opts
 	o.RecoveryPoint = 10
@@ -318,7 +319,7 @@ func TestRegression_ReviewRefuseFlushedCutClean(t *testing.T) {
 	segs := l.Segments()
 	leo := l.LogEndOffset()
 	_ = l.Close()
-	p := segment.Path(dir, segs[1], segment.LogSuffix)
+	p := filenames.Path(dir, segs[1], filenames.Log)
 	b, _ := os.ReadFile(p)
 	b[len(b)-10] ^= 0xff
 	_ = os.WriteFile(p, b, 0o644)
@@ -421,7 +422,7 @@ func TestRegression_ReviewEpochSpikeKeptBlocksLeader(t *testing.T) {
 		pos = append(pos, info.Position)
 	}
 	_ = l.Close()
-	p := segment.Path(dir, 0, segment.LogSuffix)
+	p := filenames.Path(dir, 0, filenames.Log)
 	b, _ := os.ReadFile(p)
 	batch.View(b[pos[2]:]).SetPartitionLeaderEpoch(999) // not covered by the CRC
 	_ = os.WriteFile(p, b, 0o644)
@@ -451,7 +452,7 @@ func TestRegression_ReviewSymlinkLogReplaced(t *testing.T) {
 	if err := os.WriteFile(outside, []byte("precious"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	link := segment.Path(dir, 0, segment.LogSuffix)
+	link := filenames.Path(dir, 0, filenames.Log)
 	if err := os.Symlink(outside, link); err != nil {
 		t.Fatal(err)
 	}

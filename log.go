@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/recovery"
@@ -75,7 +76,6 @@ type Log struct {
 	// tsRules caches timestampRulesApply (opts does not change after Open).
 	tsRules bool
 	opts    Options
-	_       [24]byte // so that stage starts a line
 	// stage starts a line (after opts: TestLogAppendLines): its first 128
 	// bytes, two lines, are what a producer-less append of the general
 	// path (appendAssigned, appendKept) touches.
@@ -153,6 +153,7 @@ type logCold struct {
 
 	cache  *MappingCache
 	report *recovery.Report // set by open when recovery ran
+	clean  cleanState       // clean.go
 	// replaySkipped counts batches refused by producer-state rebuilds.
 	replaySkipped atomic.Int64
 }
@@ -209,6 +210,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 		_ = l.Close()
 		return nil, err
 	}
+	l.startCleaning()
 	return l, nil
 }
 
@@ -279,7 +281,7 @@ func (l *Log) listed(name string) bool {
 // producer snapshot file.
 func onlySnapshotRemovals(changes []recovery.Change) bool {
 	for _, c := range changes {
-		if c.Action != recovery.ActionRemove || !strings.HasSuffix(c.File, segment.SnapshotSuffix) {
+		if c.Action != recovery.ActionRemove || !strings.HasSuffix(c.File, filenames.Snapshot) {
 			return false
 		}
 	}
@@ -579,6 +581,7 @@ func (l *Log) rollLocked(base int64) error {
 		l.failed = err
 		return err
 	}
+	l.notifyCleaner()
 	return nil
 }
 
@@ -597,7 +600,7 @@ func (l *Log) flushLocked() error {
 		}
 	}
 	if l.dirDirty {
-		if err := segment.SyncDir(l.dir); err != nil {
+		if err := fsutil.SyncDir(l.dir); err != nil {
 			l.failed = err
 			return err
 		}
@@ -613,6 +616,7 @@ func (l *Log) flushLocked() error {
 // releases the segments and unlocks the directory. Readers keep their
 // views until they release them. Close is idempotent.
 func (l *Log) Close() error {
+	l.stopCleaning()
 	l.closeOnce.Do(func() {
 		l.appendMu.Lock()
 		defer l.appendMu.Unlock()
@@ -638,7 +642,7 @@ func (l *Log) Close() error {
 		}
 		if l.failed == nil {
 			// Make the trims durable (file lengths) and the directory.
-			errs = append(errs, segment.SyncDir(l.dir))
+			errs = append(errs, fsutil.SyncDir(l.dir))
 		}
 		errs = append(errs, l.deletions.removeNow())
 		errs = append(errs, unlockDir(l.lock))
@@ -655,6 +659,7 @@ var closeCheck func(*Log)
 // removeSegmentsLocked deletes segs (renamed .deleted, then removed) and
 // drops them from the list. Caller holds appendMu and mu exclusively.
 func (l *Log) removeSegmentsLocked(segs []*segment.Segment) error {
+	l.clean.removals.Add(1)
 	var errs []error
 	for _, s := range segs {
 		if k, ok := l.keys[s]; ok {
@@ -664,6 +669,6 @@ func (l *Log) removeSegmentsLocked(segs []*segment.Segment) error {
 		errs = append(errs, s.Delete())
 	}
 	l.setSegments(slices.DeleteFunc(l.segments, func(s *segment.Segment) bool { return slices.Contains(segs, s) }))
-	errs = append(errs, segment.SyncDir(l.dir))
+	errs = append(errs, fsutil.SyncDir(l.dir))
 	return errors.Join(errs...)
 }

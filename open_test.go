@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/batch"
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // openCopyDir copies every regular file of src into a new directory.
@@ -162,7 +162,7 @@ func TestOpenUncleanTail(t *testing.T) {
 	activeLog := func(dir string) string {
 		segs := []int64{}
 		for _, name := range ltNames(t, dir) {
-			if n, err := segment.ParseFileName(name); err == nil && n.Kind == segment.LogSuffix && n.Transient == "" {
+			if n, err := filenames.Parse(name); err == nil && n.Kind == filenames.Log && n.Transient == "" {
 				segs = append(segs, n.Offset)
 			}
 		}
@@ -170,7 +170,7 @@ func TestOpenUncleanTail(t *testing.T) {
 		for _, s := range segs {
 			last = max(last, s)
 		}
-		return segment.Path(dir, last, segment.LogSuffix)
+		return filenames.Path(dir, last, filenames.Log)
 	}
 	appendBytes := func(t *testing.T, path string, b []byte) {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
@@ -317,7 +317,7 @@ func TestOpenCorruptSealedIndex(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir, st := openBuild(t, opts, 30)
 			bad := st.Segs[1]
-			if err := os.WriteFile(segment.Path(dir, bad, segment.IndexSuffix), garbage, 0o644); err != nil {
+			if err := os.WriteFile(filenames.Path(dir, bad, filenames.Index), garbage, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			l, err := Open(dir, opts)

@@ -11,7 +11,7 @@ import (
 	"strconv"
 
 	"github.com/partlog/partlog/internal/checkpoint"
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/fsutil"
 )
 
 // TopicID is a topic's 128-bit id, as partition.metadata holds it.
@@ -135,7 +135,7 @@ func (d *Dir) Create(topic string, partition int32, topicID TopicID, opts *Optio
 		return nil, err
 	}
 	l.onTruncated = d.checkpointAfterTruncation
-	if err := segment.SyncDir(d.path); err != nil {
+	if err := fsutil.SyncDir(d.path); err != nil {
 		_ = l.Close()
 		return nil, err
 	}
@@ -187,7 +187,7 @@ func (d *Dir) Delete(topic string, partition int32) error {
 	if err := os.Rename(from, to); err != nil {
 		return errors.Join(errClose, err)
 	}
-	if err := segment.SyncDir(d.path); err != nil {
+	if err := fsutil.SyncDir(d.path); err != nil {
 		return errors.Join(errClose, err)
 	}
 	return errors.Join(d.deletions.add([]string{to}, delay), d.checkpointLocked())

@@ -16,8 +16,8 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/producerstate"
-	"github.com/partlog/partlog/segment"
 	"github.com/partlog/partlog/snapshot"
 )
 
@@ -326,7 +326,7 @@ func psSnapForm(e ProducerEntry) snapshot.Entry {
 // holds exactly the producers (by id) in snapshot form.
 func psCheckSnapshot(t testing.TB, dir string, offset int64, producers []ProducerEntry) {
 	t.Helper()
-	entries, err := snapshot.Read(filepath.Join(dir, snapshot.FileName(offset)))
+	entries, err := snapshot.Read(filepath.Join(dir, filenames.Make(offset, filenames.Snapshot)))
 	if err != nil {
 		t.Fatalf("snapshot at %d: %v", offset, err)
 	}
@@ -443,7 +443,7 @@ func TestProducers_IdempotentSequenceContinuity(t *testing.T) {
 	}
 	for _, off := range psSnapshots(t, l.Dir()) {
 		if off > rolled {
-			if err := os.Remove(filepath.Join(l.Dir(), snapshot.FileName(off))); err != nil {
+			if err := os.Remove(filepath.Join(l.Dir(), filenames.Make(off, filenames.Snapshot))); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -711,7 +711,7 @@ func TestProducers_AbortWritesTxnIndex(t *testing.T) {
 	want = append(want, index.AbortedTxn{ProducerID: 8, FirstOffset: t8.FirstOffset, LastOffset: ab8.FirstOffset,
 		LastStableOffset: ab8.FirstOffset + 1})
 	readIndex := func() []index.AbortedTxn {
-		b, err := os.ReadFile(segment.Path(dir, l.Segments()[0], segment.TxnIndexSuffix))
+		b, err := os.ReadFile(filenames.Path(dir, l.Segments()[0], filenames.TxnIndex))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -767,7 +767,7 @@ func TestProducers_AbortMiddleTxnIndexLSO(t *testing.T) {
 		if reopen {
 			l = psReopen(t, l)
 		}
-		b, err := os.ReadFile(segment.Path(dir, l.Segments()[0], segment.TxnIndexSuffix))
+		b, err := os.ReadFile(filenames.Path(dir, l.Segments()[0], filenames.TxnIndex))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1062,7 +1062,7 @@ func TestProducers_SnapshotsMatchProducers(t *testing.T) {
 	}
 	var bases []int64
 	for _, e := range segs {
-		if n, err := segment.ParseFileName(e.Name()); err == nil && n.Kind == segment.LogSuffix && n.Offset > 0 {
+		if n, err := filenames.Parse(e.Name()); err == nil && n.Kind == filenames.Log && n.Offset > 0 {
 			bases = append(bases, n.Offset)
 		}
 	}

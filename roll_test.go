@@ -14,7 +14,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // rollClock is a settable clock for Options.Now.
@@ -395,7 +395,7 @@ func TestRollOnOffsetIndexFull(t *testing.T) {
 	segs := l.Segments()
 	rollCheckSealed(t, dir, segs[:len(segs)-1], appends, 1)
 	for _, base := range segs[:len(segs)-1] {
-		if st, err := os.Stat(segment.Path(dir, base, segment.IndexSuffix)); err != nil || st.Size() != 80 {
+		if st, err := os.Stat(filenames.Path(dir, base, filenames.Index)); err != nil || st.Size() != 80 {
 			t.Fatalf("segment %d: full .index should be 80 bytes: %v", base, err)
 		}
 	}
@@ -581,7 +581,7 @@ func TestIndexPlacementGolden(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(segment.Path(dir, 0, segment.IndexSuffix))
+	b, err := os.ReadFile(filenames.Path(dir, 0, filenames.Index))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -615,7 +615,7 @@ func TestRegression_IndexIntervalBytesZero(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(segment.Path(dir, 0, segment.IndexSuffix))
+	b, err := os.ReadFile(filenames.Path(dir, 0, filenames.Index))
 	if err != nil {
 		t.Fatal(err)
 	}

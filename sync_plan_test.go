@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/testhook"
 	"github.com/partlog/partlog/segment"
 )
@@ -277,8 +278,8 @@ func TestSyncLeavesActiveIndexes(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for _, want := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
-		name := filepath.Base(segment.Path(dir, 0, want))
+	for _, want := range []string{filenames.Index, filenames.TimeIndex} {
+		name := filepath.Base(filenames.Path(dir, 0, want))
 		if !slices.Contains(synced, name) {
 			t.Errorf("the roll did not make %s durable (synced: %v)", name, synced)
 		}

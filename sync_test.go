@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/testhook"
-	"github.com/partlog/partlog/segment"
 	"golang.org/x/sys/unix"
 )
 
@@ -402,7 +402,7 @@ func TestFlushFsyncsListedSegments(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, base := range got.bases {
-		if p := segment.Path(dir, base, segment.LogSuffix); synced[p] == 0 {
+		if p := filenames.Path(dir, base, filenames.Log); synced[p] == 0 {
 			t.Errorf("segment %d listed by the flush but its .log was not fsynced (synced: %v)", base, synced)
 		}
 	}
@@ -719,7 +719,7 @@ func TestRollSyncsTrimBelowRecoveryPoint(t *testing.T) {
 	if err := l.Roll(); err != nil {
 		t.Fatal(err)
 	}
-	if got := took(); got[segment.Path(dir, first, segment.LogSuffix)] == 0 {
+	if got := took(); got[filenames.Path(dir, first, filenames.Log)] == 0 {
 		t.Errorf("a roll with everything durable did not fsync the sealed segment's trim (synced %v)", got)
 	}
 	if _, err := l.AppendAsLeader(b, 0); err != nil {
@@ -729,13 +729,13 @@ func TestRollSyncsTrimBelowRecoveryPoint(t *testing.T) {
 	if err := l.Roll(); err != nil {
 		t.Fatal(err)
 	}
-	if got := took(); got[segment.Path(dir, second, segment.LogSuffix)] != 0 {
+	if got := took(); got[filenames.Path(dir, second, filenames.Log)] != 0 {
 		t.Errorf("a roll over bytes not yet durable fsynced the sealed segment on the append path (synced %v)", got)
 	}
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if got := took(); got[segment.Path(dir, second, segment.LogSuffix)] == 0 {
+	if got := took(); got[filenames.Path(dir, second, filenames.Log)] == 0 {
 		t.Errorf("the flush after the roll did not fsync the sealed segment (synced %v)", got)
 	}
 }
@@ -758,7 +758,7 @@ func TestFlushSyncsSealedTransactionIndex(t *testing.T) {
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	txn := segment.Path(dir, first, segment.TxnIndexSuffix)
+	txn := filenames.Path(dir, first, filenames.TxnIndex)
 	if got := took(); got[txn] == 0 {
 		t.Errorf("the flush after the roll did not fsync the sealed segment's transaction index (synced %v)", got)
 	}

@@ -149,7 +149,13 @@ func (l *Log) segmentMaxTimestamps() ([]*segment.Segment, []int64, []int64, erro
 // timestampRulesApply reports whether the topic's timestamp settings
 // need the clock for a leader append.
 func (o *Options) timestampRulesApply() bool {
-	return o.MessageTimestampType == LogAppendTime || o.MessageTimestampBeforeMaxMs > 0 || o.MessageTimestampAfterMaxMs > 0
+	return o.MessageTimestampType == LogAppendTime || bounded(o.MessageTimestampBeforeMaxMs) || bounded(o.MessageTimestampAfterMaxMs)
+}
+
+// bounded reports whether a timestamp window field bounds the window:
+// positive, or Zero (0 and negative leave it unbounded).
+func bounded(ms int64) bool {
+	return ms > 0 || ms == Zero
 }
 
 // applyTimestampRules applies message.timestamp.type and the timestamp
@@ -206,7 +212,7 @@ func (l *Log) checkTimestampWindow(records []byte, now int64) error {
 			if ts == batch.NoTimestamp {
 				continue
 			}
-			if before > 0 && ts < now-before || after > 0 && ts > now+after {
+			if bounded(before) && ts < now-zeroOr(before) || bounded(after) && ts > now+zeroOr(after) {
 				return fmt.Errorf("%w: batch at %d has timestamp %d, accepted [%d, %d]", ErrInvalidTimestamp, p, ts, windowLow(now, before), windowHigh(now, after))
 			}
 		}
@@ -216,15 +222,15 @@ func (l *Log) checkTimestampWindow(records []byte, now int64) error {
 }
 
 func windowLow(now, before int64) int64 {
-	if before > 0 {
-		return now - before
+	if bounded(before) {
+		return now - zeroOr(before)
 	}
 	return math.MinInt64
 }
 
 func windowHigh(now, after int64) int64 {
-	if after > 0 {
-		return now + after
+	if bounded(after) {
+		return now + zeroOr(after)
 	}
 	return math.MaxInt64
 }

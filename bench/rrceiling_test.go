@@ -42,7 +42,7 @@ func ceilingFile(b *testing.B, dir string, name string, size, capacity int64) *m
 	var f *mmapfile.File
 	var err error
 	if capacity > size {
-		f, err = mmapfile.CreateAhead(filepath.Join(dir, name), capacity, size)
+		f, err = mmapfile.Open(filepath.Join(dir, name), mmapfile.Options{Create: true, Ahead: true, Reserve: size, Capacity: capacity})
 		if err == nil {
 			// CreateAhead maps the reservation only: map the capacity.
 			var g *mmapfile.File
@@ -52,7 +52,7 @@ func ceilingFile(b *testing.B, dir string, name string, size, capacity int64) *m
 			}
 		}
 	} else {
-		f, err = mmapfile.Create(filepath.Join(dir, name), size)
+		f, err = mmapfile.Open(filepath.Join(dir, name), mmapfile.Options{Create: true, Reserve: size})
 	}
 	if err != nil {
 		b.Fatal(err)

@@ -123,8 +123,15 @@ func TestMirrorFromKafka(t *testing.T) {
 // has leaders.
 func createKafkaTopic(t *testing.T, b *kafka.Broker, topic string, partitions int32, configs map[string]string) {
 	t.Helper()
-	c := b.Client(t)
-	ctx := testContext(t, 30*time.Second)
+	createTopicOn(t, b.Client(t), topic, partitions, configs)
+}
+
+// createTopicOn creates a topic through c (Kafka or partlog serve) and
+// waits until every partition has a leader.
+func createTopicOn(t testing.TB, c *kgo.Client, topic string, partitions int32, configs map[string]string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 1
@@ -134,13 +141,13 @@ func createKafkaTopic(t *testing.T, b *kafka.Broker, topic string, partitions in
 		rt.Configs = append(rt.Configs, cfg)
 	}
 	req.Topics = append(req.Topics, rt)
-	req.TimeoutMillis = 20000
+	req.TimeoutMillis = 60000
 	resp, err := req.RequestWith(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-		t.Fatalf("create topic %s on Kafka: %v", topic, err)
+		t.Fatalf("create topic %s: %v", topic, err)
 	}
 	for {
 		m := kmsg.NewPtrMetadataRequest()

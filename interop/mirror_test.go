@@ -156,12 +156,36 @@ func newProducer(t *testing.T, s *server, topic, txnID string) *producer {
 
 func (p *producer) id() int64 {
 	p.t.Helper()
-	ctx := testContext(p.t, 10*time.Second)
-	id, _, err := p.c.ProducerID(ctx)
+	id, err := p.idErr()
 	if err != nil {
 		p.t.Fatalf("producer id: %v", err)
 	}
 	return id
+}
+
+func (p *producer) idErr() (int64, error) {
+	ctx := testContext(p.t, 10*time.Second)
+	id, _, err := p.c.ProducerID(ctx)
+	return id, err
+}
+
+// sameID reports whether two transactional producers of different
+// clusters got the same producer id. With the barrier off the second may
+// already have been fenced by the first's state in the mirrored log (the
+// failure those runs exist to show); its id is then unknown and counts as
+// the same.
+func sameID(t *testing.T, barrier bool, a, b *producer) bool {
+	t.Helper()
+	idA := a.id()
+	idB, err := b.idErr()
+	if err != nil {
+		if barrier {
+			t.Fatalf("producer id: %v", err)
+		}
+		t.Logf("barrier off: the producer is fenced by the mirrored state (%v)", err)
+		return true
+	}
+	return idA == idB
 }
 
 // send produces each value as its own batch (idempotent producer).
@@ -391,8 +415,8 @@ func TestMirrorActivePassiveAndFailback(t *testing.T) {
 			pb.send("b-1", "b-2", "b-3")
 			tb := newProducer(t, b, mirrorTopic, "tx-b")
 			tb.transaction(true, false, "b-t1", "b-t2")
-			if pa.id() != pb.id() || ta.id() != tb.id() {
-				t.Fatalf("producer ids do not collide: A %d/%d, B %d/%d", pa.id(), ta.id(), pb.id(), tb.id())
+			if pa.id() != pb.id() || !sameID(t, barrier, ta, tb) {
+				t.Fatalf("producer ids do not collide: A %d, B %d (idempotent)", pa.id(), pb.id())
 			}
 			wantB := append([]string{"a-1", "a-2", "a-3", "a-t1", "a-t2"}, "b-1", "b-2", "b-3", "b-t1", "b-t2")
 			gotB := committed(t, b, mirrorTopic, len(wantB))
@@ -466,8 +490,8 @@ func TestMirrorChain(t *testing.T) {
 			pc.send("c-1", "c-2", "c-3")
 			tc := newProducer(t, c, mirrorTopic, "tx-c")
 			tc.transaction(true, false, "c-t1")
-			if pa.id() != pc.id() || ta.id() != tc.id() || pb.id() != pc.id() {
-				t.Fatalf("producer ids do not collide: A %d/%d, B %d/%d, C %d/%d", pa.id(), ta.id(), pb.id(), tb.id(), pc.id(), tc.id())
+			if pa.id() != pc.id() || !sameID(t, barrier, ta, tc) || pb.id() != pc.id() {
+				t.Fatalf("producer ids do not collide: A %d, B %d, C %d (idempotent)", pa.id(), pb.id(), pc.id())
 			}
 			wantC := append(slices.Clone(wantB), "c-1", "c-2", "c-3", "c-t1")
 			gotC := committed(t, c, mirrorTopic, len(wantC))

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/snapshot"
 )
 
@@ -190,7 +191,7 @@ func TestLoadLatest(t *testing.T) {
 		dir := t.TempDir()
 		write(t, dir, 200, 2)
 		write(t, dir, 300, 3)
-		p := filepath.Join(dir, snapshot.FileName(300))
+		p := filepath.Join(dir, filenames.Make(300, filenames.Snapshot))
 		b, _ := os.ReadFile(p)
 		b[len(b)-1] ^= 0xff
 		os.WriteFile(p, b, 0o644)
@@ -212,7 +213,7 @@ func TestLoadLatest(t *testing.T) {
 	})
 	t.Run("truncated_file_is_corrupt", func(t *testing.T) {
 		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, snapshot.FileName(50)), nil, 0o644)
+		os.WriteFile(filepath.Join(dir, filenames.Make(50, filenames.Snapshot)), nil, 0o644)
 		_, _, found, err := LoadLatest(dir, 100, 0)
 		if err != nil || found {
 			t.Fatalf("%v %v", err, found)
@@ -226,7 +227,7 @@ func TestLoadLatest(t *testing.T) {
 		if err := m.TakeSnapshot(dir); err != nil {
 			t.Fatal(err)
 		}
-		os.Remove(filepath.Join(dir, snapshot.FileName(300)))
+		os.Remove(filepath.Join(dir, filenames.Make(300, filenames.Snapshot)))
 		if err := m.TakeSnapshot(dir); err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
 )
@@ -221,7 +222,7 @@ func diffHashes(a, b map[string]string) []string {
 	return d
 }
 
-func segPath(dir string, base int64, kind string) string { return segment.Path(dir, base, kind) }
+func segPath(dir string, base int64, kind string) string { return filenames.Path(dir, base, kind) }
 
 // batchPositions returns (position, base offset, size) of every batch of a
 // segment file.
@@ -232,7 +233,7 @@ type batchPos struct {
 
 func batchesOf(t testing.TB, dir string, base int64) []batchPos {
 	t.Helper()
-	b, err := os.ReadFile(segPath(dir, base, segment.LogSuffix))
+	b, err := os.ReadFile(segPath(dir, base, filenames.Log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func checkLoadable(t testing.TB, dir string) {
 	}
 	var bases []int64
 	for _, de := range des {
-		if n, err := segment.ParseFileName(de.Name()); err == nil && n.Kind == segment.LogSuffix && n.Transient == "" {
+		if n, err := filenames.Parse(de.Name()); err == nil && n.Kind == filenames.Log && n.Transient == "" {
 			bases = append(bases, n.Offset)
 		}
 	}
@@ -300,7 +301,7 @@ func checkLoadable(t testing.TB, dir string) {
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	last := int64(-1)
 	for _, base := range bases {
-		b, err := os.ReadFile(segPath(dir, base, segment.LogSuffix))
+		b, err := os.ReadFile(segPath(dir, base, filenames.Log))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/segment"
 )
 
@@ -27,7 +28,7 @@ import (
 // consumers would then see aborted records as committed).
 func TestReplayStartsAtRecoveredSegment(t *testing.T) {
 	dir := fixture(t)
-	txnPath := segPath(dir, 300, segment.TxnIndexSuffix)
+	txnPath := segPath(dir, 300, filenames.TxnIndex)
 	before, err := os.ReadFile(txnPath)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func TestReplayStartsAtRecoveredSegment(t *testing.T) {
 	if err != nil || len(entries) != 1 || entries[0].ProducerID != 2 || entries[0].LastOffset != 409 {
 		t.Fatalf("fixture .txnindex of S1: %+v (%v)", entries, err)
 	}
-	if err := os.Remove(segPath(dir, 300, segment.IndexSuffix)); err != nil {
+	if err := os.Remove(segPath(dir, 300, filenames.Index)); err != nil {
 		t.Fatal(err)
 	}
 	r := mustRun(t, dir, clean())
@@ -66,9 +67,9 @@ func TestReplayAppliesBatchAtSnapshotOffset(t *testing.T) {
 	v := batch.View(raw)
 	v.SetBaseOffset(750)
 	v.SetPartitionLeaderEpoch(1)
-	for _, k := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+	for _, k := range []string{filenames.Log, filenames.Index, filenames.TimeIndex} {
 		var b []byte
-		if k == segment.LogSuffix {
+		if k == filenames.Log {
 			b = raw
 		}
 		if err := os.WriteFile(segPath(dir, 750, k), b, 0o644); err != nil {
@@ -107,8 +108,8 @@ func TestBatchBaseAtPreviousLastOffsetCut(t *testing.T) {
 // in the later segment, above the log end the recovery left.
 func TestZeroSegmentBeforeInvalidSegmentIsTheCut(t *testing.T) {
 	dir := fixture(t)
-	patch(t, segPath(dir, 300, segment.LogSuffix), func(b []byte) []byte { return make([]byte, len(b)) })
-	patch(t, segPath(dir, 600, segment.LogSuffix), func(b []byte) []byte { clear(b[:512]); return b })
+	patch(t, segPath(dir, 300, filenames.Log), func(b []byte) []byte { return make([]byte, len(b)) })
+	patch(t, segPath(dir, 600, filenames.Log), func(b []byte) []byte { clear(b[:512]); return b })
 	r := mustRun(t, dir, unclean(300))
 	expectCut(t, r, 300, ClassCorruptUnflushed)
 	if r.Truncation != nil && (r.Truncation.SegmentBaseOffset != 300 || r.Truncation.Offset != 300) {
@@ -117,7 +118,7 @@ func TestZeroSegmentBeforeInvalidSegmentIsTheCut(t *testing.T) {
 	if hasProblem(r, kindLostTrim) {
 		t.Errorf("zeros before an invalid segment reported as a lost trim: %+v", r.Problems)
 	}
-	if exists(dir, segment.MakeFileName(600, segment.LogSuffix)) {
+	if exists(dir, filenames.Make(600, filenames.Log)) {
 		t.Error("segment 600 kept after the cut in segment 300")
 	}
 }
@@ -140,9 +141,9 @@ func TestZeroTailBeforeOverlappingSegment(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := fixture(t)
-			appendBytes(t, segPath(dir, 300, segment.LogSuffix), make([]byte, 4096))
+			appendBytes(t, segPath(dir, 300, filenames.Log), make([]byte, 4096))
 			if tc.next != 600 {
-				for _, k := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix} {
+				for _, k := range []string{filenames.Log, filenames.Index, filenames.TimeIndex, filenames.TxnIndex} {
 					_ = os.Remove(segPath(dir, 600, k))
 				}
 				_ = os.Remove(dir + "/00000000000000000600.snapshot")
@@ -155,7 +156,7 @@ func TestZeroTailBeforeOverlappingSegment(t *testing.T) {
 				t.Errorf("lost-trim reported %v, want %v (problems %+v)", got, tc.trimmed, r.Problems)
 			}
 			if !tc.trimmed {
-				if exists(dir, segment.MakeFileName(tc.next, segment.LogSuffix)) {
+				if exists(dir, filenames.Make(tc.next, filenames.Log)) {
 					t.Errorf("segment %d kept after the cut in S1", tc.next)
 				}
 			}
@@ -203,7 +204,7 @@ func TestDamageInRecoveryPointPage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := fixture(t)
 			b := bs[tc.damage]
-			patch(t, segPath(dir, 600, segment.LogSuffix), func(data []byte) []byte {
+			patch(t, segPath(dir, 600, filenames.Log), func(data []byte) []byte {
 				data[b.pos+batch.HeaderSize+2] ^= 0xff // a record byte: CRC mismatch
 				return data
 			})
@@ -259,7 +260,7 @@ func TestRebuiltIndexIntervalIsMoreThan(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := map[string][]byte{}
-	for _, k := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
+	for _, k := range []string{filenames.Index, filenames.TimeIndex} {
 		b, err := os.ReadFile(segPath(dir, 0, k))
 		if err != nil {
 			t.Fatal(err)
@@ -274,7 +275,7 @@ func TestRebuiltIndexIntervalIsMoreThan(t *testing.T) {
 	for i := int64(2); i < n; i += 2 {
 		want = append(want, index.OffsetEntry{Offset: 2*i + 1, Position: int32(i * size)})
 	}
-	got := decodeOffsets(t, live[segment.IndexSuffix])
+	got := decodeOffsets(t, live[filenames.Index])
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("live writer's offset index %+v, want %+v", got, want)
 	}
@@ -282,7 +283,7 @@ func TestRebuiltIndexIntervalIsMoreThan(t *testing.T) {
 	o.Segment = cfg
 	r := mustRun(t, dir, o)
 	expectRebuilt(t, r, 0)
-	for _, k := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
+	for _, k := range []string{filenames.Index, filenames.TimeIndex} {
 		b, err := os.ReadFile(segPath(dir, 0, k))
 		if err != nil {
 			t.Fatal(err)
@@ -329,28 +330,28 @@ func TestRecoveryPointAfterRun(t *testing.T) {
 // swap is itself a valid segment.
 func TestSwapAtSmallestCleanedRolledBack(t *testing.T) {
 	dir := fixture(t)
-	orig, err := os.ReadFile(segPath(dir, 300, segment.LogSuffix))
+	orig, err := os.ReadFile(segPath(dir, 300, filenames.Log))
 	if err != nil {
 		t.Fatal(err)
 	}
-	copySegment(t, dir, 300, 300, segment.CleanedSuffix)
-	copySegment(t, dir, 300, 300, segment.SwapSuffix)
+	copySegment(t, dir, 300, 300, filenames.Cleaned)
+	copySegment(t, dir, 300, 300, filenames.Swap)
 	// A valid but shorter swap: only S1's first five batches.
 	cut := batchesOf(t, dir, 300)[5].pos
-	if err := os.Truncate(segPath(dir, 300, segment.LogSuffix)+segment.SwapSuffix, cut); err != nil {
+	if err := os.Truncate(segPath(dir, 300, filenames.Log)+filenames.Swap, cut); err != nil {
 		t.Fatal(err)
 	}
 	r := mustRun(t, dir, clean())
 	expectChange(t, r, kindSwap)
 	expectCut(t, r, 750, "")
-	got, err := os.ReadFile(segPath(dir, 300, segment.LogSuffix))
+	got, err := os.ReadFile(segPath(dir, 300, filenames.Log))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, orig) {
 		t.Fatalf("S1 is %d bytes after recovery, want the original %d: the swap at the smallest cleaned offset was completed", len(got), len(orig))
 	}
-	if exists(dir, segment.MakeFileName(300, segment.LogSuffix)+segment.SwapSuffix) {
+	if exists(dir, filenames.Make(300, filenames.Log)+filenames.Swap) {
 		t.Error("the swap was left in place")
 	}
 }
@@ -429,7 +430,7 @@ func TestRelativeOffsetBoundary(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := os.WriteFile(segPath(dir, 0, segment.LogSuffix), out, 0o644); err != nil {
+		if err := os.WriteFile(segPath(dir, 0, filenames.Log), out, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		r := mustRun(t, dir, unclean(0))
@@ -473,16 +474,16 @@ func TestLogStartIsFirstSegmentBase(t *testing.T) {
 // with the others of the swap's range, not left to overlap it.
 func TestSwapReplacingTwoSegments(t *testing.T) {
 	dir := fixture(t)
-	s1, err := os.ReadFile(segPath(dir, 300, segment.LogSuffix))
+	s1, err := os.ReadFile(segPath(dir, 300, filenames.Log))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, err := os.ReadFile(segPath(dir, 600, segment.LogSuffix))
+	s2, err := os.ReadFile(segPath(dir, 600, filenames.Log))
 	if err != nil {
 		t.Fatal(err)
 	}
 	merged := append(append([]byte(nil), s1...), s2...)
-	if err := os.WriteFile(segPath(dir, 300, segment.LogSuffix)+segment.SwapSuffix, merged, 0o644); err != nil {
+	if err := os.WriteFile(segPath(dir, 300, filenames.Log)+filenames.Swap, merged, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := mustRun(t, dir, clean())
@@ -490,10 +491,10 @@ func TestSwapReplacingTwoSegments(t *testing.T) {
 	if hasProblem(r, kindOverlap) {
 		t.Errorf("overlap after the swap: %+v", r.Problems)
 	}
-	if exists(dir, segment.MakeFileName(600, segment.LogSuffix)) {
+	if exists(dir, filenames.Make(600, filenames.Log)) {
 		t.Error("S2 left beside the swap that replaced it")
 	}
-	got, err := os.ReadFile(segPath(dir, 300, segment.LogSuffix))
+	got, err := os.ReadFile(segPath(dir, 300, filenames.Log))
 	if err != nil || !bytes.Equal(got, merged) {
 		t.Fatalf("segment 300 after the swap: %d bytes (%v), want the %d of the swap", len(got), err, len(merged))
 	}
@@ -507,26 +508,26 @@ func TestSwapReplacingTwoSegments(t *testing.T) {
 func TestIndexesRebuiltListed(t *testing.T) {
 	dir := fixture(t)
 	for _, base := range []int64{0, 300} {
-		if err := os.Remove(segPath(dir, base, segment.IndexSuffix)); err != nil {
+		if err := os.Remove(segPath(dir, base, filenames.Index)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// S0 holds no aborted transaction: a .txnindex entry there is stale.
 	stale := index.AppendAbortedTxn(nil, index.AbortedTxn{ProducerID: 2, FirstOffset: 10, LastOffset: 20, LastStableOffset: 10})
-	if err := os.WriteFile(segPath(dir, 0, segment.TxnIndexSuffix), stale, 0o644); err != nil {
+	if err := os.WriteFile(segPath(dir, 0, filenames.TxnIndex), stale, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := mustRun(t, dir, clean())
 	if want := []int64{0, 300}; !reflect.DeepEqual(r.IndexesRebuilt, want) {
 		t.Fatalf("indexes rebuilt %v, want %v", r.IndexesRebuilt, want)
 	}
-	if exists(dir, segment.MakeFileName(0, segment.TxnIndexSuffix)) {
+	if exists(dir, filenames.Make(0, filenames.TxnIndex)) {
 		t.Error("stale .txnindex of S0 kept")
 	}
 
 	// A stale .txnindex alone also counts as a rebuild.
 	dir = fixture(t)
-	if err := os.WriteFile(segPath(dir, 600, segment.TxnIndexSuffix), stale, 0o644); err != nil {
+	if err := os.WriteFile(segPath(dir, 600, filenames.TxnIndex), stale, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r = mustRun(t, dir, unclean(600))

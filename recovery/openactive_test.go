@@ -9,6 +9,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/segment"
 )
 
@@ -196,15 +197,15 @@ func TestTrustedLargeSegmentChecks(t *testing.T) {
 		{"last batch of the active segment", func(t *testing.T, dir string) {
 			b := batchesOf(t, dir, 2000)
 			l := b[len(b)-1]
-			patch(t, segPath(dir, 2000, segment.LogSuffix), func(d []byte) []byte { d[l.pos+int64(l.size)-3] ^= 0xff; return d })
+			patch(t, segPath(dir, 2000, filenames.Log), func(d []byte) []byte { d[l.pos+int64(l.size)-3] ^= 0xff; return d })
 		}, false},
 		{"first batch of the sealed segment", func(t *testing.T, dir string) {
-			patch(t, segPath(dir, 0, segment.LogSuffix), func(d []byte) []byte { d[100] ^= 0xff; return d })
+			patch(t, segPath(dir, 0, filenames.Log), func(d []byte) []byte { d[100] ^= 0xff; return d })
 		}, false},
 		{"last batch of the sealed segment", func(t *testing.T, dir string) {
 			b := batchesOf(t, dir, 0)
 			l := b[len(b)-1]
-			patch(t, segPath(dir, 0, segment.LogSuffix), func(d []byte) []byte { d[l.pos+int64(l.size)-3] ^= 0xff; return d })
+			patch(t, segPath(dir, 0, filenames.Log), func(d []byte) []byte { d[l.pos+int64(l.size)-3] ^= 0xff; return d })
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/producerstate"
-	"github.com/partlog/partlog/segment"
 	"github.com/partlog/partlog/snapshot"
 )
 
@@ -25,7 +25,7 @@ type snapshotFile struct {
 func (x *run) listSnapshots() []snapshotFile {
 	var out []snapshotFile
 	for name := range x.files {
-		if off, ok := snapshot.ParseFileName(name); ok {
+		if off, ok := filenames.ParseSnapshot(name); ok {
 			out = append(out, snapshotFile{offset: off, name: name})
 		}
 	}
@@ -188,7 +188,14 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 		}
 		replayProblems++
 	}
-	rb.Applied = func(_ batch.View, a *producerstate.Append) {
+	// ABORT markers the replay met, by offset: an aborted transaction the
+	// log cleaner removed the batches of keeps its marker (and, for a
+	// round, its .txnindex entry), which the replay completes nothing for.
+	abortMarkers := map[int64]int64{}
+	rb.Applied = func(v batch.View, a *producerstate.Append) {
+		if v.IsControl() && v.ProducerID() >= 0 && isAbortMarker(v) {
+			abortMarkers[v.BaseOffset()] = v.ProducerID()
+		}
 		for _, t := range a.CompletedTxns() {
 			if t.Aborted {
 				aborted[cur.base] = append(aborted[cur.base], index.AbortedTxn{ProducerID: t.ProducerID,
@@ -219,7 +226,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 		if !s.recover {
 			continue
 		}
-		name := s.name(segment.TxnIndexSuffix)
+		name := s.name(filenames.TxnIndex)
 		var want []byte
 		for _, e := range aborted[s.base] {
 			want = index.AppendAbortedTxn(want, e)
@@ -233,8 +240,15 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 				if empty {
 					continue
 				}
-				x.r.problem(name, -1, kindIndex, "transaction index of segment %d lists aborted transactions the log does not hold", s.base)
-				if err := x.remove(name, kindIndex, "transaction index lists aborted transactions the log does not hold"); err != nil {
+				reason := "transaction index lists aborted transactions the log does not hold"
+				if cleaned, err := x.onlyCleanedTxns(name, abortMarkers); err != nil {
+					return err
+				} else if cleaned {
+					reason = "transaction index lists only aborted transactions whose batches the log cleaner removed (their markers remain)"
+				} else {
+					x.r.problem(name, -1, kindIndex, "transaction index of segment %d lists aborted transactions the log does not hold", s.base)
+				}
+				if err := x.remove(name, kindIndex, reason); err != nil {
 					return err
 				}
 				x.markRebuilt(s.base)
@@ -269,7 +283,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 	if leo <= logStart || loadedAt == leo {
 		return nil
 	}
-	name := snapshot.FileName(leo)
+	name := filenames.Make(leo, filenames.Snapshot)
 	if x.exists(name) {
 		old, ok := read[leo]
 		if !ok {
@@ -359,4 +373,39 @@ func (x *run) replaySegment(s *seg, yield func(batch.View) bool) (bool, error) {
 
 func sortEntries(e []snapshot.Entry) {
 	sort.Slice(e, func(i, j int) bool { return e[i].ProducerID < e[j].ProducerID })
+}
+
+// isAbortMarker reports whether the control batch v holds an ABORT marker.
+func isAbortMarker(v batch.View) bool {
+	if v.RecordsCount() <= 0 || v.Compression() != batch.CompressionNone {
+		return false
+	}
+	it := batch.NewRecordIterator(v, v.RecordsSection())
+	var r batch.Record
+	if !it.Next(&r) {
+		return false
+	}
+	_, typ, err := batch.ParseControlKey(r.Key)
+	return err == nil && typ == batch.ControlAbort
+}
+
+// onlyCleanedTxns reports whether every entry of the transaction index
+// name ends at an ABORT marker of its producer that the replay met: the
+// trace of a cleaning, which removed the transaction's batches and kept
+// its marker (package cleaner), not damage.
+func (x *run) onlyCleanedTxns(name string, markers map[int64]int64) (bool, error) {
+	b, fits, err := x.readFile(name, 1<<20)
+	if err != nil || !fits {
+		return false, err
+	}
+	entries, err := index.DecodeTxnIndex(b)
+	if err != nil || len(entries) == 0 {
+		return false, nil
+	}
+	for _, e := range entries {
+		if pid, ok := markers[e.LastOffset]; !ok || pid != e.ProducerID {
+			return false, nil
+		}
+	}
+	return true, nil
 }

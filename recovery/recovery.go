@@ -11,6 +11,7 @@ import (
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
 )
@@ -59,7 +60,7 @@ func (s *seg) next() int64 {
 	return s.base
 }
 
-func (s *seg) name(kind string) string { return segment.MakeFileName(s.base, kind) }
+func (s *seg) name(kind string) string { return filenames.Make(s.base, kind) }
 
 // Run opens, checks and (unless opts.DryRun) repairs the partition
 // directory dir, following the steps listed in the package documentation.
@@ -126,7 +127,7 @@ func Load(dir string, opts Options) (*Loaded, error) {
 		if t := pr.Truncation; t != nil && t.Class == ClassCorruptFlushed {
 			pr.Refused = fmt.Sprintf("the repair would cut data below the recovery point (%s in segment %d at position %d); nothing was changed",
 				t.Class, t.SegmentBaseOffset, t.Position)
-			pr.problem(segment.MakeFileName(t.SegmentBaseOffset, segment.LogSuffix), t.Position, kindRefused, "%s", pr.Refused)
+			pr.problem(filenames.Make(t.SegmentBaseOffset, filenames.Log), t.Position, kindRefused, "%s", pr.Refused)
 			pr.Changes = []Change{}
 			pr.finish(true)
 			return &Loaded{Report: pr}, nil
@@ -275,8 +276,8 @@ func (x *run) activate(kept []*seg) error {
 func (x *run) loadSegments() ([]*seg, error) {
 	var segs []*seg
 	for name, p := range x.files {
-		n, err := segment.ParseFileName(name)
-		if err != nil || n.Transient != "" || n.Kind != segment.LogSuffix {
+		n, err := filenames.Parse(name)
+		if err != nil || n.Transient != "" || n.Kind != filenames.Log {
 			continue
 		}
 		segs = append(segs, &seg{base: n.Offset, logName: name, logPath: p, size: -1,
@@ -361,7 +362,7 @@ func (x *run) loadSegments() ([]*seg, error) {
 // files are opened for appending and checked through those descriptors and
 // mappings (s.pending), which the log then adopts as its active segment.
 func (x *run) checkTrusted(s *seg, nextBase int64, last bool) (why string, missing bool, err error) {
-	idxName, timeName := s.name(segment.IndexSuffix), s.name(segment.TimeIndexSuffix)
+	idxName, timeName := s.name(filenames.Index), s.name(filenames.TimeIndex)
 	if !x.exists(idxName) {
 		return "offset index missing", true, nil
 	}
@@ -390,15 +391,15 @@ func (x *run) checkTrusted(s *seg, nextBase int64, last bool) (why string, missi
 // not DryRun or Full, not a completed swap, and both indexes listed.
 func (x *run) pendingLast(s *seg) bool {
 	return x.o.OpenActive && x.o.Clean && !x.o.DryRun && !x.o.Full && !x.swapped[s.base] &&
-		x.exists(s.name(segment.IndexSuffix)) && x.exists(s.name(segment.TimeIndexSuffix))
+		x.exists(s.name(filenames.Index)) && x.exists(s.name(filenames.TimeIndex))
 }
 
 // checkPending is checkIndexesAndTail of the last segment through its files
 // opened for appending (s.pending, set unless the open fails); it sets
 // s.size from the open .log.
 func (x *run) checkPending(s *seg) (string, error) {
-	txnName := s.name(segment.TxnIndexSuffix)
-	names := []string{s.logName, s.name(segment.IndexSuffix), s.name(segment.TimeIndexSuffix), txnName}
+	txnName := s.name(filenames.TxnIndex)
+	names := []string{s.logName, s.name(filenames.Index), s.name(filenames.TimeIndex), txnName}
 	if x.o.hooks != nil && x.o.hooks.open != nil {
 		for _, name := range names {
 			if p := x.path(name); x.exists(name) {
@@ -438,7 +439,7 @@ func (x *run) checkPending(s *seg) (string, error) {
 
 // checkIndexesAndTail is checkTrusted once both indexes exist.
 func (x *run) checkIndexesAndTail(s *seg, nextBase int64) (string, error) {
-	idxName, timeName, txnName := s.name(segment.IndexSuffix), s.name(segment.TimeIndexSuffix), s.name(segment.TxnIndexSuffix)
+	idxName, timeName, txnName := s.name(filenames.Index), s.name(filenames.TimeIndex), s.name(filenames.TxnIndex)
 	var last index.OffsetEntry
 	var entries int64
 	var lastTime index.TimeEntry

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/internal/mmapfile"
 	"golang.org/x/sys/unix"
 )
@@ -77,17 +78,17 @@ type indexPlan struct {
 // collector gathers, batch by batch in position order, what scanResult
 // collects for the later steps.
 type collector struct {
-	ib        indexBuilder
+	ib        index.Builder
 	replay    []uint32
 	replayAll bool
 }
 
 func newCollector(base, interval int64) *collector {
-	return &collector{ib: newIndexBuilder(base, interval)}
+	return &collector{ib: index.NewBuilder(base, interval)}
 }
 
 func (c *collector) add(pos int64, v batch.View) {
-	c.ib.add(pos, v)
+	c.ib.Add(pos, v.LastOffset(), v.MaxTimestamp())
 	if c.replayAll || !(v.IsControl() || v.ProducerID() >= 0) {
 		return
 	}
@@ -105,7 +106,7 @@ func (c *collector) done(r *scanResult) {
 		r.replayAll = true
 		return
 	}
-	offsets, times := c.ib.finish()
+	offsets, times := c.ib.Finish()
 	r.idx = &indexPlan{end: r.validEnd, offsets: offsets, times: times}
 	r.replay, r.replayAll = c.replay, c.replayAll
 	if r.replayAll {

@@ -10,14 +10,13 @@ import (
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/internal/checkpoint"
-	"github.com/partlog/partlog/segment"
-	"github.com/partlog/partlog/snapshot"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // flipCRC breaks the CRC of the batch at pos of segment base.
 func flipCRC(t testing.TB, dir string, base, pos int64) {
 	t.Helper()
-	patch(t, segPath(dir, base, segment.LogSuffix), func(b []byte) []byte {
+	patch(t, segPath(dir, base, filenames.Log), func(b []byte) []byte {
 		b[pos+batch.OffCRC] ^= 0xff
 		return b
 	})
@@ -52,7 +51,7 @@ func TestFlushedDamageInRecoveryPointSegment(t *testing.T) {
 			dir := fixture(t)
 			bad := batchAt(t, dir, c.segBase, c.offset)
 			flipCRC(t, dir, c.segBase, bad.pos)
-			logName := segment.MakeFileName(c.segBase, segment.LogSuffix)
+			logName := filenames.Make(c.segBase, filenames.Log)
 
 			o := unclean(c.rp)
 			o.DryRun = true
@@ -101,7 +100,7 @@ func TestUnflushedDamageStaysUnflushed(t *testing.T) {
 	if r.Truncation == nil || r.Truncation.Class != ClassCorruptUnflushed || r.Truncation.Position != bad.pos {
 		t.Fatalf("truncation %+v, want corrupt-unflushed at %d", r.Truncation, bad.pos)
 	}
-	expectProblemAt(t, r, segment.MakeFileName(600, segment.LogSuffix), bad.pos)
+	expectProblemAt(t, r, filenames.Make(600, filenames.Log), bad.pos)
 }
 
 // TestEveryProblemAtItsPosition: the cause of every cut of the damage
@@ -110,7 +109,7 @@ func TestUnflushedDamageStaysUnflushed(t *testing.T) {
 func TestEveryProblemAtItsPosition(t *testing.T) {
 	dir := fixture(t)
 	last := batchAt(t, dir, 600, 740)
-	if err := os.Truncate(segPath(dir, 600, segment.LogSuffix), last.pos+30); err != nil {
+	if err := os.Truncate(segPath(dir, 600, filenames.Log), last.pos+30); err != nil {
 		t.Fatal(err)
 	}
 	o := unclean(600)
@@ -119,7 +118,7 @@ func TestEveryProblemAtItsPosition(t *testing.T) {
 	if r.Truncation == nil || r.Truncation.Class != ClassTornTail {
 		t.Fatalf("truncation %+v", r.Truncation)
 	}
-	expectProblemAt(t, r, segment.MakeFileName(600, segment.LogSuffix), last.pos)
+	expectProblemAt(t, r, filenames.Make(600, filenames.Log), last.pos)
 	checkVerdict(t, r, true)
 }
 
@@ -127,7 +126,7 @@ func TestEveryProblemAtItsPosition(t *testing.T) {
 // same; a bad CRC is a problem, and the repair quarantines the file.
 func TestCorruptSnapshotFound(t *testing.T) {
 	dir := fixture(t)
-	name := snapshot.FileName(300)
+	name := filenames.Make(300, filenames.Snapshot)
 	patch(t, filepath.Join(dir, name), func(b []byte) []byte { b[len(b)-1] ^= 0xff; return b })
 	o := clean()
 	o.DryRun = true
@@ -175,12 +174,12 @@ func TestHealthyVerdicts(t *testing.T) {
 		{name: "no-recovery-point", opts: unclean(-1), notes: []string{kindFullRecovery}},
 		{name: "no-recovery-point-no-snapshot", opts: unclean(-1), setup: func(t testing.TB, dir string) {
 			for _, off := range []int64{300, 600, 750} {
-				_ = os.Remove(filepath.Join(dir, snapshot.FileName(off)))
+				_ = os.Remove(filepath.Join(dir, filenames.Make(off, filenames.Snapshot)))
 			}
 		}, changes: []string{kindProducerSnapshot}, notes: []string{kindFullRecovery}},
 		{name: "empty-partition-epoch-0-0", opts: unclean(0), setup: func(t testing.TB, dir string) {
 			emptyDir(t, dir)
-			for _, k := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+			for _, k := range []string{filenames.Log, filenames.Index, filenames.TimeIndex} {
 				if err := os.WriteFile(segPath(dir, 0, k), nil, 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -189,14 +188,14 @@ func TestHealthyVerdicts(t *testing.T) {
 		}, changes: []string{kindEpochs}},
 		{name: "empty-partition-without-indexes", opts: clean(), setup: func(t testing.TB, dir string) {
 			emptyDir(t, dir)
-			if err := os.WriteFile(segPath(dir, 0, segment.LogSuffix), nil, 0o644); err != nil {
+			if err := os.WriteFile(segPath(dir, 0, filenames.Log), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			writeEpochs(t, dir, []checkpoint.EpochEntry{{Epoch: 0, StartOffset: 0}})
 		}, changes: []string{kindIndex, kindEpochs}},
 		{name: "missing-active-indexes", opts: unclean(600), setup: func(t testing.TB, dir string) {
-			_ = os.Remove(segPath(dir, 600, segment.IndexSuffix))
-			_ = os.Remove(segPath(dir, 600, segment.TimeIndexSuffix))
+			_ = os.Remove(segPath(dir, 600, filenames.Index))
+			_ = os.Remove(segPath(dir, 600, filenames.TimeIndex))
 		}, changes: []string{kindIndex}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -329,7 +328,7 @@ func TestFullVerify(t *testing.T) {
 			if r.Truncation != nil {
 				t.Fatalf("truncation %+v, want none", r.Truncation)
 			}
-			expectProblemAt(t, r, segment.MakeFileName(0, segment.LogSuffix), bad.pos)
+			expectProblemAt(t, r, filenames.Make(0, filenames.Log), bad.pos)
 			expectProblem(t, r, kindFlushedDamage)
 			for _, s := range r.Segments {
 				if s.Batches < 0 && s.BaseOffset == 0 {
@@ -346,7 +345,7 @@ func TestMetadataLogFullyRecovered(t *testing.T) {
 	src := fixture(t)
 	dir := filepath.Join(t.TempDir(), "__cluster_metadata-0")
 	copyDir(t, src, dir)
-	if err := os.Truncate(segPath(dir, 600, segment.LogSuffix), batchAt(t, dir, 600, 740).pos+30); err != nil {
+	if err := os.Truncate(segPath(dir, 600, filenames.Log), batchAt(t, dir, 600, 740).pos+30); err != nil {
 		t.Fatal(err)
 	}
 	o := clean()
@@ -375,7 +374,7 @@ func TestMetadataLogFullyRecovered(t *testing.T) {
 // trusted.
 func TestTimeIndexEntryInsideBatch(t *testing.T) {
 	dir := fixture(t)
-	p := segPath(dir, 300, segment.TimeIndexSuffix)
+	p := segPath(dir, 300, filenames.TimeIndex)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

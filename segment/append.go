@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
@@ -166,21 +167,6 @@ func (s *Segment) publish(pos, end, next, maxTs, offMaxTs int64, indexed, stored
 	return nil
 }
 
-// advancePrefault reports the write position end to the prefaulter, at
-// publish's stride. The first report past preallocFirstAt of a segment
-// that has not taken a reservation step yet also asks for its first
-// step's blocks ahead (see preallocMinStep): that step falls due after
-// half its reservation, in the same round for partitions appended round
-// robin.
-func (s *Segment) advancePrefault(end int64) {
-	if !s.firstPrealloc && s.reserveStep == 0 && end >= preallocFirstAt {
-		s.firstPrealloc = true
-		s.prefaulter.Preallocate(s.log.Size(), ReserveMinBytes+preallocMargin)
-	}
-	s.prefaulter.Advance(end)
-	s.prefaultAt = end + s.prefaultStride()
-}
-
 // noteTimestamps is publish's first step: the segment's timestamps after
 // an append at pos.
 func (s *Segment) noteTimestamps(pos, maxTs, offMaxTs int64) {
@@ -287,45 +273,6 @@ func (s *Segment) AppendLeader(src []byte, h *batch.BatchHeader, next int64, epo
 	return pos, nil
 }
 
-// reserveAhead is how far past an append's end its stores want the
-// reservation to reach (see Append).
-//
-// A segment that has not grown yet (new, or reopened) counts as having
-// half the smallest step ahead: a new segment's first step is then taken
-// while the append is still inside its first reservation, so the
-// prefaulter populates the pages after it before the writer gets there.
-// Otherwise the first append past ReserveMinBytes stored into pages the
-// prefaulter could not reach (past the reserved end) and took their page
-// faults itself, each reading around the fault (the device's read-ahead,
-// up to megabytes of zeroed pages) under the append: with 1 000
-// partitions appended round robin, most of the append time.
-func (s *Segment) reserveAhead(st Stamp) int64 {
-	if s.prefaulter != nil && !st.Write {
-		return min(s.cfg.Prefault, max(s.reserveStep, ReserveMinBytes/2))
-	}
-	return 0
-}
-
-// makeRoom reserves room for an append ending at end (cold path of
-// Append): ErrFull past the capacity, else the reservation grown.
-func (s *Segment) makeRoom(end int64, st Stamp) error {
-	f := s.log
-	if c := f.Cap(); end > c {
-		return fmt.Errorf("%w: %d bytes at position %d of %d", ErrFull, end-s.size.Load(), s.size.Load(), c)
-	}
-	need := min(end+s.reserveAhead(st), f.Cap())
-	if need > f.Size() {
-		if err := s.reserve(need); err != nil && end > f.Size() {
-			return err
-		}
-		if s.prefaulter != nil {
-			s.prefaulter.Grew()
-			s.prefaultAt = 0 // report at once: the window may have been cut short
-		}
-	}
-	return nil
-}
-
 // indexRoom reserves room for an offset index entry and, when timed (the
 // append may add one), a time index entry.
 func (s *Segment) indexRoom(timed bool) error {
@@ -391,4 +338,31 @@ func (s *Segment) AppendAbortedTxn(e index.AbortedTxn) error {
 		return ErrSealed
 	}
 	return s.txnIndex.Append(e)
+}
+
+// ShouldRoll reports whether an append of size bytes covering offsets
+// [firstOffset, lastOffset] with largest timestamp maxTimestamp must go to
+// a new segment (recovery.md §3.3). segmentMs ≤ 0 disables the time rule;
+// now is called only when the rule needs the wall clock. AppendLeader
+// makes the same tests (it declines where the clock is needed):
+// TestAppendLeaderMatchesAppend keeps the two in step.
+func (s *Segment) ShouldRoll(size int64, lastOffset, maxTimestamp int64, segmentMs, jitterMs int64, now func() time.Time) bool {
+	cur := s.size.Load()
+	// One unsigned compare covers lastOffset < base and a relative offset
+	// beyond int32.
+	if cur > s.cfg.SegmentBytes-size || uint64(lastOffset-s.base) > math.MaxInt32 || s.indexesFull {
+		return true
+	}
+	if segmentMs > 0 && cur > 0 {
+		var age int64
+		if s.rollingTimestamp != batch.NoTimestamp && maxTimestamp != batch.NoTimestamp {
+			age = maxTimestamp - s.rollingTimestamp
+		} else {
+			age = now().Sub(s.created).Milliseconds() // only here: the clock costs ~50 ns
+		}
+		if age > segmentMs-jitterMs {
+			return true
+		}
+	}
+	return false
 }

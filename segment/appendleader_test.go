@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // appendLeaderOrGeneral is what the log does with AppendLeader: the
@@ -116,9 +117,9 @@ func TestAppendLeaderMatchesAppend(t *testing.T) {
 				}
 				segs[k] = nil
 			}
-			for _, suffix := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
-				a, errA := os.ReadFile(Path(dirs[0], 100, suffix))
-				b, errB := os.ReadFile(Path(dirs[1], 100, suffix))
+			for _, suffix := range []string{filenames.Log, filenames.Index, filenames.TimeIndex} {
+				a, errA := os.ReadFile(filenames.Path(dirs[0], 100, suffix))
+				b, errB := os.ReadFile(filenames.Path(dirs[1], 100, suffix))
 				if errA != nil || errB != nil || !bytes.Equal(a, b) {
 					t.Fatalf("%s files differ (%d and %d bytes; %v, %v)", suffix, len(a), len(b), errA, errB)
 				}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/filenames"
 	"golang.org/x/sys/unix"
 )
 
@@ -91,7 +92,7 @@ func TestSegmentColdDataReadsAhead(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			dropCached(t, s.Path(LogSuffix))
+			dropCached(t, s.Path(filenames.Log))
 			s, err := OpenActive(dir, 0, coldCfg, time.Now())
 			if err != nil {
 				t.Fatal(err)
@@ -106,7 +107,7 @@ func TestSegmentColdDataReadsAhead(t *testing.T) {
 			if err := unix.Madvise(s.log.Bytes(), unix.MADV_DONTNEED); err != nil {
 				t.Fatal(err)
 			}
-			dropCached(t, s.Path(LogSuffix))
+			dropCached(t, s.Path(filenames.Log))
 			return s
 		}},
 	}
@@ -155,7 +156,7 @@ func TestSegmentColdDataReadsAhead(t *testing.T) {
 func logRandomRead(t *testing.T, s *Segment) bool {
 	t.Helper()
 	entry := smapsEntry(t, s.log.Bytes())
-	if !strings.HasSuffix(entry[0], " "+s.Path(LogSuffix)) {
+	if !strings.HasSuffix(entry[0], " "+s.Path(filenames.Log)) {
 		t.Fatalf("the mapping at the .log's data is %q", entry[0])
 	}
 	for _, l := range entry[1:] {

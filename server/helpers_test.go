@@ -164,6 +164,14 @@ func produceReq(topic string, part int32, acks int16, recs []byte) *kmsg.Produce
 	return req
 }
 
+// txnProduceReq is produceReq for a transactional producer of
+// transactional id id.
+func txnProduceReq(id, topic string, part int32, acks int16, recs []byte) *kmsg.ProduceRequest {
+	req := produceReq(topic, part, acks, recs)
+	req.TransactionID = &id
+	return req
+}
+
 func fetchReq(topic string, part int32, offset int64, maxWait, minBytes, maxBytes, partMax int32, isolation int8) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel = 11, maxWait, minBytes, maxBytes, isolation

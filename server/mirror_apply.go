@@ -50,7 +50,8 @@ func (l *mirrorLink) apply(ctx context.Context, mp *mirrorPart, rp *kmsg.FetchRe
 	// brings up to 4 MiB, a topic's segment.bytes can be 1 MiB.
 	for rest := recs; len(rest) > 0; {
 		var chunk []byte
-		chunk, rest = batchesUpTo(rest, p.segmentBytes)
+		_, segmentBytes := p.settings()
+		chunk, rest = batchesUpTo(rest, segmentBytes)
 		_, err := p.mirror.AppendMirror(mp.session, chunk)
 		if errors.Is(err, mirror.ErrEpochFenced) {
 			// The local epoch was raised above the batch's: same bytes again.

@@ -125,7 +125,7 @@ func TestMirrorPreparedTransactionMarkersOnce(t *testing.T) {
 	if c := addPartition(t, rb, id, p.ProducerID, p.ProducerEpoch, "lx", 0); c != 0 {
 		t.Fatalf("AddPartitionsToTxn: %d", c)
 	}
-	roundTrip[*kmsg.ProduceResponse](rb, produceReq("lx", 0, -1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
+	roundTrip[*kmsg.ProduceResponse](rb, txnProduceReq(id, "lx", 0, -1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
 	mirrorTopic(t, b, a, "pm2")
 	if err := b.meta.update(func(st *metaState) {
 		tx := st.Transactions[id]

@@ -31,7 +31,7 @@ func TestMirrorOpenWithTransactionPreparedOnMirroredPartition(t *testing.T) {
 	if c := addPartition(t, rb, id, p.ProducerID, p.ProducerEpoch, "pm", 0); c != 0 {
 		t.Fatalf("AddPartitionsToTxn: %d", c)
 	}
-	roundTrip[*kmsg.ProduceResponse](rb, produceReq("pm", 0, -1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
+	roundTrip[*kmsg.ProduceResponse](rb, txnProduceReq(id, "pm", 0, -1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
 	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"pm"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -331,8 +331,8 @@ func TestMirrorChainMiddleStopTruncates(t *testing.T) {
 	c := startTest(t, Config{})
 	ra, rb := dial(t, a.addr), dial(t, b.addr)
 	createTopic(t, ra, "ch", 1)
-	produceOK(t, ra, "ch", 0, records(t, 5, 0, 0, 0, false, 10)) // [0, 5)
-	produceOK(t, ra, "ch", 0, records(t, 3, 1, 0, 0, true, 10))  // [5, 8) open
+	produceOK(t, ra, "ch", 0, records(t, 5, 0, 0, 0, false, 10))     // [0, 5)
+	appendBypassing(t, a, "ch", 0, records(t, 3, 1, 0, 0, true, 10)) // [5, 8) open
 	ctx := context.Background()
 	if _, err := b.StartMirror(ctx, MirrorStartRequest{Source: a.addr, Topics: []string{"ch"}}); err != nil {
 		t.Fatal(err)
@@ -433,7 +433,7 @@ func TestMirrorStartEndsLocalTransactions(t *testing.T) {
 		if c := addPartition(t, rb, id, p.ProducerID, p.ProducerEpoch, topic, 0); c != 0 {
 			t.Fatalf("AddPartitionsToTxn %s: %d", topic, c)
 		}
-		roundTrip[*kmsg.ProduceResponse](rb, produceReq(topic, 0, -1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
+		roundTrip[*kmsg.ProduceResponse](rb, txnProduceReq(id, topic, 0, -1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
 	}
 	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"lt"}}); err != nil {
 		t.Fatal(err)

@@ -42,6 +42,23 @@ func produceOK(t *testing.T, rc *rawConn, topic string, part int32, recs []byte)
 	return p.BaseOffset
 }
 
+// appendBypassing appends records to a partition as a leader without the
+// produce path's checks (a transactional batch no coordinator knows of:
+// an open transaction of another cluster's producer, as a mirror sees
+// one), and moves the high watermark over them.
+func appendBypassing(t *testing.T, ts *testServer, topic string, part int32, recs []byte) {
+	t.Helper()
+	p, code := ts.partitionFor(topic, part)
+	if code != errNone {
+		t.Fatalf("%s-%d: %d", topic, part, code)
+	}
+	info, err := p.mirror.AppendClient(recs, p.epoch.Load())
+	if err != nil {
+		t.Fatalf("append to %s-%d: %v", topic, part, err)
+	}
+	p.raiseHighWatermark(info.LastOffset + 1)
+}
+
 func logOf(t *testing.T, ts *testServer, topic string, n int32) *partlog.Log {
 	t.Helper()
 	p, code := ts.partitionFor(topic, n)
@@ -112,7 +129,7 @@ func TestMirrorInProcess(t *testing.T) {
 	produceOK(t, ra, "m", 1, records(t, 1, 7, 0, 0, false, 10))
 	// An open transaction of producer 1 on partition 1 (the server's
 	// coordinator is bypassed: the log takes the batch as a leader).
-	produceOK(t, ra, "m", 1, records(t, 1, 1, 0, 0, true, 10))
+	appendBypassing(t, a, "m", 1, records(t, 1, 1, 0, 0, true, 10))
 
 	st, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, SourceAdmin: aAdmin, Topics: []string{"m"}})
 	if err != nil || len(st) != 2 {

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Request shapes: the wire layout of every request the server decodes,
@@ -78,6 +79,10 @@ type requestShape struct {
 }
 
 var all = allVersions
+
+// neverFlexible is the flexibleFrom of a request without flexible
+// versions.
+const neverFlexible = math.MaxInt16
 
 // requestShapes are the bodies of the requests the server and its group
 // coordinator answer, at every version kmsg knows.
@@ -246,6 +251,23 @@ var requestShapes = map[int16]requestShape{
 		structs(all, field(wInt8, all), field(wString, all), list(wString, all)),
 		field(wInt8, since(1)),
 		field(wInt8, since(3)),
+	}},
+	33: {2, []wireField{ // AlterConfigs
+		structs(all, field(wInt8, all), field(wString, all),
+			structs(all, field(wString, all), field(wString, all))),
+		field(wInt8, all), // validate only
+	}},
+	44: {1, []wireField{ // IncrementalAlterConfigs
+		structs(all, field(wInt8, all), field(wString, all),
+			structs(all, field(wString, all), field(wInt8, all), field(wString, all))),
+		field(wInt8, all), // validate only
+	}},
+	42: {2, []wireField{ // DeleteGroups
+		list(wString, all),
+	}},
+	47: {neverFlexible, []wireField{ // OffsetDelete
+		field(wString, all),
+		structs(all, field(wString, all), structs(all, field(wInt32, all))),
 	}},
 	37: {2, []wireField{ // CreatePartitions
 		structs(all,

@@ -55,6 +55,10 @@ type Config struct {
 	// they are not advertised and answered UNSUPPORTED_VERSION. The
 	// server does not close it.
 	Groups GroupHandler
+	// GroupContext, if set, gives each group request's context the
+	// client id and host of its connection (group.ContextWithClient):
+	// DescribeGroups shows them, as Kafka does.
+	GroupContext func(ctx context.Context, clientID, clientHost string) context.Context
 	// Tick is the period of the housekeeping pass (transaction timeouts,
 	// producer expiry, retention, checkpoints). Default 1s.
 	Tick time.Duration
@@ -390,6 +394,10 @@ func (s *Server) handle(ctx context.Context, cc *connCtx, req kmsg.Request) hand
 		return now(s.createPartitions(r))
 	case *kmsg.DescribeConfigsRequest:
 		return now(s.describeConfigs(r))
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return now(s.incrementalAlterConfigs(r))
+	case *kmsg.AlterConfigsRequest:
+		return now(s.alterConfigs(r))
 	case *kmsg.ProduceRequest:
 		return s.produce(r)
 	case *kmsg.FetchRequest:
@@ -412,7 +420,14 @@ func (s *Server) handle(ctx context.Context, cc *connCtx, req kmsg.Request) hand
 		return now(s.txns.txnOffsetCommit(r))
 	}
 	if g := s.cfg.Groups; g != nil && isGroupKey(req.Key()) {
+		if resp := s.unknownGroupPartitions(req); resp != nil {
+			return now(resp)
+		}
+		clientID, host := cc.clientID, cc.clientHost()
 		return handled{wait: func(ctx context.Context) kmsg.Response {
+			if s.cfg.GroupContext != nil {
+				ctx = s.cfg.GroupContext(ctx, clientID, host)
+			}
 			resp, ok := g.Handle(ctx, req)
 			if !ok || resp == nil {
 				return s.unsupported(req, req.Key(), req.GetVersion())

@@ -33,12 +33,35 @@ type partition struct {
 	// epoch is the leader epoch this node serves the partition at: the
 	// log's latest, raised by the mirror (its fencing and its stop).
 	epoch atomic.Int32
+	// The topic's configs that the server applies itself, set by
+	// setConfigs under cfgMu (the produce path reads them under it).
+	cfgMu sync.RWMutex
 	// appendTime: the topic stamps LogAppendTime (produce answers it).
 	appendTime bool
 	// segmentBytes is the log's segment.bytes: the most one append may
 	// bring (the mirror fetcher appends a fetch's batches in such steps).
 	segmentBytes int64
 	hwMu         sync.Mutex
+}
+
+// setConfigs sets the partition's view of its topic's configs
+// (configs checked, applied to the server's template tmpl).
+func (p *partition) setConfigs(tmpl partlog.Options, configs map[string]string) {
+	o, _ := topicOptions(tmpl, configs)
+	p.cfgMu.Lock()
+	defer p.cfgMu.Unlock()
+	p.appendTime = o.MessageTimestampType == partlog.LogAppendTime
+	p.segmentBytes = o.SegmentBytes
+	if p.segmentBytes <= 0 {
+		p.segmentBytes = partlog.DefaultSegmentBytes
+	}
+}
+
+// settings returns the partition's LogAppendTime flag and segment size.
+func (p *partition) settings() (appendTime bool, segmentBytes int64) {
+	p.cfgMu.RLock()
+	defer p.cfgMu.RUnlock()
+	return p.appendTime, p.segmentBytes
 }
 
 // raiseHighWatermark moves the high watermark up to hw, never down
@@ -84,11 +107,8 @@ func (s *Server) newPartition(tp partlog.TopicPartition, l *partlog.Log) (*parti
 	if s.cfg.Log != nil {
 		tmpl = *s.cfg.Log
 	}
-	o, _ := topicOptions(tmpl, s.meta.topicConfigs(tp.Topic))
-	p := &partition{tp: tp, log: l, appendTime: o.MessageTimestampType == partlog.LogAppendTime, segmentBytes: o.SegmentBytes}
-	if p.segmentBytes <= 0 {
-		p.segmentBytes = partlog.DefaultSegmentBytes
-	}
+	p := &partition{tp: tp, log: l}
+	p.setConfigs(tmpl, s.meta.topicConfigs(tp.Topic))
 	epoch := max(0, l.LatestEpoch(), s.meta.mirrorEpoch(tp))
 	mp, err := mirror.Open(l, s.mirrorOptions(tp, epoch))
 	if err != nil {
@@ -360,7 +380,7 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 				configs[c.Name] = *c.Value
 			}
 		}
-		_, cfgErr := topicOptions(partlog.Options{}, configs)
+		configs, cfgErr := checkConfigs(configs)
 		switch {
 		case seen[rt.Topic] > 1:
 			fail(errInvalidRequest, "topic named more than once in the request")
@@ -391,6 +411,7 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 			if req.ValidateOnly {
 				s.cmu.Unlock()
 				ct.NumPartitions, ct.ReplicationFactor = count, 1
+				ct.Configs = s.createdConfigs(configs)
 				break
 			}
 			id, err := newTopicID()
@@ -404,21 +425,29 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 			}
 			ct.TopicID = id
 			ct.NumPartitions, ct.ReplicationFactor = count, 1
-			names := make([]string, 0, len(configs))
-			for k := range configs {
-				names = append(names, k)
-			}
-			sort.Strings(names)
-			for _, k := range names {
-				v := configs[k]
-				c := kmsg.NewCreateTopicsResponseTopicConfig()
-				c.Name, c.Value, c.Source = k, &v, 1 // DYNAMIC_TOPIC_CONFIG
-				ct.Configs = append(ct.Configs, c)
-			}
+			ct.Configs = s.createdConfigs(configs)
 		}
 		resp.Topics = append(resp.Topics, ct)
 	}
 	return resp
+}
+
+// createdConfigs are a created topic's configs as CreateTopics v5+
+// answers them: every config, its own or the default (Kafka lists all).
+func (s *Server) createdConfigs(configs map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+	tmpl := partlog.Options{}
+	if s.cfg.Log != nil {
+		tmpl = *s.cfg.Log
+	}
+	o, _ := topicOptions(tmpl, configs)
+	var out []kmsg.CreateTopicsResponseTopicConfig
+	for _, e := range configEntries(o, configs, false) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		v := e.value
+		c.Name, c.Value, c.Source = e.name, &v, int8(e.source)
+		out = append(out, c)
+	}
+	return out
 }
 
 func singleNodeAssignment(as []kmsg.CreateTopicsRequestTopicReplicaAssignment, node int32) bool {
@@ -466,6 +495,9 @@ func (s *Server) deleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response {
 			name = n
 		}
 		dt.Topic = &name
+		if t := s.topicByName(name); t != nil && req.Version >= 6 {
+			dt.TopicID = t.id
+		}
 		err := s.deleteTopic(name)
 		switch {
 		case errors.Is(err, partlog.ErrUnknownPartition):

@@ -5,26 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
-	"strconv"
-	"strings"
 
-	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/dump"
 	"github.com/spf13/cobra"
 )
 
-// dumpOptions are the flags of `partlog dump`, named as kafka-dump-log's.
+// dumpOptions are the flags of `partlog dump`, named as kafka-dump-log's;
+// the dump itself is package dump's.
 type dumpOptions struct {
-	deepIteration      bool
-	printDataLog       bool
-	skipRecordMetadata bool
-	maxBytes           int64
-	maxMessageSize     int
-	referenceTool      bool
-	verifyIndexOnly    bool
-	indexSanityCheck   bool
-	offsets            offsetRange
-	json               bool
+	dump.Options
+	json bool
 
 	// kafka-dump-log's input and decoder flags.
 	files             []string
@@ -33,23 +23,19 @@ type dumpOptions struct {
 	clusterMetadata   bool
 	keyDecoderClass   string
 	valueDecoderClass string
-	decoder           recordDecoder // set by prepare
-	customDecoder     bool          // a decoder flag was given
-
-	trailer dumpTrailer // reports printed on stderr after all files
 }
 
 func (o *dumpOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.BoolVar(&o.deepIteration, "deep-iteration", false, "print every record, not only batch headers")
-	f.BoolVar(&o.printDataLog, "print-data-log", false, "print keys and values (implies --deep-iteration)")
-	f.BoolVar(&o.skipRecordMetadata, "skip-record-metadata", false, "omit record metadata when printing data")
-	f.Int64Var(&o.maxBytes, "max-bytes", -1, "read at most this many bytes of each .log file")
-	f.IntVar(&o.maxMessageSize, "max-message-size", 5242880, "largest decompressed batch to decode")
-	f.BoolVar(&o.referenceTool, "reference-format", false, "print type-7 control records as Apache Kafka (October 2024) does: controlType: UNKNOWN(7)")
-	f.BoolVar(&o.verifyIndexOnly, "verify-index-only", false, "check .index and .timeindex entries against the .log without printing them")
-	f.BoolVar(&o.indexSanityCheck, "index-sanity-check", false, "only run the sanity check of .index and .timeindex files")
-	f.Var(&o.offsets, "offsets", "only print batches and index entries overlapping this inclusive offset range (either bound may be empty); .snapshot files are not filtered")
+	f.BoolVar(&o.Deep, "deep-iteration", false, "print every record, not only batch headers")
+	f.BoolVar(&o.PrintData, "print-data-log", false, "print keys and values (implies --deep-iteration)")
+	f.BoolVar(&o.SkipRecordMetadata, "skip-record-metadata", false, "omit record metadata when printing data")
+	f.Int64Var(&o.MaxBytes, "max-bytes", -1, "read at most this many bytes of each .log file")
+	f.IntVar(&o.MaxMessageSize, "max-message-size", 5242880, "largest decompressed batch to decode")
+	f.BoolVar(&o.ReferenceFormat, "reference-format", false, "print type-7 control records as Apache Kafka (October 2024) does: controlType: UNKNOWN(7)")
+	f.BoolVar(&o.VerifyIndexOnly, "verify-index-only", false, "check .index and .timeindex entries against the .log without printing them")
+	f.BoolVar(&o.IndexSanityCheck, "index-sanity-check", false, "only run the sanity check of .index and .timeindex files")
+	f.Var(&o.Offsets, "offsets", "only print batches and index entries overlapping this inclusive offset range (either bound may be empty); .snapshot files are not filtered")
 	f.BoolVar(&o.json, "json", false, "print one JSON object per file instead of kafka-dump-log's text (schemaVersion 1)")
 	f.StringSliceVar(&o.files, "files", nil, "comma-separated files to dump (as kafka-dump-log's --files; FILE arguments may be given as well)")
 	f.BoolVar(&o.offsetsDecoder, "offsets-decoder", false, "decode keys and values as __consumer_offsets records (implies --print-data-log)")
@@ -60,34 +46,22 @@ func (o *dumpOptions) addFlags(cmd *cobra.Command) {
 }
 
 // prepare checks the flags after parsing and picks the record decoder.
-// Like kafka-dump-log, any decoder flag implies --print-data-log, and the
-// topic decoders take precedence over the classes (offsets, then
-// transaction log, then cluster metadata).
+// Like kafka-dump-log, any decoder flag implies --print-data-log.
 func (o *dumpOptions) prepare(cmd *cobra.Command) error {
 	f := cmd.Flags()
+	chosen := false
 	for _, name := range []string{"offsets-decoder", "transaction-log-decoder", "cluster-metadata-decoder", "key-decoder-class", "value-decoder-class"} {
 		if f.Changed(name) {
-			o.printDataLog = true
-			o.customDecoder = true
+			o.PrintData = true
+			chosen = true
 		}
 	}
-	switch {
-	case o.offsetsDecoder:
-		o.decoder = offsetsDecoder{}
-	case o.txnLogDecoder:
-		o.decoder = txnLogDecoder{}
-	case o.clusterMetadata:
-		o.decoder = metadataDecoder{}
-	default:
-		kd, err := lookupDecoderClass(o.keyDecoderClass)
-		if err != nil {
-			return err
-		}
-		vd, err := lookupDecoderClass(o.valueDecoderClass)
-		if err != nil {
-			return err
-		}
-		o.decoder = classDecoder{key: kd, value: vd}
+	d, err := dump.NewDecoder(o.offsetsDecoder, o.txnLogDecoder, o.clusterMetadata, o.keyDecoderClass, o.valueDecoderClass)
+	if err != nil {
+		return err
+	}
+	if chosen {
+		o.Decoder = d
 	}
 	return nil
 }
@@ -117,352 +91,56 @@ func (o *dumpOptions) run(files []string, stdout, stderr io.Writer) error {
 	if o.json {
 		return o.runJSON(files, stdout, stderr)
 	}
-	w := bufio.NewWriter(stdout)
-	defer w.Flush()
-	o.trailer = dumpTrailer{}
+	t := dump.NewText(stdout, stderr, &o.Options)
 	code := exitOK
 	for _, path := range files {
-		fmt.Fprintf(w, "Dumping %s\n", path)
-		var problems bool
-		var err error
-		switch filepath.Ext(path) {
-		case ".log":
-			problems, err = o.dumpLog(w, stderr, path)
-		case ".index":
-			problems, err = o.dumpOffsetIndex(w, stderr, path)
-		case ".timeindex":
-			problems, err = o.dumpTimeIndex(w, stderr, path)
-		case ".txnindex":
-			problems, err = o.dumpTxnIndex(w, stderr, path)
-		case ".snapshot":
-			problems, err = o.dumpSnapshot(w, stderr, path)
-		case ".checkpoint":
-			problems, err = o.dumpKRaftSnapshot(w, stderr, path)
-		default:
-			w.Flush()
+		failed, err := t.File(path)
+		switch {
+		case errors.Is(err, dump.ErrUnknownKind):
+			t.Flush()
 			fmt.Fprintf(stderr, "Ignoring unknown file %s\n", path)
-		}
-		if err != nil {
-			w.Flush()
+		case err != nil:
+			t.Flush()
 			fmt.Fprintln(stderr, errLine(path, err))
 			code |= exitOperational
-		} else if problems {
+		case failed:
 			code |= exitProblems
 		}
 	}
-	w.Flush()
-	o.trailer.print(stderr)
+	t.Finish()
 	if code != exitOK {
 		return &exitError{code: code}
 	}
 	return nil
 }
 
-// dumpLog prints one .log file in kafka-dump-log's format (formats.md
-// §7.2) and reports whether it found invalid bytes.
-func (o *dumpOptions) dumpLog(w *bufio.Writer, stderr io.Writer, path string) (bool, error) {
-	data, err := readLogPrefix(path, o.maxBytes)
-	if err != nil {
-		return false, err
-	}
-	base, _ := strconv.ParseInt(strings.TrimSuffix(filepath.Base(path), ".log"), 10, 64)
-	fmt.Fprintf(w, "Log starting offset: %d\n", base)
-	return o.dumpBatches(w, stderr, path, data)
-}
-
-// dumpKRaftSnapshot prints a KRaft snapshot (<end offset>-<epoch>.checkpoint
-// or bootstrap.checkpoint): record batches like a .log, after a line
-// naming the snapshot, as kafka-dump-log does. A name that is neither is
-// reported (exit 4) and the batches are still printed.
-func (o *dumpOptions) dumpKRaftSnapshot(w *bufio.Writer, stderr io.Writer, path string) (bool, error) {
-	data, err := readLogPrefix(path, o.maxBytes)
-	if err != nil {
-		return false, err
-	}
-	id, ok := parseKRaftSnapshotName(filepath.Base(path))
-	badName := false
-	switch {
-	case ok && id.bootstrap:
-		fmt.Fprintln(w, "KRaft bootstrap snapshot")
-	case ok:
-		fmt.Fprintf(w, "Snapshot end offset: %d, epoch: %d\n", id.endOffset, id.epoch)
-	default:
-		w.Flush()
-		fmt.Fprintf(stderr, "partlog: %s: not a KRaft snapshot name (<20-digit end offset>-<10-digit epoch>.checkpoint or bootstrap.checkpoint)\n", path)
-		badName = true
-	}
-	problems, err := o.dumpBatches(w, stderr, path, data)
-	return problems || badName, err
-}
-
-// kraftSnapshotID is what a KRaft snapshot's file name says.
-type kraftSnapshotID struct {
-	bootstrap bool
-	endOffset int64
-	epoch     int32
-}
-
-// parseKRaftSnapshotName parses "bootstrap.checkpoint" or
-// "<20 digits>-<10 digits>.checkpoint" (Kafka's Snapshots naming).
-func parseKRaftSnapshotName(name string) (kraftSnapshotID, bool) {
-	if name == "bootstrap.checkpoint" {
-		return kraftSnapshotID{bootstrap: true}, true
-	}
-	stem, ok := strings.CutSuffix(name, ".checkpoint")
-	if !ok || len(stem) != 31 || stem[20] != '-' {
-		return kraftSnapshotID{}, false
-	}
-	for i := 0; i < len(stem); i++ {
-		if i != 20 && (stem[i] < '0' || stem[i] > '9') {
-			return kraftSnapshotID{}, false
-		}
-	}
-	off, err1 := strconv.ParseInt(stem[:20], 10, 64)
-	ep, err2 := strconv.ParseInt(stem[21:], 10, 32)
-	if err1 != nil || err2 != nil {
-		return kraftSnapshotID{}, false
-	}
-	return kraftSnapshotID{endOffset: off, epoch: int32(ep)}, true
-}
-
-// dumpBatches prints the entries of a .log or .checkpoint file's bytes.
-func (o *dumpOptions) dumpBatches(w *bufio.Writer, stderr io.Writer, path string, data []byte) (bool, error) {
-	deep := o.deepIteration || o.printDataLog
-	var scratch []byte
-	var nonConsecutive [][2]int64
-	lastOffset := int64(-1)
-	pos := 0
-	problems := false
-	for pos < len(data) {
-		size, err := batch.Frame(data[pos:])
-		if err != nil {
-			break
-		}
-		entry := data[pos : pos+size]
-		if int8(entry[batch.OffMagic]) < batch.MagicV2 {
-			m, err := batch.ParseLegacy(entry)
-			if err != nil {
-				fmt.Fprintf(stderr, "partlog: %s: position %d: %v\n", path, pos, err)
-				problems = true
-				break
-			}
-			if !o.legacyOverlaps(m) {
-				pos += size
-				continue
-			}
-			if !o.printLegacy(w, m, pos, deep, &lastOffset, &nonConsecutive) || !m.Valid() {
-				problems = true
-			}
-			pos += size
+// runJSON dumps every file as one JSON object a line; an unknown file is
+// reported on stderr and gets no object, an unreadable one an "io" problem.
+func (o *dumpOptions) runJSON(files []string, stdout, stderr io.Writer) error {
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	code := exitOK
+	for _, path := range files {
+		f, err := dump.Read(path, &o.Options, nil)
+		switch {
+		case errors.Is(err, dump.ErrUnknownKind):
+			w.Flush()
+			fmt.Fprintf(stderr, "Ignoring unknown file %s\n", path)
 			continue
+		case err != nil:
+			f.Problems = append(f.Problems, dump.Problem{Position: -1, Kind: "io", Detail: err.Error()})
+			code |= exitOperational
+		case f.Failed():
+			code |= exitProblems
 		}
-		v := batch.View(entry)
-		if len(v) < batch.HeaderSize || v.Magic() != batch.MagicV2 {
-			fmt.Fprintf(stderr, "partlog: %s: position %d: not a valid batch\n", path, pos)
-			problems = true
-			break
-		}
-		if !o.offsets.overlaps(v.BaseOffset(), v.LastOffset()) {
-			pos += size
-			continue
-		}
-		valid := v.CRC() == v.ComputeCRC()
-		printBatchLine(w, v, pos, valid)
-		if deep {
-			var ok bool
-			scratch, ok = o.printRecords(w, stderr, path, v, pos, scratch, &lastOffset, &nonConsecutive)
-			// Records that cannot be decoded (a batch over the
-			// decompression cap, a bad record) are problems, as in --json.
-			problems = problems || !ok
-		}
-		if !valid {
-			problems = true
-		}
-		pos += size
-	}
-	if pos < len(data) && o.maxBytes < 0 {
-		fmt.Fprintf(w, "Found %d invalid bytes at the end of %s\n", len(data)-pos, filepath.Base(path))
-		if batch.IsZero(data[pos:]) {
-			// Kafka's line, as kafka-dump-log prints it, but not a problem:
-			// the unwritten, preallocated tail of an active segment (a
-			// running broker's, or one that crashed before writing there).
-			fmt.Fprintf(stderr, "partlog: %s: the %d bytes after position %d are zeros: the unwritten tail of an active segment, not damage\n",
-				path, len(data)-pos, pos)
-		} else {
-			problems = true
+		if err := dump.WriteJSON(w, f); err != nil {
+			return &exitError{code: exitOperational, err: err}
 		}
 	}
-	if len(nonConsecutive) > 0 {
-		// Kafka prepends to a list: most recent pair first.
-		pairs := make([][2]int64, len(nonConsecutive))
-		for i, p := range nonConsecutive {
-			pairs[len(pairs)-1-i] = p
-		}
-		o.trailer.nonConsecutive = append(o.trailer.nonConsecutive, fileOffsetPairs{absPath(path), pairs})
+	if code != exitOK {
+		return &exitError{code: code}
 	}
-	return problems, nil
-}
-
-func printBatchLine(w *bufio.Writer, v batch.View, pos int, valid bool) {
-	horizon := "OptionalLong.empty"
-	if h, ok := v.DeleteHorizon(); ok {
-		horizon = "OptionalLong[" + strconv.FormatInt(h, 10) + "]"
-	}
-	fmt.Fprintf(w, "baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d producerEpoch: %d partitionLeaderEpoch: %d isTransactional: %t isControl: %t deleteHorizonMs: %s position: %d %s: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: %t\n",
-		v.BaseOffset(), v.LastOffset(), v.RecordsCount(), v.BaseSequence(), v.LastSequence(),
-		v.ProducerID(), v.ProducerEpoch(), v.PartitionLeaderEpoch(), v.IsTransactional(), v.IsControl(),
-		horizon, pos, v.TimestampType(), v.MaxTimestamp(), v.Size(), v.Magic(), v.Compression(), v.CRC(), valid)
-}
-
-// printRecords prints the records of v; ok is false when they could not
-// all be decoded (the error is printed to stderr).
-func (o *dumpOptions) printRecords(w *bufio.Writer, stderr io.Writer, path string, v batch.View, pos int, scratch []byte, lastOffset *int64, nonConsecutive *[][2]int64) (_ []byte, ok bool) {
-	data, err := v.RecordData(scratch, o.maxMessageSize)
-	if err != nil {
-		w.Flush()
-		fmt.Fprintf(stderr, "partlog: %s: batch at position %d: %v\n", path, pos, err)
-		return scratch, false
-	}
-	if v.Compression() != batch.CompressionNone {
-		scratch = data
-	}
-	it := batch.NewRecordIterator(v, data)
-	var r batch.Record
-	for it.Next(&r) {
-		noteOffset(r.Offset, lastOffset, nonConsecutive)
-		var line strings.Builder
-		if !o.skipRecordMetadata {
-			fmt.Fprintf(&line, "| offset: %d %s: %d keySize: %d valueSize: %d sequence: %d headerKeys: [",
-				r.Offset, v.TimestampType(), r.Timestamp, r.KeySize(), r.ValueSize(), r.Sequence)
-			hi := r.Headers()
-			var h batch.Header
-			for first := true; hi.Next(&h); first = false {
-				if !first {
-					line.WriteByte(',')
-				}
-				line.Write(h.Key)
-			}
-			line.WriteByte(']')
-			if v.IsControl() {
-				line.WriteString(o.controlSuffix(&r))
-			}
-		}
-		if o.printDataLog && !v.IsControl() {
-			o.writeKeyValue(&line, r.Offset, r.Key, r.Value)
-		}
-		w.WriteString(line.String())
-		w.WriteByte('\n')
-	}
-	if err := it.Err(); err != nil {
-		w.Flush()
-		fmt.Fprintf(stderr, "partlog: %s: batch at position %d: %v\n", path, pos, err)
-		return scratch, false
-	}
-	return scratch, true
-}
-
-// controlSuffix renders a control record as the dump tool does (the
-// mirroring fork's tool unless --reference-format is given).
-func (o *dumpOptions) controlSuffix(r *batch.Record) string {
-	_, t, err := batch.ParseControlKey(r.Key)
-	if err != nil {
-		return " controlType: INVALID"
-	}
-	val, err := batch.DecodeControlValue(t, r.Value)
-	if err != nil {
-		return fmt.Sprintf(" controlType: %s(%d) (invalid value: %v)", t, t, err)
-	}
-	switch m := val.(type) {
-	case batch.EndTxnMarker:
-		return fmt.Sprintf(" endTxnMarker: %s coordinatorEpoch: %d", t, m.CoordinatorEpoch)
-	case batch.MirrorPidReset:
-		if o.referenceTool {
-			return " controlType: UNKNOWN(7)"
-		}
-		return " MirrorPidReset " + m.JSON()
-	case batch.LeaderChange:
-		if o.referenceTool {
-			return " controlType: LEADER_CHANGE(2)"
-		}
-		return " LeaderChange: " + batch.ControlValueJSON(m)
-	case batch.SnapshotHeader:
-		return " SnapshotHeader " + batch.ControlValueJSON(m)
-	case batch.SnapshotFooter:
-		return " SnapshotFooter " + batch.ControlValueJSON(m)
-	case batch.KRaftVersion:
-		return " KRaftVersion " + batch.ControlValueJSON(m)
-	case batch.KRaftVoters:
-		return " KRaftVoters " + batch.ControlValueJSON(m)
-	}
-	return fmt.Sprintf(" controlType: UNKNOWN(%d)", int16(t))
-}
-
-// printLegacy prints a magic 0/1 entry; ok is false when a compressed
-// wrapper could not be decoded (over the decompression cap, damaged).
-func (o *dumpOptions) printLegacy(w *bufio.Writer, m batch.LegacyMessage, pos int, deep bool, lastOffset *int64, nonConsecutive *[][2]int64) (ok bool) {
-	fmt.Fprintf(w, "offset: %d position: %d %s: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: %t\n",
-		m.Offset(), pos, m.TimestampType(), m.Timestamp(), m.Size(), m.Magic(), m.Compression(), m.CRC(), m.Valid())
-	if !deep {
-		return true
-	}
-	if m.Compression() == batch.CompressionNone {
-		o.printLegacyRecord(w, m, m.Offset(), m.TimestampType(), m.Timestamp(), lastOffset, nonConsecutive)
-		return true
-	}
-	inner, err := m.AppendInner(nil, o.maxMessageSize)
-	if err != nil {
-		fmt.Fprintf(w, "| invalid wrapper: %v\n", err)
-		return false
-	}
-	for _, in := range inner {
-		o.printLegacyRecord(w, in.Message, in.Offset, m.TimestampType(), in.Timestamp, lastOffset, nonConsecutive)
-	}
-	return true
-}
-
-func (o *dumpOptions) printLegacyRecord(w *bufio.Writer, m batch.LegacyMessage, offset int64, tt batch.TimestampType, ts int64, lastOffset *int64, nonConsecutive *[][2]int64) {
-	noteOffset(offset, lastOffset, nonConsecutive)
-	if !o.skipRecordMetadata {
-		fmt.Fprintf(w, "| offset: %d %s: %d keySize: %d valueSize: %d isValid: %t crc: %d}",
-			offset, tt, ts, m.KeySize(), m.ValueSize(), m.Valid(), m.CRC())
-	}
-	if o.printDataLog {
-		var line strings.Builder
-		o.writeKeyValue(&line, offset, m.Key(), m.Value())
-		w.WriteString(line.String())
-	}
-	w.WriteByte('\n')
-}
-
-// writeKeyValue appends " key: K payload: V" as kafka-dump-log prints a
-// record's data (after "| " instead of the metadata when
-// --skip-record-metadata is set), through the chosen decoder.
-func (o *dumpOptions) writeKeyValue(line *strings.Builder, offset int64, key, value []byte) {
-	dec := o.decoder
-	if dec == nil {
-		dec = classDecoder{key: javaUTF8, value: javaUTF8}
-	}
-	k, v := dec.decode(offset, key, value)
-	if k != nil {
-		if o.skipRecordMetadata {
-			line.WriteString("| ")
-		} else {
-			line.WriteByte(' ')
-		}
-		line.WriteString("key: ")
-		line.WriteString(*k)
-	}
-	if v != nil {
-		line.WriteString(" payload: ")
-		line.WriteString(*v)
-	}
-}
-
-func noteOffset(offset int64, last *int64, nonConsecutive *[][2]int64) {
-	if *last >= 0 && offset != *last+1 {
-		*nonConsecutive = append(*nonConsecutive, [2]int64{*last, offset})
-	}
-	*last = offset
+	return nil
 }
 
 const dumpLong = `dump prints the files it is given as Apache Kafka's kafka-dump-log

@@ -14,8 +14,8 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/recovery"
-	"github.com/partlog/partlog/segment"
 	"github.com/partlog/partlog/snapshot"
 	"github.com/spf13/cobra"
 )
@@ -157,7 +157,7 @@ func printInfo(w io.Writer, t *partitionTarget, r *recovery.Report, snaps []snap
 // offset is read from the first batch header; the last is known only for
 // the segments recovery scanned.
 func printSegmentLine(w io.Writer, dir string, s recovery.SegmentReport) {
-	name := segment.MakeFileName(s.BaseOffset, segment.LogSuffix)
+	name := filenames.Make(s.BaseOffset, filenames.Log)
 	var b strings.Builder
 	fmt.Fprintf(&b, "    %s  base %d", name, s.BaseOffset)
 	path := filepath.Join(dir, name)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/recovery"
 	"github.com/partlog/partlog/segment"
 	"golang.org/x/sys/unix"
@@ -21,10 +22,11 @@ import (
 type logDirState struct {
 	path  string
 	clean bool
-	// rps and starts are nil when the checkpoint is missing or malformed.
-	rps, starts map[partlog.TopicPartition]int64
+	// rps and starts are nil when the checkpoint is missing or malformed;
+	// so are hws (high watermarks), read for compact.
+	rps, starts, hws map[partlog.TopicPartition]int64
 	// hasRP and hasStart say whether the checkpoint files exist.
-	hasRP, hasStart bool
+	hasRP, hasStart, hasHW bool
 	// warnings are malformed checkpoints (treated as missing, which
 	// means full recovery: the safe direction).
 	warnings []string
@@ -64,6 +66,9 @@ func readLogDirState(path string) (*logDirState, error) {
 		return nil, err
 	}
 	if err := read(checkpoint.LogStartOffsetFile, &s.starts, &s.hasStart); err != nil {
+		return nil, err
+	}
+	if err := read(checkpoint.ReplicationOffsetFile, &s.hws, &s.hasHW); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -136,7 +141,7 @@ func (r *resolver) logDir(path string) (*logDirState, error) {
 func isLogDirFile(name string) bool {
 	switch name {
 	case ".lock", checkpoint.CleanShutdownFile, checkpoint.RecoveryPointFile, checkpoint.LogStartOffsetFile,
-		checkpoint.ReplicationOffsetFile, "meta.properties", "cleaner-offset-checkpoint":
+		checkpoint.ReplicationOffsetFile, "meta.properties", checkpoint.CleanerOffsetFile:
 		return true
 	}
 	return false
@@ -173,7 +178,7 @@ func (r *resolver) resolve(arg string) ([]partitionTarget, error) {
 			}
 			continue
 		}
-		if _, err := segment.ParseFileName(name); err == nil {
+		if _, err := filenames.Parse(name); err == nil {
 			segmentFiles = true
 		}
 		logDirFiles = logDirFiles || isLogDirFile(name)
@@ -294,6 +299,17 @@ func lockPartition(t *partitionTarget) (*partitionLock, error) {
 
 // release drops both locks.
 func (l *partitionLock) release() error {
+	return errors.Join(l.releaseDir(), l.logDir.Close())
+}
+
+// releaseDir drops the partition directory's flock only (before a
+// partlog.Open of it, which takes its own); release then drops the rest.
+func (l *partitionLock) releaseDir() error {
+	if l.dir == nil {
+		return nil
+	}
 	err := unix.Flock(int(l.dir.Fd()), unix.LOCK_UN)
-	return errors.Join(err, l.dir.Close(), l.logDir.Close())
+	err = errors.Join(err, l.dir.Close())
+	l.dir = nil
+	return err
 }

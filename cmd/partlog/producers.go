@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/recovery"
-	"github.com/partlog/partlog/segment"
 	"github.com/partlog/partlog/snapshot"
 	"github.com/spf13/cobra"
 )
@@ -280,7 +280,7 @@ func readSegments(dir string, segs []recovery.SegmentReport, from int64, st *pro
 		if s.SizeBytes == 0 {
 			continue
 		}
-		*name = segment.MakeFileName(s.BaseOffset, segment.LogSuffix)
+		*name = filenames.Make(s.BaseOffset, filenames.Log)
 		f, err := os.Open(filepath.Join(dir, *name))
 		if err != nil {
 			return err

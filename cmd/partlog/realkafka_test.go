@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/dump"
 )
 
 // realLogDir is one log directory of testdata/realkafka: written by a
@@ -127,7 +128,7 @@ func checkDumpJSON(t *testing.T, what, out string) int {
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
-		var f FileJSON
+		var f dump.File
 		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}

@@ -11,7 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
+	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/server"
 	"github.com/partlog/partlog/server/group"
 	"github.com/spf13/cobra"
@@ -27,6 +29,11 @@ type serveOptions struct {
 	nodeID     int32
 	admin      string
 	noBarrier  bool
+	cleaner    partlog.CleanerOptions
+	backoffMs  int64
+	cpuProfile string // hidden: a pprof CPU profile of the whole run
+	memProfile string // hidden: a pprof allocation profile written at shutdown
+	profSignal bool   // hidden: --cpuprofile profiles the windows from SIGUSR1 to SIGUSR2
 }
 
 func newServeCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -59,6 +66,11 @@ the lookups of peers that mirror from this server.
 Reads: DIR (every partition, Kafka's checkpoints, the server's state file)
 and requests on --listen.
 
+Compacted topics (cleanup.policy=compact or compact,delete) are cleaned as
+Kafka's log cleaner does, by --log-cleaner-threads workers shared by every
+partition (idle while none is due), each with its share of
+--log-cleaner-dedupe-buffer-size for its offset map.
+
 Writes: DIR only (the partitions, Kafka's checkpoints, each mirrored
 partition's mirror.checkpoint, and the server's state file
 partlog-server-state.json: producer ids, transactions, topic configs,
@@ -88,6 +100,18 @@ not be opened, 16 usage error.`,
 	// mirror stops write no MIRROR_PID_RESET barrier.
 	cmd.Flags().BoolVar(&o.noBarrier, "unsafe-no-mirror-barrier", false, "mirror stops write no barrier (tests only: producer ids of the two clusters then collide)")
 	_ = cmd.Flags().MarkHidden("unsafe-no-mirror-barrier")
+	cmd.Flags().IntVar(&o.cleaner.Threads, "log-cleaner-threads", partlog.DefaultCleanerThreads, "compacted partitions cleaned at once (log.cleaner.threads)")
+	cmd.Flags().Int64Var(&o.cleaner.MapBytes, "log-cleaner-dedupe-buffer-size", partlog.DefaultCleanerMapBytes, "memory of the cleaner's offset maps, all threads together (log.cleaner.dedupe.buffer.size)")
+	cmd.Flags().Float64Var(&o.cleaner.IOBytesPerSecond, "log-cleaner-io-max-bytes-per-second", 0, "bytes the cleaner reads and writes per second, 0 unbounded (log.cleaner.io.max.bytes.per.second)")
+	cmd.Flags().Int64Var(&o.backoffMs, "log-cleaner-backoff-ms", partlog.DefaultCleanerBackoff.Milliseconds(), "how soon a compacted partition not due yet is looked at again (log.cleaner.backoff.ms)")
+	// Profiling switches for the benchmarks against Kafka (interop's
+	// BenchmarkBrokers): hidden, as they are no part of serving.
+	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	cmd.Flags().StringVar(&o.memProfile, "memprofile", "", "write an allocation profile to this file at shutdown (go tool pprof)")
+	cmd.Flags().BoolVar(&o.profSignal, "profile-signals", false, "--cpuprofile profiles each window from SIGUSR1 to SIGUSR2 instead of the run (the file appears when the window ends)")
+	for _, f := range []string{"cpuprofile", "memprofile", "profile-signals"} {
+		_ = cmd.Flags().MarkHidden(f)
+	}
 	return cmd
 }
 
@@ -97,6 +121,11 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	prof, err := o.startProfiles()
+	if err != nil {
+		return &exitError{code: exitOperational, err: fmt.Errorf("serve: %w", err)}
+	}
+	defer prof.end(stderr)
 	// Consumer groups: the single-node coordinator of package server/group,
 	// its state in the log directory beside the server's own
 	// (group.StateFile); closed after the server.
@@ -108,8 +137,13 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 		return &exitError{code: exitOperational, err: fmt.Errorf("serve: %w", err)}
 	}
 	defer groups.Close()
+	o.cleaner.Backoff = time.Duration(o.backoffMs) * time.Millisecond
+	cleaner := partlog.NewCleaner(o.cleaner)
+	defer cleaner.Close()
 	srv, err := server.Open(server.Config{
+		Log:                   &partlog.Options{Cleaner: cleaner},
 		Groups:                groups,
+		GroupContext:          group.ContextWithClient,
 		Dir:                   o.dir,
 		AutoCreate:            o.autoCreate,
 		DefaultPartitions:     o.partitions,

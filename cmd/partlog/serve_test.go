@@ -1,9 +1,17 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // The serving itself is tested by the interop module, which runs the
@@ -24,5 +32,93 @@ func TestServeRefusals(t *testing.T) {
 	code, _, errOut := runCLI(t, "", "serve", "--dir", dir, "--listen", ln.Addr().String())
 	if code != exitOperational || !strings.Contains(errOut, "address already in use") {
 		t.Fatalf("address in use: exit %d, %q", code, errOut)
+	}
+}
+
+// TestServeProfiles runs serve with the hidden profiling flags until its
+// context ends: both profiles are written (gzip'd protobuf, what pprof
+// reads), and a profile that cannot be created is an operational error.
+func TestServeProfiles(t *testing.T) {
+	dir := t.TempDir()
+	o := serveOptions{listen: "127.0.0.1:0", dir: filepath.Join(dir, "data"), admin: "off", partitions: 1,
+		cpuProfile: filepath.Join(dir, "cpu.pprof"), memProfile: filepath.Join(dir, "mem.pprof")}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut bytes.Buffer
+	if err := o.run(ctx, &out, &errOut); err != nil {
+		t.Fatalf("serve: %v (%s)", err, errOut.String())
+	}
+	for _, p := range []string{o.cpuProfile, o.memProfile} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Fatalf("%s is not a gzip'd profile (%d bytes): %s", p, len(b), errOut.String())
+		}
+	}
+	code, _, msg := runCLI(t, "", "serve", "--dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--admin", "off",
+		"--cpuprofile", filepath.Join(dir, "missing", "cpu.pprof"))
+	if code != exitOperational || !strings.Contains(msg, "cpu.pprof") {
+		t.Fatalf("profile in a missing directory: exit %d, %q", code, msg)
+	}
+}
+
+// TestServeProfileWindows: with --profile-signals the CPU profile covers
+// the windows from SIGUSR1 to SIGUSR2, each written when it ends (none
+// before the first); without --cpuprofile the switch is refused.
+func TestServeProfileWindows(t *testing.T) {
+	dir := t.TempDir()
+	o := serveOptions{listen: "127.0.0.1:0", dir: filepath.Join(dir, "data"), admin: "off", partitions: 1,
+		cpuProfile: filepath.Join(dir, "window.pprof"), profSignal: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outR, outW := io.Pipe()
+	var errOut bytes.Buffer
+	ran := make(chan error, 1)
+	go func() { ran <- o.run(ctx, outW, &errOut); outW.Close() }()
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "listening on ") {
+		t.Fatalf("serve printed %q (%v)", line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	if _, err := os.Stat(o.cpuProfile); !os.IsNotExist(err) {
+		t.Fatalf("a profile before any window: %v", err)
+	}
+	for window := range 2 {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			b, err := os.ReadFile(o.cpuProfile)
+			if err == nil && len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("window %d: no profile (%v, %d bytes)", window, err, len(b))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if window == 0 {
+			if err := os.Remove(o.cpuProfile); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatalf("serve: %v (%s)", err, errOut.String())
+	}
+	if _, err := os.Stat(o.cpuProfile + ".tmp"); !os.IsNotExist(err) {
+		t.Fatalf("a window's temporary file is left: %v", err)
+	}
+	code, _, msg := runCLI(t, "", "serve", "--dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--admin", "off", "--profile-signals")
+	if code != exitOperational || !strings.Contains(msg, "--profile-signals needs --cpuprofile") {
+		t.Fatalf("--profile-signals alone: exit %d, %q", code, msg)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
-	"github.com/partlog/partlog/snapshot"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // damage is one way of breaking a partition directory, with what verify
@@ -118,13 +118,13 @@ func damages() []damage {
 		{
 			name: "bad-snapshot",
 			apply: func(t *testing.T, dir string) {
-				if err := os.WriteFile(filepath.Join(dir, snapshot.FileName(27)), []byte("not a snapshot at all"), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(dir, filenames.Make(27, filenames.Snapshot)), []byte("not a snapshot at all"), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				// Without the newer ones, and with a recovery point in the
 				// last segment, recovery must read this one.
 				for _, off := range []int64{54, 60} {
-					if err := os.Remove(filepath.Join(dir, snapshot.FileName(off))); err != nil {
+					if err := os.Remove(filepath.Join(dir, filenames.Make(off, filenames.Snapshot))); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -12,7 +12,7 @@ import (
 // them are read back unchanged afterwards; ranges outside the file or
 // empty do nothing.
 func TestDropPagesKeepsContents(t *testing.T) {
-	f, err := Create(testutil.TempPath(t, "d"), 1<<20)
+	f, err := Open(testutil.TempPath(t, "d"), Options{Create: true, Reserve: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

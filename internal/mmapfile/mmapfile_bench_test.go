@@ -15,7 +15,7 @@ func BenchmarkSync(b *testing.B) {
 	for _, n := range []int{4 << 10, 64 << 10} {
 		for _, how := range []string{"msync", "fdatasync"} {
 			b.Run(fmt.Sprintf("%s/%dKiB", how, n>>10), func(b *testing.B) {
-				f, err := Create(filepath.Join(b.TempDir(), "s"), size)
+				f, err := Open(filepath.Join(b.TempDir(), "s"), Options{Create: true, Reserve: size})
 				if err != nil {
 					b.Fatal(err)
 				}

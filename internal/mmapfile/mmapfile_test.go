@@ -21,7 +21,7 @@ import (
 
 func TestCreateWriteReopen(t *testing.T) {
 	path := testutil.TempPath(t, "a")
-	f, err := Create(path, 1<<20)
+	f, err := Open(path, Options{Create: true, Reserve: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestCreateWriteReopen(t *testing.T) {
 		t.Fatal("mapping still present after Close")
 	}
 
-	r, err := Open(path, 1<<30, false)
+	r, err := Open(path, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestCreateExisting(t *testing.T) {
 	if err := os.WriteFile(path, []byte("keep"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Create(path, 4096)
+	_, err := Open(path, Options{Create: true, Reserve: 4096})
 	if !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("got %v, want ErrExist", err)
 	}
@@ -90,7 +90,7 @@ func TestCreateExisting(t *testing.T) {
 
 func TestZeroLength(t *testing.T) {
 	path := testutil.TempPath(t, "empty")
-	f, err := Create(path, 0)
+	f, err := Open(path, Options{Create: true, Reserve: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestZeroLength(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, writable := range []bool{false, true} {
-		g, err := Open(path, 0, writable)
+		g, err := Open(path, Options{ReadOnly: !writable})
 		if err != nil {
 			t.Fatalf("writable=%v: %v", writable, err)
 		}
@@ -122,7 +122,7 @@ func TestOpenWritablePreallocates(t *testing.T) {
 	if err := os.WriteFile(path, []byte{1, 2, 3, 4, 5, 6, 7, 8}, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Open(path, 64<<10, true)
+	f, err := Open(path, Options{Reserve: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestOpenWritablePreallocates(t *testing.T) {
 		t.Fatalf("file not extended: %d", st.Size())
 	}
 	// A map size below the file length keeps the file length.
-	g, err := Open(path, 10, true)
+	g, err := Open(path, Options{Reserve: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestOpenWritablePreallocates(t *testing.T) {
 }
 
 func TestOpenMissing(t *testing.T) {
-	_, err := Open(testutil.TempPath(t, "nope"), 0, false)
+	_, err := Open(testutil.TempPath(t, "nope"), Options{ReadOnly: true})
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("got %v", err)
 	}
@@ -171,7 +171,7 @@ func TestFallocateFailure(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "seg")
 	fail = true
-	_, err := Create(path, 1<<20)
+	_, err := Open(path, Options{Create: true, Reserve: 1 << 20})
 	if !errors.Is(err, unix.ENOSPC) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Create: got %v, want ENOSPC naming %s", err, path)
 	}
@@ -182,7 +182,7 @@ func TestFallocateFailure(t *testing.T) {
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(path, 1<<20, true); !errors.Is(err, unix.ENOSPC) {
+	if _, err := Open(path, Options{Reserve: 1 << 20}); !errors.Is(err, unix.ENOSPC) {
 		t.Fatalf("Open: got %v, want ENOSPC", err)
 	}
 
@@ -190,7 +190,7 @@ func TestFallocateFailure(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Create(path, 1<<20)
+	f, err := Open(path, Options{Create: true, Reserve: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestFallocateFailure(t *testing.T) {
 
 func TestTruncateGrow(t *testing.T) {
 	path := testutil.TempPath(t, "a")
-	f, err := Create(path, 64<<10)
+	f, err := Open(path, Options{Create: true, Reserve: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestTruncateGrow(t *testing.T) {
 }
 
 func TestRefCount(t *testing.T) {
-	f, err := Create(testutil.TempPath(t, "a"), 4096)
+	f, err := Open(testutil.TempPath(t, "a"), Options{Create: true, Reserve: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestRefCount(t *testing.T) {
 // the last reader.
 func TestReadersRaceClose(t *testing.T) {
 	for round := 0; round < 20; round++ {
-		f, err := Create(testutil.TempPath(t, "r"), 64<<10)
+		f, err := Open(testutil.TempPath(t, "r"), Options{Create: true, Reserve: 64 << 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,7 +341,7 @@ func TestReadersRaceClose(t *testing.T) {
 }
 
 func TestPrefault(t *testing.T) {
-	f, err := Create(testutil.TempPath(t, "p"), 1<<20)
+	f, err := Open(testutil.TempPath(t, "p"), Options{Create: true, Reserve: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func TestPrefaultFallback(t *testing.T) {
 		}
 		return orig(b, advice)
 	}
-	f, err := Create(testutil.TempPath(t, "p"), 64<<10)
+	f, err := Open(testutil.TempPath(t, "p"), Options{Create: true, Reserve: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestPrefaultFallback(t *testing.T) {
 // through the same mapping, and reopened with a reservation.
 func TestReserved(t *testing.T) {
 	path := testutil.TempPath(t, "r")
-	f, err := CreateReserved(path, 1<<20, 64<<10)
+	f, err := Open(path, Options{Create: true, Reserve: 64 << 10, Capacity: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +437,7 @@ func TestReserved(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	g, err := OpenReserved(path, 1<<20, 4096)
+	g, err := Open(path, Options{Reserve: 4096, Capacity: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +445,7 @@ func TestReserved(t *testing.T) {
 	if g.Size() != 4096 || g.Cap() != 1<<20 || string(g.Bytes()[10:15]) != "store" {
 		t.Fatalf("reopened: size %d cap %d data %q", g.Size(), g.Cap(), g.Bytes()[10:15])
 	}
-	if _, err := CreateReserved(testutil.TempPath(t, "bad"), 10, 20); err == nil {
+	if _, err := Open(testutil.TempPath(t, "bad"), Options{Create: true, Reserve: 20, Capacity: 10}); err == nil {
 		t.Fatal("reserve above capacity accepted")
 	}
 }
@@ -478,7 +478,7 @@ func TestAlignRange(t *testing.T) {
 // the call; WriteAt, which needs the descriptor, refuses.
 func TestReleaseDescriptor(t *testing.T) {
 	path := testutil.TempPath(t, "d")
-	f, err := CreateReserved(path, 1<<20, 4096)
+	f, err := Open(path, Options{Create: true, Reserve: 4096, Capacity: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +517,7 @@ func TestReleaseDescriptor(t *testing.T) {
 // the reservation, and Truncate cuts the file to its data.
 func TestAhead(t *testing.T) {
 	path := testutil.TempPath(t, "a")
-	f, err := CreateAhead(path, 8<<20, 64<<10)
+	f, err := Open(path, Options{Create: true, Ahead: true, Reserve: 64 << 10, Capacity: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,7 +546,7 @@ func TestAhead(t *testing.T) {
 	}
 	// Reopened with nothing to reserve: the file keeps its length until
 	// the first Grow sets it to the capacity.
-	g, err := OpenAhead(path, 8<<20, 0)
+	g, err := Open(path, Options{Ahead: true, Capacity: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,7 +581,7 @@ func TestAhead(t *testing.T) {
 // opens at most one that stays (run with -race).
 func TestParkDescriptor(t *testing.T) {
 	path := testutil.TempPath(t, "p")
-	f, err := CreateAhead(path, 1<<20, 64<<10)
+	f, err := Open(path, Options{Create: true, Ahead: true, Reserve: 64 << 10, Capacity: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -668,7 +668,7 @@ func mappingsOf(t *testing.T, path string) int {
 // refused and leave the File as it was.
 func TestRemap(t *testing.T) {
 	path := testutil.TempPath(t, "r")
-	f, err := CreateAhead(path, 4<<20, 64<<10)
+	f, err := Open(path, Options{Create: true, Ahead: true, Reserve: 64 << 10, Capacity: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -744,7 +744,7 @@ func TestRetire(t *testing.T) {
 	}
 	for _, reader := range []bool{false, true} {
 		path := testutil.TempPath(t, fmt.Sprint("retire", reader))
-		f, err := CreateAhead(path, 1<<20, 64<<10)
+		f, err := Open(path, Options{Create: true, Ahead: true, Reserve: 64 << 10, Capacity: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -777,7 +777,7 @@ func TestRetire(t *testing.T) {
 func TestRename(t *testing.T) {
 	tmp := testutil.TempPath(t, "r.tmp")
 	final := testutil.TempPath(t, "r")
-	f, err := CreateAhead(tmp, 1<<20, 64<<10)
+	f, err := Open(tmp, Options{Create: true, Ahead: true, Reserve: 64 << 10, Capacity: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -822,7 +822,7 @@ func TestRename(t *testing.T) {
 // truncating to the data frees the blocks again.
 func TestPreallocate(t *testing.T) {
 	path := testutil.TempPath(t, "p")
-	f, err := CreateAhead(path, 8<<20, 64<<10)
+	f, err := Open(path, Options{Create: true, Ahead: true, Reserve: 64 << 10, Capacity: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -886,7 +886,7 @@ func TestGrowWithinPreallocated(t *testing.T) {
 	}
 	t.Cleanup(func() { fallocate = orig })
 	path := testutil.TempPath(t, "g")
-	f, err := CreateAheadMapped(path, 8<<20, 64<<10, 8<<20)
+	f, err := Open(path, Options{Create: true, Ahead: true, Reserve: 64 << 10, Capacity: 8 << 20, MapLen: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -979,7 +979,7 @@ func cached(t *testing.T, path string, off, n int64) int64 {
 func TestWritableMappingReadsNoAhead(t *testing.T) {
 	const capacity, reserve = 64 << 20, 16 << 20
 	path := testutil.TempPath(t, "ra")
-	f, err := CreateAhead(path, capacity, reserve)
+	f, err := Open(path, Options{Create: true, Ahead: true, Reserve: reserve, Capacity: capacity})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1015,7 +1015,7 @@ func TestWritableMappingReadsNoAhead(t *testing.T) {
 	}
 }
 
-// TestCreateAheadMapped: the mapping may reach past the reservation (over
+// TestCreateAheadMapped (Options.Ahead with MapLen): the mapping may reach past the reservation (over
 // the file's hole) so that Grow needs no Remap up to it, while Bytes,
 // WriteAt and the blocks stay within the reservation; a mapping shorter
 // than the reservation or longer than the capacity is refused.
@@ -1033,7 +1033,7 @@ func TestCreateAheadMapped(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := testutil.TempPath(t, "m")
-			f, err := CreateAheadMapped(path, tc.capacity, tc.reserve, tc.mapTo)
+			f, err := Open(path, Options{Create: true, Ahead: true, Reserve: tc.reserve, Capacity: tc.capacity, MapLen: tc.mapTo})
 			if !tc.ok {
 				if err == nil {
 					_ = f.Close()
@@ -1078,7 +1078,7 @@ func TestCreateAheadMapped(t *testing.T) {
 // and is false outside Size.
 func TestCached(t *testing.T) {
 	const capacity, reserve = 4 << 20, 1 << 20
-	f, err := CreateAhead(testutil.TempPath(t, "cached"), capacity, reserve)
+	f, err := Open(testutil.TempPath(t, "cached"), Options{Create: true, Ahead: true, Reserve: reserve, Capacity: capacity})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,11 +22,11 @@ func TestOpenNeverFollowsLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, writable := range []bool{true, false} {
-		if f, err := Open(link, 1<<20, writable); err == nil {
+		if f, err := Open(link, Options{ReadOnly: !writable, Reserve: 1 << 20}); err == nil {
 			_ = f.Close()
 			t.Fatalf("Open(link, writable %v) succeeded", writable)
 		}
-		if f, err := Open(dir, 1<<20, writable); err == nil {
+		if f, err := Open(dir, Options{ReadOnly: !writable, Reserve: 1 << 20}); err == nil {
 			_ = f.Close()
 			t.Fatalf("Open(directory, writable %v) succeeded", writable)
 		} else if !writable && !errors.Is(err, ErrNotRegular) {
@@ -40,7 +40,7 @@ func TestOpenNeverFollowsLinks(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "absent"), dangling); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := Create(dangling, 4096); err == nil {
+	if f, err := Open(dangling, Options{Create: true, Reserve: 4096}); err == nil {
 		_ = f.Close()
 		t.Fatal("Create through a dangling link succeeded")
 	}

@@ -36,7 +36,7 @@ func BenchmarkStoreFresh(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				path := filepath.Join(dir, fmt.Sprint(i))
-				f, err := mmapfile.Create(path, size)
+				f, err := mmapfile.Open(path, mmapfile.Options{Create: true, Reserve: size})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -22,7 +22,7 @@ func TestPrefaultIdleWriterGivesBack(t *testing.T) {
 	pool.clock = clock.Load
 	var ps [2]*Writer
 	for i := range ps {
-		f, err := mmapfile.Create(testutil.TempPath(t, fmt.Sprint("w", i)), 16<<20)
+		f, err := mmapfile.Open(testutil.TempPath(t, fmt.Sprint("w", i)), mmapfile.Options{Create: true, Reserve: 16 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestPrefaultSweeperWhenAllIdle(t *testing.T) {
 	pool := NewPool(1, 64<<20)
 	pool.clock = clock.Load
 	pool.sweepAfter = 10 * time.Millisecond
-	f, err := mmapfile.Create(testutil.TempPath(t, "s"), 4<<20)
+	f, err := mmapfile.Open(testutil.TempPath(t, "s"), mmapfile.Options{Create: true, Reserve: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

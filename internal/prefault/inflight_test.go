@@ -49,7 +49,7 @@ func recvChunk(t *testing.T, started <-chan int64) int64 {
 // would wait for ever).
 func TestPoolStopWaitsForChunkInFlight(t *testing.T) {
 	pp, started, release := heldPool(t, 1, 64<<20, nil)
-	f, err := mmapfile.Create(testutil.TempPath(t, "w"), 8<<20)
+	f, err := mmapfile.Open(testutil.TempPath(t, "w"), mmapfile.Options{Create: true, Reserve: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestPoolBudgetCountsChunksInFlight(t *testing.T) {
 	})
 	var ws []*Writer
 	for i := range 3 {
-		f, err := mmapfile.Create(testutil.TempPath(t, "w"+string(rune('0'+i))), 8<<20)
+		f, err := mmapfile.Open(testutil.TempPath(t, "w"+string(rune('0'+i))), mmapfile.Options{Create: true, Reserve: 8 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}

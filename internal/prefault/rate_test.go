@@ -19,7 +19,7 @@ import (
 // this is also how TestPrefaulterRetarget failed ("populated to 589824").
 func TestPrefaultRateNeedsProgress(t *testing.T) {
 	const window = 4 << 20
-	f, err := mmapfile.Create(testutil.TempPath(t, "still"), 8<<20)
+	f, err := mmapfile.Open(testutil.TempPath(t, "still"), mmapfile.Options{Create: true, Reserve: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestPrefaultRateNeedsProgress(t *testing.T) {
 // round robin got windows too small for the pool to keep ahead of them.
 func TestPrefaultRateAfterPause(t *testing.T) {
 	const window = 4 << 20
-	f, err := mmapfile.Create(testutil.TempPath(t, "pause"), 16<<20)
+	f, err := mmapfile.Open(testutil.TempPath(t, "pause"), mmapfile.Options{Create: true, Reserve: 16 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"sort"
 
 	"github.com/partlog/partlog/batch"
-	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/internal/fsutil"
 )
 
@@ -168,14 +167,14 @@ func (m *PIDMap) Collisions() []Collision {
 	return out
 }
 
-// save writes the collision map atomically (checkpoint.WriteFileAtomic:
+// save writes the collision map atomically (fsutil.WriteFileAtomic:
 // temporary file, fsync, rename, directory fsync; never through a link).
 func (m *PIDMap) save() error {
 	data, err := json.Marshal(m.Collisions())
 	if err != nil {
 		return err
 	}
-	return checkpoint.WriteFileAtomic(filepath.Join(m.dir, CollisionFile), data)
+	return fsutil.WriteFileAtomic(filepath.Join(m.dir, CollisionFile), data)
 }
 
 // Map returns the mapped id of pid from the source cluster clusterID

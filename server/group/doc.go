@@ -39,7 +39,7 @@
 // rebalance (generation, protocol, leader, members with their metadata
 // and assignment), as Kafka keeps them in __consumer_offsets. Every
 // OffsetCommit, TxnOffsetCommit, CompleteTxn and completed rebalance
-// rewrites the file with checkpoint.WriteFileAtomic (temporary file,
+// rewrites the file with fsutil.WriteFileAtomic (temporary file,
 // fsync, rename, directory fsync) before it is answered, so an
 // acknowledged commit survives a crash; when the write fails the change
 // is undone in memory and the client gets COORDINATOR_NOT_AVAILABLE.
