@@ -41,6 +41,7 @@ type mirrorStatus struct {
 	Lag                int64  `json:"lag"`
 	BarrierOffset      int64  `json:"barrier_offset"`
 	Error              string `json:"error"`
+	Truncated          int64  `json:"truncated_offsets"`
 }
 
 type mirrorAnswer struct {
@@ -64,18 +65,20 @@ func mirrorCLI(t *testing.T, args ...string) (mirrorAnswer, int) {
 
 // startMirror makes dst mirror the topic from src (src's admin endpoint
 // given, so failback finds its position).
-func startMirror(t *testing.T, dst, src *server, topic string) {
+func startMirror(t *testing.T, dst, src *server, topic string, flags ...string) mirrorStatus {
 	t.Helper()
-	a, code := mirrorCLI(t, "start", "--server", dst.admin, "--source", src.addr, "--source-admin", src.admin, "--topics", topic)
+	args := append([]string{"start", "--server", dst.admin, "--dir", dst.dir, "--source", src.addr, "--source-admin", src.admin, "--topics", topic}, flags...)
+	a, code := mirrorCLI(t, args...)
 	if code != 0 || len(a.Partitions) != 1 || a.Partitions[0].State != "MIRRORING" {
 		t.Fatalf("mirror start: exit %d, %+v", code, a)
 	}
+	return a.Partitions[0]
 }
 
 // stopMirror stops dst's mirror and returns the partition's status.
 func stopMirror(t *testing.T, dst *server, topic string) mirrorStatus {
 	t.Helper()
-	a, code := mirrorCLI(t, "stop", "--server", dst.admin, "--topics", topic)
+	a, code := mirrorCLI(t, "stop", "--server", dst.admin, "--dir", dst.dir, "--topics", topic)
 	if code != 0 || len(a.Partitions) != 1 || a.Partitions[0].State != "STOPPED" {
 		t.Fatalf("mirror stop: exit %d, %+v", code, a)
 	}
@@ -430,8 +433,17 @@ func TestMirrorActivePassiveAndFailback(t *testing.T) {
 			ta.abortOpen()
 			pa.send("a-divergent")
 
-			// Failback: A mirrors B from the position B recorded.
-			startMirror(t, a, b, mirrorTopic)
+			// Failback: A mirrors B from the position B recorded. What A
+			// wrote since (the abort marker and a-divergent) is cut, which
+			// the start refuses unless told to, and then counts.
+			endA := logEnd(t, a, mirrorTopic)
+			if ans, code := mirrorCLI(t, "start", "--server", a.admin, "--dir", a.dir, "--source", b.addr, "--source-admin", b.admin,
+				"--topics", mirrorTopic); code != 4 || !strings.Contains(ans.Error, "allow_truncation") || logEnd(t, a, mirrorTopic) != endA {
+				t.Fatalf("failback without --allow-truncation: exit %d, %+v, log end %d (was %d)", code, ans, logEnd(t, a, mirrorTopic), endA)
+			}
+			if st := startMirror(t, a, b, mirrorTopic, "--allow-truncation"); st.Truncated < 2 {
+				t.Errorf("failback truncated %d offsets of A, want its divergent writes (2 or more)", st.Truncated)
+			}
 			waitCaughtUp(t, a, b, mirrorTopic)
 			refused(t, a, mirrorTopic)
 			sa := stopMirror(t, a, mirrorTopic)
@@ -613,7 +625,7 @@ func TestMirrorStopKilled(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = runPartlog(t, "mirror", "stop", "--server", b.admin, "--topics", mirrorTopic, "--json")
+			_, _ = runPartlog(t, "mirror", "stop", "--server", b.admin, "--dir", b.dir, "--topics", mirrorTopic, "--json")
 		}()
 		time.Sleep(delay)
 		b.kill()

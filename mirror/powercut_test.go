@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/internal/crashfs"
 )
 
@@ -44,8 +45,21 @@ func powerCutStopRun(t *testing.T, sweep *crashfs.Sweep, run int, policy StopPol
 		t.Fatal(err)
 	}
 	sweep.Run(t, run, r, from, func(img string, im *crashfs.Image) {
-		l := openLog(t, filepath.Join(img, "B", "t-0"))
-		defer l.Close()
+		// Not openLog: its consistency check runs at the test's end, after
+		// the sweep removed the image; this one runs before.
+		dir := filepath.Join(img, "B", "t-0")
+		l, err := partlog.Open(dir, logOptions())
+		if err != nil {
+			t.Fatalf("open the image's log: %v", err)
+		}
+		defer func() {
+			if err := l.Close(); err != nil {
+				t.Errorf("close the image's log: %v", err)
+			}
+			if err := partlog.Check(dir, logOptions()); err != nil {
+				t.Errorf("consistency check of the image: %v", err)
+			}
+		}()
 		p := openPartition(t, l, Options{LeaderEpoch: 13}) // the broker's persisted epoch
 		switch st := p.State(); {
 		case st == StateStopped:

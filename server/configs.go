@@ -220,6 +220,30 @@ func javaDouble(v float64) string {
 	return s
 }
 
+// brokerSynonym is, per topic config, the broker config Kafka names as
+// its default in DescribeConfigs' synonyms (none for the configs whose
+// broker default Kafka does not list as a synonym).
+var brokerSynonym = map[string]string{
+	"cleanup.policy":                  "log.cleanup.policy",
+	"compression.type":                "compression.type",
+	"delete.retention.ms":             "log.cleaner.delete.retention.ms",
+	"file.delete.delay.ms":            "log.segment.delete.delay.ms",
+	"index.interval.bytes":            "log.index.interval.bytes",
+	"max.compaction.lag.ms":           "log.cleaner.max.compaction.lag.ms",
+	"max.message.bytes":               "message.max.bytes",
+	"message.timestamp.after.max.ms":  "log.message.timestamp.after.max.ms",
+	"message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+	"message.timestamp.type":          "log.message.timestamp.type",
+	"min.cleanable.dirty.ratio":       "log.cleaner.min.cleanable.ratio",
+	"min.compaction.lag.ms":           "log.cleaner.min.compaction.lag.ms",
+	"min.insync.replicas":             "min.insync.replicas",
+	"preallocate":                     "log.preallocate",
+	"retention.bytes":                 "log.retention.bytes",
+	"segment.bytes":                   "log.segment.bytes",
+	"segment.index.bytes":             "log.index.size.max.bytes",
+	"unclean.leader.election.enable":  "unclean.leader.election.enable",
+}
+
 // TopicConfigNames returns the names of the topic configs the server
 // implements (CreateTopics, AlterConfigs, DescribeConfigs), in the order
 // DescribeConfigs lists them.
@@ -311,6 +335,26 @@ func configEntries(o partlog.Options, set map[string]string, parsed bool) []conf
 	return out
 }
 
+// configSynonyms are a config's synonyms as Kafka lists them: the
+// topic's own value, then the broker default it falls back to.
+func configSynonyms(e configEntry, tmpl partlog.Options) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	var out []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+	if e.source == kmsg.ConfigSourceDynamicTopicConfig {
+		syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+		v := e.value
+		syn.Name, syn.Value, syn.Source = e.name, &v, kmsg.ConfigSourceDynamicTopicConfig
+		out = append(out, syn)
+	}
+	if broker, ok := brokerSynonym[e.name]; ok {
+		c, _ := lookupTopicConfig(e.name)
+		syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+		v := c.get(tmpl.Effective())
+		syn.Name, syn.Value, syn.Source = broker, &v, kmsg.ConfigSourceDefaultConfig
+		out = append(out, syn)
+	}
+	return out
+}
+
 // describeConfigs answers DescribeConfigs for topics: every config of
 // topicConfigs (or the ones named), with the topic's own value
 // (DYNAMIC_TOPIC_CONFIG) or the value its logs run with (DEFAULT_CONFIG:
@@ -352,6 +396,9 @@ func (s *Server) describeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Response
 				rc.Value = &v
 				rc.ConfigType = e.typ
 				rc.Source, rc.IsDefault = e.source, e.source == kmsg.ConfigSourceDefaultConfig
+				if req.IncludeSynonyms {
+					rc.ConfigSynonyms = configSynonyms(e, tmpl)
+				}
 				r.Configs = append(r.Configs, rc)
 			}
 		}

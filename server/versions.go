@@ -29,11 +29,19 @@ var apis = map[int16]versionRange{
 	24: {0, 3},  // AddPartitionsToTxn (v4 is the broker-to-broker batch form)
 	25: {0, 4},  // AddOffsetsToTxn
 	26: {0, 5},  // EndTxn (v5: transaction version 2)
+	27: {1, 2},  // WriteTxnMarkers (the admin client's abort of a hanging transaction)
 	28: {0, 5},  // TxnOffsetCommit (v5: transaction version 2)
 	32: {0, 4},  // DescribeConfigs (topics)
+	21: {0, 2},  // DeleteRecords
 	33: {0, 2},  // AlterConfigs (topics)
+	35: {1, 5},  // DescribeLogDirs
 	37: {0, 3},  // CreatePartitions
 	44: {0, 1},  // IncrementalAlterConfigs (topics)
+	60: {0, 2},  // DescribeCluster
+	61: {0, 0},  // DescribeProducers
+	65: {0, 0},  // DescribeTransactions
+	66: {0, 2},  // ListTransactions
+	75: {0, 0},  // DescribeTopicPartitions
 }
 
 // transactionVersion is the KIP-890 transaction version the server
@@ -229,4 +237,7 @@ const (
 	errMessageTooLarge           int16 = 10
 	errRecordListTooLarge        int16 = 18
 	errFetchSessionIDNotFound    int16 = 70
+	errTransactionalIDNotFound   int16 = 105
+	errInvalidRegularExpression  int16 = 116
+	errUnsupportedEndpointType   int16 = 114
 )

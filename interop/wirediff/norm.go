@@ -109,6 +109,32 @@ var Rules = []Rule{
 			}
 		}
 	}},
+	{"log-dir", "the log directories are different paths on different disks: compared as present", func(_ *normaliser, _ []string, o *Obj) {
+		if _, ok := o.Vals["Dir"].(string); ok {
+			o.Set("Dir", "<dir>")
+			for _, k := range []string{"TotalBytes", "UsableBytes"} {
+				if v, ok := o.Vals[k].(int64); ok && v >= 0 {
+					o.Set(k, "<bytes>")
+				}
+			}
+		}
+	}},
+	{"internal-topics", "allowed (server/doc.go): partlog keeps group offsets and transaction state in files of its own, not in Kafka's internal topics (__consumer_offsets, __transaction_state), so they are not listed", func(_ *normaliser, _ []string, o *Obj) {
+		l, ok := o.Vals["Topics"].([]any)
+		if !ok {
+			return
+		}
+		keep := []any{}
+		for _, el := range l {
+			if eo, ok := el.(*Obj); ok {
+				if name, ok := eo.Vals["Topic"].(string); ok && strings.HasPrefix(name, "__") {
+					continue
+				}
+			}
+			keep = append(keep, el)
+		}
+		o.Set("Topics", keep)
+	}},
 	{"partial-batch", "allowed (server/doc.go): Kafka may end a fetched partition with the first bytes of a batch cut at the max bytes; partlog sends whole batches only", func(_ *normaliser, _ []string, o *Obj) {
 		l, ok := o.Vals["RecordBatches"].([]any)
 		if !ok || len(l) == 0 {

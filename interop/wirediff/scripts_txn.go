@@ -25,12 +25,15 @@ func endTxn(name, txn, producer string, commit bool) Step {
 // settle waits until a partition's transactions are completed (Kafka
 // writes the markers after EndTxn answers): its last stable offset is
 // its high watermark.
-func settle(topic string, p int32) Step {
-	return Step{Name: "settled " + topic, Req: Fetch{Version: fetchV, Isolation: 1, Parts: []FP{{Topic: topic, Partition: p}}}.Req,
+func settle(topic string, p int32) Step { return settleFrom(topic, p, 0) }
+
+// settleFrom is settle for a partition whose log starts at offset.
+func settleFrom(topic string, p int32, offset int64) Step {
+	return Step{Name: "settled " + topic, Req: Fetch{Version: fetchV, Isolation: 1, Parts: []FP{{Topic: topic, Partition: p, Offset: offset}}}.Req,
 		Until: func(_ *Env, r kmsg.Response) bool {
 			for _, t := range r.(*kmsg.FetchResponse).Topics {
 				for _, p := range t.Partitions {
-					if p.LastStableOffset != p.HighWatermark {
+					if p.ErrorCode != 0 || p.LastStableOffset != p.HighWatermark {
 						return false
 					}
 				}
