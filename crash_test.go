@@ -270,6 +270,7 @@ func crashCheckTo(t *testing.T, l *Log, ack ackRecord, exactLEO, tailFrom int64)
 		aborted   []index.AbortedTxn
 		ackDigest uint32
 		ackSeen   = ack.offset <= start
+		tail      []EpochEntry // the batches at or above tailFrom
 	)
 	now := time.Now().UnixMilli()
 	err := crashScanTo(l, start, leo, tailFrom, func(v batch.View) error {
@@ -277,6 +278,9 @@ func crashCheckTo(t *testing.T, l *Log, ack ackRecord, exactLEO, tailFrom int64)
 		res.digest = digestBatch(res.digest, v)
 		if v.NextOffset() == ack.offset {
 			ackDigest, ackSeen = res.digest, true
+		}
+		if v.BaseOffset() >= tailFrom {
+			tail = append(tail, EpochEntry{Epoch: v.PartitionLeaderEpoch(), StartOffset: v.BaseOffset()})
 		}
 		if e := v.PartitionLeaderEpoch(); e >= 0 && (len(epochs) == 0 || e > epochs[len(epochs)-1].Epoch) {
 			epochs = append(epochs, EpochEntry{Epoch: e, StartOffset: v.BaseOffset()})
@@ -318,8 +322,31 @@ func crashCheckTo(t *testing.T, l *Log, ack ackRecord, exactLEO, tailFrom int64)
 			break
 		}
 	}
-	if !slices.Equal(got, epochs) {
-		t.Errorf("leader epochs %v, batches say %v", got, epochs)
+	if tailFrom == math.MaxInt64 {
+		if !slices.Equal(got, epochs) {
+			t.Errorf("leader epochs %v, batches say %v", got, epochs)
+		}
+	} else {
+		// A power cut can keep the epoch checkpoint and lose the batches
+		// that began an epoch above the acknowledged offset: recovery
+		// keeps such an entry below the log end, as Kafka's load does.
+		// Below that offset the entries are exactly the batches'; above
+		// it each batch's epoch is the one the cache gives its offset.
+		below := func(es []EpochEntry) []EpochEntry {
+			return slices.DeleteFunc(slices.Clone(es), func(e EpochEntry) bool { return e.StartOffset >= tailFrom })
+		}
+		if !slices.Equal(below(got), below(epochs)) {
+			t.Errorf("leader epochs %v, batches say %v (below the acknowledged offset %d)", got, epochs, tailFrom)
+		}
+		for _, b := range tail {
+			i := len(got) - 1
+			for i >= 0 && got[i].StartOffset > b.StartOffset {
+				i--
+			}
+			if b.Epoch >= 0 && (i < 0 || got[i].Epoch != b.Epoch) {
+				t.Errorf("batch at %d has leader epoch %d; the cache %v gives another", b.StartOffset, b.Epoch, got)
+			}
+		}
 	}
 	// Sealed segments' indexes pass Sanity while the log is open (the
 	// active segment's are preallocated; they are checked after Close).
