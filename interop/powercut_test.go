@@ -59,11 +59,15 @@ func powerCutServeRun(t *testing.T, sweep *crashfs.Sweep, run int) {
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "pc", 2, 1
-	// Small segments: rolls under load, and images that recover fast (an
-	// active segment is preallocated to segment.bytes).
-	rc := kmsg.NewCreateTopicsRequestTopicConfig()
-	rc.Name, rc.Value = "segment.bytes", kmsg.StringPtr("262144")
-	rt.Configs = append(rt.Configs, rc)
+	// Small segments (Kafka's least segment.bytes, which partlog serve
+	// enforces too, and a short segment.ms): rolls under load, and images
+	// that recover fast (an active segment is preallocated to
+	// segment.bytes).
+	for name, value := range map[string]string{"segment.bytes": "1048576", "segment.ms": "200"} {
+		rc := kmsg.NewCreateTopicsRequestTopicConfig()
+		rc.Name, rc.Value = name, kmsg.StringPtr(value)
+		rt.Configs = append(rt.Configs, rc)
+	}
 	ct.Topics = append(ct.Topics, rt)
 	if resp, err := ct.RequestWith(ctx, admin); err != nil || resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("create topic: %v %+v", err, resp)
@@ -194,7 +198,10 @@ func powerCutServeRun(t *testing.T, sweep *crashfs.Sweep, run int) {
 		s2 := startServer(t, filepath.Join(img, "data"))
 		defer s2.stop()
 		seen := map[string]bool{}
-		for _, rec := range consumeAll(t, s2, "pc", n) {
+		// Without fetch sessions: with them kgo stalls at the second
+		// segment of such an image (the server's incremental fetch, not
+		// durability; reported separately), which this test is not about.
+		for _, rec := range consumeAll(t, s2, "pc", n, kgo.DisableFetchSessions()) {
 			seen[string(rec.Value)] = true
 		}
 		for _, offs := range want {
