@@ -491,3 +491,55 @@ func TestRollAfterFlushedDirectoryIsSyncedNext(t *testing.T) {
 		t.Errorf("the Sync of a batch in the segment made after the last directory fsync did not fsync the directory (synced %v)", got)
 	}
 }
+
+// TestRollDuringFlushSyncsTrim: a roll after a flush synced the active
+// segment, with no append since the flush's plan: the recovery point the
+// flush sets is the new segment's base, wholly past the sealed segment,
+// so no later flush syncs that segment, yet its trim (the file length)
+// came after the flush's fdatasync. The flush syncs it again before it
+// moves the recovery point; otherwise a cut leaves the preallocated zero
+// tail below the recovery point, where recovery trusts what it finds.
+func TestRollDuringFlushSyncsTrim(t *testing.T) {
+	l, dir := openTestLog(t, smallOpts(t))
+	took := syncedPaths(t)
+	b := makeBatch(t, 2, 100, 1)
+	for range 3 {
+		if _, err := l.AppendAsLeader(b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateTo(4); err != nil { // the directory is dirty again
+		t.Fatal(err)
+	}
+	if _, err := l.AppendAsLeader(b, 0); err != nil { // above the recovery point
+		t.Fatal(err)
+	}
+	first := l.Segments()[0]
+	rolled := false
+	l.flushed = func(base, _ int64) {
+		if base >= 0 || rolled {
+			return // roll after the directory's fsync, the flush's last
+		}
+		rolled = true
+		if err := l.Roll(); err != nil {
+			t.Errorf("roll after the flush's fsyncs: %v", err)
+		}
+		took()
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	l.flushed = nil
+	if !rolled || len(l.Segments()) != 2 {
+		t.Fatalf("no roll during the flush (segments %v)", l.Segments())
+	}
+	if rp, next := l.RecoveryPoint(), l.Segments()[1]; rp != next {
+		t.Fatalf("recovery point %d, want the new segment's base %d", rp, next)
+	}
+	if got := took(); got[filenames.Path(dir, first, filenames.Log)] == 0 {
+		t.Errorf("the flush set the recovery point past a segment sealed after its sync without syncing its trim (synced %v)", got)
+	}
+}

@@ -734,8 +734,12 @@ func (l *Log) discard() error {
 // append can move the log meanwhile).
 var closeCheck func(*Log)
 
-// removeSegmentsLocked deletes segs (renamed .deleted, then removed) and
-// drops them from the list. Caller holds appendMu and mu exclusively.
+// removeSegmentsLocked deletes segs (renamed .deleted, then removed) in
+// their order and drops them from the list. A power cut before the
+// directory's fsync keeps some first renames of segs: the caller orders
+// them so that any such prefix leaves the log contiguous (a suffix of the
+// log newest first, a prefix oldest first). Caller holds appendMu and mu
+// exclusively.
 func (l *Log) removeSegmentsLocked(segs []*segment.Segment) error {
 	l.clean.removals.Add(1)
 	var errs []error

@@ -2,6 +2,7 @@ package partlog
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/producerstate"
@@ -37,7 +38,11 @@ func (l *Log) truncateToLocked(offset int64) error {
 	}
 	target := l.segments[i]
 	l.mu.Lock()
-	err := l.removeSegmentsLocked(l.segments[i+1:])
+	// Newest first: a cut that keeps only some renames then leaves the
+	// log shorter, never with a hole below a segment it kept.
+	doomed := slices.Clone(l.segments[i+1:])
+	slices.Reverse(doomed)
+	err := l.removeSegmentsLocked(doomed)
 	if err == nil {
 		if k, ok := l.keys[target]; ok {
 			l.cache.forget(k)
