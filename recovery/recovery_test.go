@@ -630,7 +630,10 @@ func cases() []tcase {
 		}},
 		{id: "G9", opts: clean(), damage: func(t testing.TB, dir string) {
 			_ = os.Remove(filepath.Join(dir, epochFileName))
-		}, check: func(t testing.TB, r *Report, dir string) { expectEpochs(t, r, dir) }},
+		}, check: func(t testing.TB, r *Report, dir string) {
+			expectEpochs(t, r, dir)
+			expectProblem(t, r, kindEpochCheckpoint) // missing, rebuilt
+		}},
 		{id: "H3", opts: clean(), damage: func(t testing.TB, dir string) {
 			appendBytes(t, segPath(dir, 600, filenames.Log), []byte("torn!"))
 		}, check: func(t testing.TB, r *Report, dir string) {

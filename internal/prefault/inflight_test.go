@@ -123,3 +123,41 @@ func TestPoolBudgetCountsChunksInFlight(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolStopWaitsForBusyCall: Stop waits while a writer's preallocation
+// or page drop runs outside the pool's lock (busyCall), and returns once
+// it ends: the call's end wakes it, as a chunk's end does.
+func TestPoolStopWaitsForBusyCall(t *testing.T) {
+	pp := NewPool(1, 64<<20)
+	f, err := mmapfile.Open(testutil.TempPath(t, "w"), mmapfile.Options{Create: true, Reserve: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := pp.NewWriter(f, 4<<20)
+	entered, hold, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		pp.mu.Lock()
+		defer pp.mu.Unlock()
+		pp.busyCall(w, func(*mmapfile.File) { close(entered); <-hold })
+	}()
+	<-entered
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Stop() }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while a busy call ran", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(hold)
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(testutil.SettleTimeout):
+		t.Fatal("Stop still waits after the busy call ended")
+	}
+	<-done
+}
