@@ -198,10 +198,7 @@ func powerCutServeRun(t *testing.T, sweep *crashfs.Sweep, run int) {
 		s2 := startServer(t, filepath.Join(img, "data"))
 		defer s2.stop()
 		seen := map[string]bool{}
-		// Without fetch sessions: with them kgo stalls at the second
-		// segment of such an image (the server's incremental fetch, not
-		// durability; reported separately), which this test is not about.
-		for _, rec := range consumeAll(t, s2, "pc", n, kgo.DisableFetchSessions()) {
+		for _, rec := range consumeAll(t, s2, "pc", n) {
 			seen[string(rec.Value)] = true
 		}
 		for _, offs := range want {
