@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -55,8 +56,8 @@ func (o *dumpOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.offsetsDecoder, "offsets-decoder", false, "decode keys and values as __consumer_offsets records (implies --print-data-log)")
 	f.BoolVar(&o.txnLogDecoder, "transaction-log-decoder", false, "decode keys and values as __transaction_state records (implies --print-data-log)")
 	f.BoolVar(&o.clusterMetadata, "cluster-metadata-decoder", false, "decode values as KRaft metadata records, printed as JSON (implies --print-data-log)")
-	f.StringVar(&o.keyDecoderClass, "key-decoder-class", "kafka.serializer.StringDecoder", "Kafka Decoder class for keys: StringDecoder, DefaultDecoder (raw bytes), IntegerDecoder, LongDecoder (implies --print-data-log)")
-	f.StringVar(&o.valueDecoderClass, "value-decoder-class", "kafka.serializer.StringDecoder", "Kafka Decoder class for values, as --key-decoder-class (implies --print-data-log)")
+	f.StringVar(&o.keyDecoderClass, "key-decoder-class", "org.apache.kafka.tools.api.StringDecoder", "Kafka Decoder class for keys: StringDecoder, DefaultDecoder (raw bytes), IntegerDecoder, LongDecoder of org.apache.kafka.tools.api (implies --print-data-log)")
+	f.StringVar(&o.valueDecoderClass, "value-decoder-class", "org.apache.kafka.tools.api.StringDecoder", "Kafka Decoder class for values, as --key-decoder-class (implies --print-data-log)")
 }
 
 // prepare checks the flags after parsing and picks the record decoder.
@@ -230,7 +231,12 @@ func (o *dumpOptions) dumpBatches(w *bufio.Writer, stderr io.Writer, path string
 	deep := o.deepIteration || o.printDataLog
 	var scratch []byte
 	var nonConsecutive [][2]int64
+	// Kafka's tool starts the offset run at -1; with --offsets (partlog's)
+	// the run starts at the first record printed.
 	lastOffset := int64(-1)
+	if o.offsets.set {
+		lastOffset = noOffsetYet
+	}
 	pos := 0
 	problems := false
 	for pos < len(data) {
@@ -292,14 +298,7 @@ func (o *dumpOptions) dumpBatches(w *bufio.Writer, stderr io.Writer, path string
 			problems = true
 		}
 	}
-	if len(nonConsecutive) > 0 {
-		// Kafka prepends to a list: most recent pair first.
-		pairs := make([][2]int64, len(nonConsecutive))
-		for i, p := range nonConsecutive {
-			pairs[len(pairs)-1-i] = p
-		}
-		o.trailer.nonConsecutive = append(o.trailer.nonConsecutive, fileOffsetPairs{absPath(path), pairs})
-	}
+	o.trailer.nonConsecutive.add(absPath(path), nonConsecutive...)
 	return problems, nil
 }
 
@@ -443,23 +442,32 @@ func (o *dumpOptions) writeKeyValue(line *strings.Builder, offset int64, key, va
 		dec = classDecoder{key: javaUTF8, value: javaUTF8}
 	}
 	k, v := dec.decode(offset, key, value)
+	prefix := " "
+	if o.skipRecordMetadata {
+		prefix = "| "
+	}
 	if k != nil {
-		if o.skipRecordMetadata {
-			line.WriteString("| ")
-		} else {
-			line.WriteByte(' ')
-		}
+		line.WriteString(prefix)
 		line.WriteString("key: ")
 		line.WriteString(*k)
+		prefix = " "
 	}
 	if v != nil {
-		line.WriteString(" payload: ")
+		line.WriteString(prefix)
+		line.WriteString("payload: ")
 		line.WriteString(*v)
 	}
 }
 
+// noOffsetYet is a run of offsets that has no previous offset.
+const noOffsetYet = math.MinInt64
+
+// noteOffset records a record offset that does not follow the previous
+// one of the file. As in Kafka's tool, the previous offset starts at -1:
+// a file whose first record is not offset 0 reports "-1 is followed by"
+// it.
 func noteOffset(offset int64, last *int64, nonConsecutive *[][2]int64) {
-	if *last >= 0 && offset != *last+1 {
+	if *last != noOffsetYet && offset != *last+1 {
 		*nonConsecutive = append(*nonConsecutive, [2]int64{*last, offset})
 	}
 	*last = offset

@@ -100,55 +100,102 @@ var trailerKinds = map[string]bool{
 }
 
 // dumpTrailer collects the reports kafka-dump-log prints on stderr after
-// all files, in its order: offset index mismatches, time index errors,
-// non-consecutive offsets of .log files. Files appear in command-line order.
+// the last file, each keyed by the file's absolute path (a file given
+// twice adds to its report).
 type dumpTrailer struct {
-	indexMismatches []fileOffsetPairs // "Mismatches in :<abs path>"
-	timeMismatches  []fileOffsetPairs // "Found timestamp mismatch in :<abs path>"
-	timeOutOfOrder  []fileOffsetPairs // "Found out of order timestamp in :<abs path>"
-	timeNotFound    []fileOffsetPairs // "The following indexed offsets are not found in the log."
-	nonConsecutive  []fileOffsetPairs // "Non-consecutive offsets in <abs path>"
+	indexMismatches trailerReport // "Mismatches in :<abs path>"
+	timeMismatches  trailerReport // "Found timestamp mismatch in :<abs path>"
+	timeOutOfOrder  trailerReport // "Found out of order timestamp in :<abs path>"
+	timeNotFound    trailerReport // "The following indexed offsets are not found in :<abs path>"
+	nonConsecutive  trailerReport // "Non-consecutive offsets in <abs path>"
 }
 
-// fileOffsetPairs is a list of (a, b) pairs reported for one file, in the
-// order they are to be printed.
-type fileOffsetPairs struct {
-	abs   string
-	pairs [][2]int64
+// trailerReport is one of the trailer's reports: (a, b) pairs per file.
+type trailerReport struct {
+	files []string // absolute paths, in the order first reported
+	pairs map[string][][2]int64
 }
 
-// print writes the trailer to w in kafka-dump-log's format.
+func (r *trailerReport) add(abs string, pairs ...[2]int64) {
+	if len(pairs) == 0 {
+		return
+	}
+	if r.pairs == nil {
+		r.pairs = make(map[string][][2]int64)
+	}
+	if _, ok := r.pairs[abs]; !ok {
+		r.files = append(r.files, abs)
+	}
+	r.pairs[abs] = append(r.pairs[abs], pairs...)
+}
+
+// pairOrder says how Kafka keeps a file's pairs: in a list (as
+// reported), or in a map from the first number, ascending or descending,
+// where a later pair replaces an earlier one with the same first number.
+type pairOrder int
+
+const (
+	asReported pairOrder = iota
+	byFirstAscending
+	byFirstDescending
+)
+
+// print writes the report: files in the order of Kafka's HashMap of
+// them, each with its head line and its pairs.
+func (r *trailerReport) print(w io.Writer, order pairOrder, head func(abs string) string, line func(p [2]int64) string) {
+	for _, abs := range javaHashMapOrder(r.files) {
+		fmt.Fprintln(w, head(abs))
+		for _, p := range orderPairs(r.pairs[abs], order) {
+			fmt.Fprintln(w, line(p))
+		}
+	}
+}
+
+// orderPairs applies order to pairs (see pairOrder).
+func orderPairs(pairs [][2]int64, order pairOrder) [][2]int64 {
+	if order == asReported {
+		return pairs
+	}
+	last := make(map[int64]int64, len(pairs))
+	keys := make([]int64, 0, len(pairs))
+	for _, p := range pairs {
+		if _, ok := last[p[0]]; !ok {
+			keys = append(keys, p[0])
+		}
+		last[p[0]] = p[1]
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if order == byFirstDescending {
+			return keys[i] > keys[j]
+		}
+		return keys[i] < keys[j]
+	})
+	out := make([][2]int64, len(keys))
+	for i, k := range keys {
+		out[i] = [2]int64{k, last[k]}
+	}
+	return out
+}
+
+// print writes the trailer to w in kafka-dump-log's format and order.
 func (t *dumpTrailer) print(w io.Writer) {
-	for _, f := range t.indexMismatches {
-		fmt.Fprintf(w, "Mismatches in :%s\n", f.abs)
-		for _, p := range f.pairs {
-			fmt.Fprintf(w, "  Index offset: %d, log offset: %d\n", p[0], p[1])
-		}
-	}
-	for _, f := range t.timeMismatches {
-		fmt.Fprintf(w, "Found timestamp mismatch in :%s\n", f.abs)
-		for _, p := range f.pairs {
-			fmt.Fprintf(w, "  Index timestamp: %d, log timestamp: %d\n", p[0], p[1])
-		}
-	}
-	for _, f := range t.timeOutOfOrder {
-		fmt.Fprintf(w, "Found out of order timestamp in :%s\n", f.abs)
-		for _, p := range f.pairs {
-			fmt.Fprintf(w, "  Index timestamp: %d, Previously indexed timestamp: %d\n", p[0], p[1])
-		}
-	}
-	for _, f := range t.timeNotFound {
-		fmt.Fprintln(w, "The following indexed offsets are not found in the log.")
-		for _, p := range f.pairs {
-			fmt.Fprintf(w, "Indexed offset: %d, found log offset: %d\n", p[0], p[1])
-		}
-	}
-	for _, f := range t.nonConsecutive {
-		fmt.Fprintf(w, "Non-consecutive offsets in %s\n", f.abs)
-		for _, p := range f.pairs {
-			fmt.Fprintf(w, "  %d is followed by %d\n", p[0], p[1])
-		}
-	}
+	t.indexMismatches.print(w, byFirstDescending,
+		func(abs string) string { return "Mismatches in :" + abs },
+		func(p [2]int64) string { return fmt.Sprintf("  Index offset: %d, log offset: %d", p[0], p[1]) })
+	t.timeMismatches.print(w, asReported,
+		func(abs string) string { return "Found timestamp mismatch in :" + abs },
+		func(p [2]int64) string { return fmt.Sprintf("  Index timestamp: %d, log timestamp: %d", p[0], p[1]) })
+	t.timeOutOfOrder.print(w, asReported,
+		func(abs string) string { return "Found out of order timestamp in :" + abs },
+		func(p [2]int64) string {
+			return fmt.Sprintf("  Index timestamp: %d, Previously indexed timestamp: %d", p[0], p[1])
+		})
+	t.timeNotFound.print(w, asReported,
+		func(abs string) string { return "The following indexed offsets are not found in :" + abs },
+		func(p [2]int64) string { return fmt.Sprintf("Indexed offset: %d, found log offset: %d", p[0], p[1]) })
+	t.nonConsecutive.print(w, byFirstAscending,
+		func(abs string) string { return "Non-consecutive offsets in " + abs },
+		func(p [2]int64) string { return fmt.Sprintf("  %d is followed by %d", p[0], p[1]) })
 }
 
 // segmentFiles names the files a dumped index belongs with. As in
@@ -530,14 +577,7 @@ func (o *dumpOptions) dumpOffsetIndex(w *bufio.Writer, stderr io.Writer, path st
 			fmt.Fprintf(w, "offset: %d position: %d\n", e.Offset, e.Position)
 		}
 	}
-	if len(d.mismatches) > 0 {
-		// Kafka prepends to a list: most recent first.
-		pairs := make([][2]int64, len(d.mismatches))
-		for i, p := range d.mismatches {
-			pairs[len(pairs)-1-i] = p
-		}
-		o.trailer.indexMismatches = append(o.trailer.indexMismatches, fileOffsetPairs{absPath(path), pairs})
-	}
+	o.trailer.indexMismatches.add(absPath(path), d.mismatches...)
 	printProblems(w, stderr, path, d.problems)
 	return d.failed(), nil
 }
@@ -557,15 +597,9 @@ func (o *dumpOptions) dumpTimeIndex(w *bufio.Writer, stderr io.Writer, path stri
 		}
 	}
 	abs := absPath(path)
-	if len(d.tsMismatch) > 0 {
-		o.trailer.timeMismatches = append(o.trailer.timeMismatches, fileOffsetPairs{abs, d.tsMismatch})
-	}
-	if len(d.tsOrder) > 0 {
-		o.trailer.timeOutOfOrder = append(o.trailer.timeOutOfOrder, fileOffsetPairs{abs, d.tsOrder})
-	}
-	if len(d.tsNotFound) > 0 {
-		o.trailer.timeNotFound = append(o.trailer.timeNotFound, fileOffsetPairs{abs, d.tsNotFound})
-	}
+	o.trailer.timeMismatches.add(abs, d.tsMismatch...)
+	o.trailer.timeOutOfOrder.add(abs, d.tsOrder...)
+	o.trailer.timeNotFound.add(abs, d.tsNotFound...)
 	printProblems(w, stderr, path, d.problems)
 	return d.failed(), nil
 }

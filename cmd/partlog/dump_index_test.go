@@ -351,7 +351,7 @@ func TestDumpTimeIndexVerify(t *testing.T) {
 		"  Index timestamp: 1700000000000, log timestamp: 1700000000021\n" +
 		"Found out of order timestamp in :" + filepath.Join(segDir, "00000000000000000000.timeindex") + "\n" +
 		"  Index timestamp: 1700000000000, Previously indexed timestamp: 1700000000002\n" +
-		"The following indexed offsets are not found in the log.\n" +
+		"The following indexed offsets are not found in :" + filepath.Join(segDir, "00000000000000000000.timeindex") + "\n" +
 		"Indexed offset: 4, found log offset: 5\n" +
 		"Indexed offset: 1000, found log offset: -1\n"
 	if errOut != want {
@@ -378,7 +378,7 @@ func TestDumpTimeIndexInsideBatch(t *testing.T) {
 		"timestamp: 1700000000002 offset: 2",
 		"timestamp: 1700000000021 offset: 4",
 	})
-	want := "The following indexed offsets are not found in the log.\n" +
+	want := "The following indexed offsets are not found in :" + filepath.Join(dir, "segment", "00000000000000000000.timeindex") + "\n" +
 		"Indexed offset: 4, found log offset: 5\n"
 	if errOut != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", errOut, want)

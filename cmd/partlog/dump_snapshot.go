@@ -70,8 +70,7 @@ func firstSequence(e *snapshot.Entry) int32 {
 }
 
 // dumpSnapshot prints a .snapshot file, one line per producer in file
-// order. A producer without batch metadata gets a line that ends in
-// "lastTimestamp: <ts> " with the trailing space, as Kafka prints it.
+// order; the batch metadata part only for a producer that has a batch.
 func (o *dumpOptions) dumpSnapshot(w *bufio.Writer, stderr io.Writer, path string) (bool, error) {
 	entries, data, corrupt, err := readSnapshotFile(path)
 	if err != nil {
@@ -84,10 +83,10 @@ func (o *dumpOptions) dumpSnapshot(w *bufio.Writer, stderr io.Writer, path strin
 	}
 	for i := range entries {
 		e := &entries[i]
-		fmt.Fprintf(w, "producerId: %d producerEpoch: %d coordinatorEpoch: %d currentTxnFirstOffset: %s lastTimestamp: %d ",
+		fmt.Fprintf(w, "producerId: %d producerEpoch: %d coordinatorEpoch: %d currentTxnFirstOffset: %s lastTimestamp: %d",
 			e.ProducerID, e.ProducerEpoch, e.CoordinatorEpoch, optionalLong(e.CurrentTxnFirstOffset), e.Timestamp)
 		if e.HasBatchMetadata() {
-			fmt.Fprintf(w, "firstSequence: %d lastSequence: %d lastOffset: %d offsetDelta: %d timestamp: %d",
+			fmt.Fprintf(w, " firstSequence: %d lastSequence: %d lastOffset: %d offsetDelta: %d timestamp: %d",
 				firstSequence(e), e.LastSequence, e.LastOffset, e.OffsetDelta, e.Timestamp)
 		}
 		w.WriteByte('\n')
