@@ -31,6 +31,7 @@ type dumpOptions struct {
 	files             []string
 	offsetsDecoder    bool
 	txnLogDecoder     bool
+	shareStateDecoder bool
 	clusterMetadata   bool
 	keyDecoderClass   string
 	valueDecoderClass string
@@ -55,6 +56,7 @@ func (o *dumpOptions) addFlags(cmd *cobra.Command) {
 	f.StringSliceVar(&o.files, "files", nil, "comma-separated files to dump (as kafka-dump-log's --files; FILE arguments may be given as well)")
 	f.BoolVar(&o.offsetsDecoder, "offsets-decoder", false, "decode keys and values as __consumer_offsets records (implies --print-data-log)")
 	f.BoolVar(&o.txnLogDecoder, "transaction-log-decoder", false, "decode keys and values as __transaction_state records (implies --print-data-log)")
+	f.BoolVar(&o.shareStateDecoder, "share-group-state-decoder", false, "decode keys and values as __share_group_state records (implies --print-data-log)")
 	f.BoolVar(&o.clusterMetadata, "cluster-metadata-decoder", false, "decode values as KRaft metadata records, printed as JSON (implies --print-data-log)")
 	f.StringVar(&o.keyDecoderClass, "key-decoder-class", "org.apache.kafka.tools.api.StringDecoder", "Kafka Decoder class for keys: StringDecoder, DefaultDecoder (raw bytes), IntegerDecoder, LongDecoder of org.apache.kafka.tools.api (implies --print-data-log)")
 	f.StringVar(&o.valueDecoderClass, "value-decoder-class", "org.apache.kafka.tools.api.StringDecoder", "Kafka Decoder class for values, as --key-decoder-class (implies --print-data-log)")
@@ -63,10 +65,10 @@ func (o *dumpOptions) addFlags(cmd *cobra.Command) {
 // prepare checks the flags after parsing and picks the record decoder.
 // Like kafka-dump-log, any decoder flag implies --print-data-log, and the
 // topic decoders take precedence over the classes (offsets, then
-// transaction log, then cluster metadata).
+// transaction log, then cluster metadata, then share group state).
 func (o *dumpOptions) prepare(cmd *cobra.Command) error {
 	f := cmd.Flags()
-	for _, name := range []string{"offsets-decoder", "transaction-log-decoder", "cluster-metadata-decoder", "key-decoder-class", "value-decoder-class"} {
+	for _, name := range []string{"offsets-decoder", "transaction-log-decoder", "cluster-metadata-decoder", "share-group-state-decoder", "key-decoder-class", "value-decoder-class"} {
 		if f.Changed(name) {
 			o.printDataLog = true
 			o.customDecoder = true
@@ -74,11 +76,13 @@ func (o *dumpOptions) prepare(cmd *cobra.Command) error {
 	}
 	switch {
 	case o.offsetsDecoder:
-		o.decoder = offsetsDecoder{}
+		o.decoder = offsetsDecoder
 	case o.txnLogDecoder:
-		o.decoder = txnLogDecoder{}
+		o.decoder = txnLogDecoder
 	case o.clusterMetadata:
 		o.decoder = metadataDecoder{}
+	case o.shareStateDecoder:
+		o.decoder = shareStateDecoder
 	default:
 		kd, err := lookupDecoderClass(o.keyDecoderClass)
 		if err != nil {
@@ -142,6 +146,13 @@ func (o *dumpOptions) run(files []string, stdout, stderr io.Writer) error {
 		default:
 			w.Flush()
 			fmt.Fprintf(stderr, "Ignoring unknown file %s\n", path)
+		}
+		var ke *kafkaException
+		if errors.As(err, &ke) {
+			// Kafka's tool dies here: no further file, no trailer.
+			w.Flush()
+			fmt.Fprintln(stderr, ke.line())
+			return &exitError{code: code | exitProblems}
 		}
 		if err != nil {
 			w.Flush()
@@ -256,7 +267,11 @@ func (o *dumpOptions) dumpBatches(w *bufio.Writer, stderr io.Writer, path string
 				pos += size
 				continue
 			}
-			if !o.printLegacy(w, m, pos, deep, &lastOffset, &nonConsecutive) || !m.Valid() {
+			ok, err := o.printLegacy(w, m, pos, deep, &lastOffset, &nonConsecutive)
+			if err != nil {
+				return true, err
+			}
+			if !ok || !m.Valid() {
 				problems = true
 			}
 			pos += size
@@ -276,7 +291,11 @@ func (o *dumpOptions) dumpBatches(w *bufio.Writer, stderr io.Writer, path string
 		printBatchLine(w, v, pos, valid)
 		if deep {
 			var ok bool
-			scratch, ok = o.printRecords(w, stderr, path, v, pos, scratch, &lastOffset, &nonConsecutive)
+			var err error
+			scratch, ok, err = o.printRecords(w, stderr, path, v, pos, scratch, &lastOffset, &nonConsecutive)
+			if err != nil {
+				return true, err
+			}
 			// Records that cannot be decoded (a batch over the
 			// decompression cap, a bad record) are problems, as in --json.
 			problems = problems || !ok
@@ -314,13 +333,15 @@ func printBatchLine(w *bufio.Writer, v batch.View, pos int, valid bool) {
 }
 
 // printRecords prints the records of v; ok is false when they could not
-// all be decoded (the error is printed to stderr).
-func (o *dumpOptions) printRecords(w *bufio.Writer, stderr io.Writer, path string, v batch.View, pos int, scratch []byte, lastOffset *int64, nonConsecutive *[][2]int64) (_ []byte, ok bool) {
+// all be decoded (the error is printed to stderr). A *kafkaException
+// ends the dump where Kafka's tool dies: the record's line is printed up
+// to that point, without its line break.
+func (o *dumpOptions) printRecords(w *bufio.Writer, stderr io.Writer, path string, v batch.View, pos int, scratch []byte, lastOffset *int64, nonConsecutive *[][2]int64) (_ []byte, ok bool, _ error) {
 	data, err := v.RecordData(scratch, o.maxMessageSize)
 	if err != nil {
 		w.Flush()
 		fmt.Fprintf(stderr, "partlog: %s: batch at position %d: %v\n", path, pos, err)
-		return scratch, false
+		return scratch, false, nil
 	}
 	if v.Compression() != batch.CompressionNone {
 		scratch = data
@@ -347,7 +368,10 @@ func (o *dumpOptions) printRecords(w *bufio.Writer, stderr io.Writer, path strin
 			}
 		}
 		if o.printDataLog && !v.IsControl() {
-			o.writeKeyValue(&line, r.Offset, r.Key, r.Value)
+			if err := o.writeKeyValue(&line, r.Offset, r.Key, r.Value); err != nil {
+				w.WriteString(line.String())
+				return scratch, false, err
+			}
 		}
 		w.WriteString(line.String())
 		w.WriteByte('\n')
@@ -355,9 +379,9 @@ func (o *dumpOptions) printRecords(w *bufio.Writer, stderr io.Writer, path strin
 	if err := it.Err(); err != nil {
 		w.Flush()
 		fmt.Fprintf(stderr, "partlog: %s: batch at position %d: %v\n", path, pos, err)
-		return scratch, false
+		return scratch, false, nil
 	}
-	return scratch, true
+	return scratch, true, nil
 }
 
 // controlSuffix renders a control record as the dump tool does (the
@@ -397,29 +421,31 @@ func (o *dumpOptions) controlSuffix(r *batch.Record) string {
 }
 
 // printLegacy prints a magic 0/1 entry; ok is false when a compressed
-// wrapper could not be decoded (over the decompression cap, damaged).
-func (o *dumpOptions) printLegacy(w *bufio.Writer, m batch.LegacyMessage, pos int, deep bool, lastOffset *int64, nonConsecutive *[][2]int64) (ok bool) {
+// wrapper could not be decoded (over the decompression cap, damaged). A
+// *kafkaException ends the dump as in printRecords.
+func (o *dumpOptions) printLegacy(w *bufio.Writer, m batch.LegacyMessage, pos int, deep bool, lastOffset *int64, nonConsecutive *[][2]int64) (ok bool, _ error) {
 	fmt.Fprintf(w, "offset: %d position: %d %s: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: %t\n",
 		m.Offset(), pos, m.TimestampType(), m.Timestamp(), m.Size(), m.Magic(), m.Compression(), m.CRC(), m.Valid())
 	if !deep {
-		return true
+		return true, nil
 	}
 	if m.Compression() == batch.CompressionNone {
-		o.printLegacyRecord(w, m, m.Offset(), m.TimestampType(), m.Timestamp(), lastOffset, nonConsecutive)
-		return true
+		return true, o.printLegacyRecord(w, m, m.Offset(), m.TimestampType(), m.Timestamp(), lastOffset, nonConsecutive)
 	}
 	inner, err := m.AppendInner(nil, o.maxMessageSize)
 	if err != nil {
 		fmt.Fprintf(w, "| invalid wrapper: %v\n", err)
-		return false
+		return false, nil
 	}
 	for _, in := range inner {
-		o.printLegacyRecord(w, in.Message, in.Offset, m.TimestampType(), in.Timestamp, lastOffset, nonConsecutive)
+		if err := o.printLegacyRecord(w, in.Message, in.Offset, m.TimestampType(), in.Timestamp, lastOffset, nonConsecutive); err != nil {
+			return false, err
+		}
 	}
-	return true
+	return true, nil
 }
 
-func (o *dumpOptions) printLegacyRecord(w *bufio.Writer, m batch.LegacyMessage, offset int64, tt batch.TimestampType, ts int64, lastOffset *int64, nonConsecutive *[][2]int64) {
+func (o *dumpOptions) printLegacyRecord(w *bufio.Writer, m batch.LegacyMessage, offset int64, tt batch.TimestampType, ts int64, lastOffset *int64, nonConsecutive *[][2]int64) error {
 	noteOffset(offset, lastOffset, nonConsecutive)
 	if !o.skipRecordMetadata {
 		fmt.Fprintf(w, "| offset: %d %s: %d keySize: %d valueSize: %d isValid: %t crc: %d}",
@@ -427,21 +453,28 @@ func (o *dumpOptions) printLegacyRecord(w *bufio.Writer, m batch.LegacyMessage, 
 	}
 	if o.printDataLog {
 		var line strings.Builder
-		o.writeKeyValue(&line, offset, m.Key(), m.Value())
+		err := o.writeKeyValue(&line, offset, m.Key(), m.Value())
 		w.WriteString(line.String())
+		if err != nil {
+			return err
+		}
 	}
 	w.WriteByte('\n')
+	return nil
 }
 
 // writeKeyValue appends " key: K payload: V" as kafka-dump-log prints a
 // record's data (after "| " instead of the metadata when
 // --skip-record-metadata is set), through the chosen decoder.
-func (o *dumpOptions) writeKeyValue(line *strings.Builder, offset int64, key, value []byte) {
+func (o *dumpOptions) writeKeyValue(line *strings.Builder, offset int64, key, value []byte) error {
 	dec := o.decoder
 	if dec == nil {
-		dec = classDecoder{key: javaUTF8, value: javaUTF8}
+		dec = stringDecoders
 	}
-	k, v := dec.decode(offset, key, value)
+	k, v, err := dec.decode(offset, key, value)
+	if err != nil {
+		return err
+	}
 	prefix := " "
 	if o.skipRecordMetadata {
 		prefix = "| "
@@ -457,6 +490,7 @@ func (o *dumpOptions) writeKeyValue(line *strings.Builder, offset int64, key, va
 		line.WriteString("payload: ")
 		line.WriteString(*v)
 	}
+	return nil
 }
 
 // noOffsetYet is a run of offsets that has no previous offset.
@@ -466,6 +500,26 @@ const noOffsetYet = math.MinInt64
 // one of the file. As in Kafka's tool, the previous offset starts at -1:
 // a file whose first record is not offset 0 reports "-1 is followed by"
 // it.
+// kafkaException is a failure on which Kafka's dump tool dies: an
+// exception its main lets escape, which the JVM prints as
+// `Exception in thread "main" <class>: <message>` and a stack trace.
+// partlog prints that first line, dumps no further file and prints no
+// end-of-run report, as Kafka's tool does, and exits 4.
+type kafkaException struct {
+	class   string // the Java exception's class name
+	message string // its message; empty for none
+}
+
+func (e *kafkaException) Error() string {
+	if e.message == "" {
+		return e.class
+	}
+	return e.class + ": " + e.message
+}
+
+// line is what the JVM prints first for the exception.
+func (e *kafkaException) line() string { return `Exception in thread "main" ` + e.Error() }
+
 func noteOffset(offset int64, last *int64, nonConsecutive *[][2]int64) {
 	if *last != noOffsetYet && offset != *last+1 {
 		*nonConsecutive = append(*nonConsecutive, [2]int64{*last, offset})
@@ -473,7 +527,7 @@ func noteOffset(offset int64, last *int64, nonConsecutive *[][2]int64) {
 	*last = offset
 }
 
-const dumpLong = `dump prints the files it is given as Apache Kafka's kafka-dump-log
+const dumpLong = `dump prints the files it is given as Apache Kafka 4.4's kafka-dump-log
 (DumpLogSegments) does, or as JSON with --json. Files come from FILE
 arguments and from --files a,b,c (kafka-dump-log's form); they are dumped
 in that order.
@@ -488,13 +542,19 @@ Keys and values (--print-data-log) are printed as UTF-8, each invalid
 byte sequence replaced by U+FFFD as Kafka's StringDecoder does, unless a
 decoder is chosen: --offsets-decoder (__consumer_offsets),
 --transaction-log-decoder (__transaction_state),
+--share-group-state-decoder (__share_group_state),
 --cluster-metadata-decoder (__cluster_metadata and KRaft snapshots), or
 --key-decoder-class/--value-decoder-class with Kafka's class names
-(kafka.serializer.StringDecoder, kafka.serializer.DefaultDecoder,
-org.apache.kafka.tools.api.IntegerDecoder, ...). Every decoder flag
-implies --print-data-log.
+(org.apache.kafka.tools.api.StringDecoder, DefaultDecoder, IntegerDecoder,
+LongDecoder; the kafka.serializer names of older Kafka are accepted too).
+Every decoder flag implies --print-data-log.
+
+Where Kafka's tool dies on an exception (a corrupt index under
+--index-sanity-check, a record its decoder cannot read), dump prints the
+exception's first line as the JVM does and stops there, as Kafka's tool
+does: no further file, no end-of-run report.
 
 Exit status: 0 every file dumped and valid, 4 a file holds invalid data
 (a bad CRC, invalid bytes, an index entry that does not match its log, a
-corrupt snapshot), 8 a file could not be read, 16 usage error; several
-files OR their codes.`
+corrupt snapshot, an exception of Kafka's tool), 8 a file could not be
+read, 16 usage error; several files OR their codes.`

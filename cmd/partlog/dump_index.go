@@ -112,7 +112,7 @@ type dumpTrailer struct {
 
 // trailerReport is one of the trailer's reports: (a, b) pairs per file.
 type trailerReport struct {
-	files []string // absolute paths, in the order first reported
+	calls []string // the file of every pair, in the order reported
 	pairs map[string][][2]int64
 }
 
@@ -123,8 +123,8 @@ func (r *trailerReport) add(abs string, pairs ...[2]int64) {
 	if r.pairs == nil {
 		r.pairs = make(map[string][][2]int64)
 	}
-	if _, ok := r.pairs[abs]; !ok {
-		r.files = append(r.files, abs)
+	for range pairs {
+		r.calls = append(r.calls, abs)
 	}
 	r.pairs[abs] = append(r.pairs[abs], pairs...)
 }
@@ -143,7 +143,7 @@ const (
 // print writes the report: files in the order of Kafka's HashMap of
 // them, each with its head line and its pairs.
 func (r *trailerReport) print(w io.Writer, order pairOrder, head func(abs string) string, line func(p [2]int64) string) {
-	for _, abs := range javaHashMapOrder(r.files) {
+	for _, abs := range javaComputeIfAbsentOrder(r.calls) {
 		fmt.Fprintln(w, head(abs))
 		for _, p := range orderPairs(r.pairs[abs], order) {
 			fmt.Fprintln(w, line(p))

@@ -39,6 +39,7 @@ import (
 //	invalidBytes       bytes after the last complete entry of a .log
 //	records            the records of a batch cannot be decoded
 //	control            a control record's key or value is invalid
+//	decoder            the chosen decoder fails on a record (Kafka's tool dies there)
 //	nonConsecutiveOffsets  a record offset is not previous+1 (deep iteration)
 //	indexMismatch      .index entry whose batch has another last offset
 //	unreadableEntry    .index entry pointing at no readable batch
@@ -467,7 +468,11 @@ func (lw *logWalk) setKeyValue(rec *RecordJSON, offset int64, key, value []byte,
 		rec.ValueText = strp(javaUTF8(value))
 	}
 	if lw.o.customDecoder && lw.o.decoder != nil && !control {
-		rec.DecodedKey, rec.DecodedValue = lw.o.decoder.decode(offset, key, value)
+		var err error
+		rec.DecodedKey, rec.DecodedValue, err = lw.o.decoder.decode(offset, key, value)
+		if err != nil {
+			lw.problem(-1, "decoder", "offset %d: the decoder fails (Kafka's tool dies here): %v", offset, err)
+		}
 	}
 }
 

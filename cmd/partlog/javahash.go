@@ -6,9 +6,10 @@ import (
 )
 
 // Kafka's dump tool keeps its end-of-run reports in java.util.HashMaps
-// keyed by absolute path and prints them in the map's iteration order.
-// partlog prints its reports in the same order, so a dump of several
-// files reads the same on stderr as Kafka's.
+// keyed by absolute path, filled with computeIfAbsent (one call per pair
+// reported), and prints them in the maps' iteration order. partlog prints
+// its reports in the same order, so a dump of several files reads the same
+// on stderr as Kafka's.
 
 // javaStringHash is Java's String.hashCode: s[0]*31^(n-1) + ... + s[n-1]
 // over the string's UTF-16 code units, in 32-bit arithmetic.
@@ -20,39 +21,48 @@ func javaStringHash(s string) int32 {
 	return h
 }
 
-// javaHashMapOrder returns keys (distinct, in insertion order) in the
-// order a java.util.HashMap holding them iterates: by bucket, and within
-// a bucket in insertion order (a resize splits each bucket keeping that
-// order). The table starts at 16 buckets and doubles when it holds more
-// than three quarters of its size, or when a bucket would hold a ninth
-// key while the table is smaller than 64 (HashMap's treeifyBin). Buckets
-// that Java turns into trees (nine keys in one bucket of a table of 64 or
-// more) are iterated here in insertion order, which Java does not
-// promise; dumps name far fewer files than that takes.
-func javaHashMapOrder(keys []string) []string {
-	spread := make([]uint32, len(keys))
-	for i, k := range keys {
-		h := uint32(javaStringHash(k))
-		spread[i] = h ^ h>>16
-	}
+// javaComputeIfAbsentOrder returns the distinct keys of calls (one
+// HashMap.computeIfAbsent call per element, in order) in the order the
+// java.util.HashMap they filled iterates: by bucket, and within a bucket
+// newest first (computeIfAbsent puts a new key at the head of its bucket,
+// and a resize splits a bucket keeping its order).
+//
+// The table starts at 16 buckets. A call that finds more keys than three
+// quarters of the table doubles it before looking (so the size after the
+// last call may exceed that), and a new key joining a bucket of seven or
+// more doubles it while it is smaller than 64 (treeifyBin). Buckets that
+// Java turns into trees (eight keys in one bucket of a table of 64 or
+// more) are ordered here as lists, which Java does not promise; dumps
+// name far fewer files than that takes.
+func javaComputeIfAbsentOrder(calls []string) []string {
+	var keys []string
+	var spread []uint32
+	seen := make(map[string]bool)
 	capacity := uint32(16)
-	for n := range keys {
+	for _, k := range calls {
+		if 4*uint32(len(keys)) > 3*capacity {
+			capacity *= 2
+		}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		h := uint32(javaStringHash(k))
+		s := h ^ h>>16
 		inBucket := 0
-		for j := 0; j < n; j++ {
-			if spread[j]&(capacity-1) == spread[n]&(capacity-1) {
+		for _, o := range spread {
+			if o&(capacity-1) == s&(capacity-1) {
 				inBucket++
 			}
 		}
-		if inBucket >= 8 && capacity < 64 {
-			capacity *= 2
-		}
-		if 4*uint32(n+1) > 3*capacity {
+		keys, spread = append(keys, k), append(spread, s)
+		if inBucket >= 7 && capacity < 64 {
 			capacity *= 2
 		}
 	}
 	idx := make([]int, len(keys))
 	for i := range idx {
-		idx[i] = i
+		idx[i] = len(keys) - 1 - i // newest first within a bucket
 	}
 	sort.SliceStable(idx, func(a, b int) bool {
 		return spread[idx[a]]&(capacity-1) < spread[idx[b]]&(capacity-1)
