@@ -24,6 +24,7 @@ type dumpOptions struct {
 	referenceTool      bool
 	verifyIndexOnly    bool
 	indexSanityCheck   bool
+	strictSanity       bool
 	offsets            offsetRange
 	json               bool
 
@@ -51,6 +52,7 @@ func (o *dumpOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.referenceTool, "reference-format", false, "print type-7 control records as Apache Kafka (October 2024) does: controlType: UNKNOWN(7)")
 	f.BoolVar(&o.verifyIndexOnly, "verify-index-only", false, "check .index and .timeindex entries against the .log without printing them")
 	f.BoolVar(&o.indexSanityCheck, "index-sanity-check", false, "only run the sanity check of .index and .timeindex files")
+	f.BoolVar(&o.strictSanity, "strict-sanity-check", false, "with --index-sanity-check: apply partlog's stricter check (the one recovery applies: no trailing zero entries, entries in order and inside the .log) instead of Kafka's, and report a failure on stderr without stopping")
 	f.Var(&o.offsets, "offsets", "only print batches and index entries overlapping this inclusive offset range (either bound may be empty); .snapshot files are not filtered")
 	f.BoolVar(&o.json, "json", false, "print one JSON object per file instead of kafka-dump-log's text (schemaVersion 1)")
 	f.StringSliceVar(&o.files, "files", nil, "comma-separated files to dump (as kafka-dump-log's --files; FILE arguments may be given as well)")

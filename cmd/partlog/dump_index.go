@@ -397,6 +397,10 @@ func (o *dumpOptions) inspectOffsetIndex(path string) (*indexDump, error) {
 	}
 	if o.indexSanityCheck {
 		d.sanityRan = true
+		if !o.strictSanity {
+			d.sanityErr = kafkaOffsetIndexSanity(absPath(path), b, seg.base)
+			return d, nil
+		}
 		x, err := index.OpenOffsetIndex(path, seg.base, true)
 		if err != nil {
 			return nil, err
@@ -456,6 +460,10 @@ func (o *dumpOptions) inspectTimeIndex(path string) (*indexDump, error) {
 	d := &indexDump{}
 	if o.indexSanityCheck {
 		d.sanityRan = true
+		if !o.strictSanity {
+			d.sanityErr = kafkaTimeIndexSanity(absPath(path), b, seg.base)
+			return d, nil
+		}
 		x, err := index.OpenTimeIndex(path, seg.base, true)
 		if err != nil {
 			return nil, err
@@ -571,7 +579,9 @@ func (o *dumpOptions) dumpOffsetIndex(w *bufio.Writer, stderr io.Writer, path st
 	case d.empty:
 		fmt.Fprintf(w, "%s is empty.\n", path)
 	case d.sanityRan:
-		o.printSanity(w, stderr, path, d.sanityErr)
+		if err := o.printSanity(w, stderr, path, d.sanityErr); err != nil {
+			return true, err
+		}
 	case !o.verifyIndexOnly:
 		for _, e := range d.offsets {
 			fmt.Fprintf(w, "offset: %d position: %d\n", e.Offset, e.Position)
@@ -590,7 +600,9 @@ func (o *dumpOptions) dumpTimeIndex(w *bufio.Writer, stderr io.Writer, path stri
 	}
 	switch {
 	case d.sanityRan:
-		o.printSanity(w, stderr, path, d.sanityErr)
+		if err := o.printSanity(w, stderr, path, d.sanityErr); err != nil {
+			return true, err
+		}
 	case !o.verifyIndexOnly:
 		for _, e := range d.times {
 			fmt.Fprintf(w, "timestamp: %d offset: %d\n", e.Timestamp, e.Offset)
@@ -605,14 +617,72 @@ func (o *dumpOptions) dumpTimeIndex(w *bufio.Writer, stderr io.Writer, path stri
 }
 
 // printSanity prints the result of --index-sanity-check: the pass line on
-// stdout, or the failure on stderr.
-func (o *dumpOptions) printSanity(w *bufio.Writer, stderr io.Writer, path string, err error) {
+// stdout, or the failure: Kafka's check fails with the exception that
+// ends Kafka's tool (returned, see kafkaException), partlog's stricter
+// one (--strict-sanity-check) on stderr.
+func (o *dumpOptions) printSanity(w *bufio.Writer, stderr io.Writer, path string, err error) error {
 	if err == nil {
 		fmt.Fprintf(w, "%s passed sanity check.\n", path)
-		return
+		return nil
+	}
+	var ke *kafkaException
+	if errors.As(err, &ke) {
+		return ke
 	}
 	w.Flush()
 	fmt.Fprintf(stderr, "partlog: %s failed sanity check: %v\n", path, err)
+	return nil
+}
+
+// corruptIndex is the exception Kafka's index sanity checks throw.
+const corruptIndex = "org.apache.kafka.storage.internals.log.CorruptIndexException"
+
+// kafkaOffsetIndexSanity is Kafka's OffsetIndex.sanityCheck on an .index
+// file's bytes: the last entry's offset is not below the base offset,
+// and the length is a multiple of 8. It ignores what partlog's own check
+// (index.OffsetIndex.Sanity) finds besides: trailing zero entries, an
+// unordered or out-of-range entry.
+func kafkaOffsetIndexSanity(abs string, b []byte, base int64) error {
+	if n := len(b) / index.OffsetEntrySize; n > 0 {
+		last, _ := index.DecodeOffsetIndex(b[(n-1)*index.OffsetEntrySize:n*index.OffsetEntrySize], base)
+		if last[0].Offset < base {
+			return &kafkaException{class: corruptIndex, message: fmt.Sprintf(
+				"Corrupt index found, index file %s has non-zero size but the last offset is %d which is less than the base offset %d",
+				abs, last[0].Offset, base)}
+		}
+	}
+	if len(b)%index.OffsetEntrySize != 0 {
+		return &kafkaException{class: corruptIndex, message: fmt.Sprintf(
+			"Index file %s is corrupt, found %d bytes which is neither positive nor a multiple of %d", abs, len(b), index.OffsetEntrySize)}
+	}
+	return nil
+}
+
+// kafkaTimeIndexSanity is Kafka's TimeIndex.sanityCheck on a .timeindex
+// file's bytes: the last timestamp is not below the first, the last
+// offset not below the base, and the length a multiple of 12. A time
+// index whose trim was lost (zeros after its entries) fails it.
+func kafkaTimeIndexSanity(abs string, b []byte, base int64) error {
+	if n := len(b) / index.TimeEntrySize; n > 0 {
+		firsts, _ := index.DecodeTimeIndex(b[:index.TimeEntrySize], base)
+		lasts, _ := index.DecodeTimeIndex(b[(n-1)*index.TimeEntrySize:n*index.TimeEntrySize], base)
+		first, last := firsts[0], lasts[0]
+		if last.Timestamp < first.Timestamp {
+			return &kafkaException{class: corruptIndex, message: fmt.Sprintf(
+				"Corrupt time index found, time index file (%s) has non-zero size but the last timestamp is %d which is less than the first timestamp %d",
+				abs, last.Timestamp, first.Timestamp)}
+		}
+		if last.Offset < base {
+			return &kafkaException{class: corruptIndex, message: fmt.Sprintf(
+				"Corrupt time index found, time index file (%s) has non-zero size but the last offset is %d which is less than the first offset %d",
+				abs, last.Offset, base)}
+		}
+	}
+	if len(b)%index.TimeEntrySize != 0 {
+		return &kafkaException{class: corruptIndex, message: fmt.Sprintf(
+			"Time index file %s is corrupt, found %d bytes which is neither positive nor a multiple of %d", abs, len(b), index.TimeEntrySize)}
+	}
+	return nil
 }
 
 // printProblems reports findings on stderr, after the file's stdout lines.

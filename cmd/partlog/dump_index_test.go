@@ -287,29 +287,49 @@ func TestDumpIndexPastLog(t *testing.T) {
 	}
 }
 
-// TestDumpIndexSanity: --index-sanity-check passes the sample files and
-// fails a garbage index with exit 4, going on with the next file.
+// TestDumpIndexSanity: --index-sanity-check passes the sample files; a
+// garbage index fails Kafka's check with the exception that ends Kafka's
+// tool (exit 4, no later file), or, under --strict-sanity-check, partlog's
+// check, reported on stderr before the dump goes on.
 func TestDumpIndexSanity(t *testing.T) {
 	garbage := bytes.Repeat([]byte{0xff, 0x13, 0x7f, 0x00, 0xa5}, 5) // 25 bytes, negative offsets
 	dir := sampleSegment(t, map[string][]byte{"00000000000000000005.index": garbage,
 		"00000000000000000005.log": {}, "00000000000000000005.timeindex": garbage[:24]})
-	code, out, errOut := runReadOnly(t, dir, "dump", "--index-sanity-check",
-		"segment/00000000000000000005.index", "segment/00000000000000000005.timeindex",
-		"segment/00000000000000000000.index", "segment/00000000000000000000.timeindex")
+	files := []string{"segment/00000000000000000000.index", "segment/00000000000000000000.timeindex",
+		"segment/00000000000000000005.index", "segment/00000000000000000005.timeindex"}
+	code, out, errOut := runReadOnly(t, dir, append([]string{"dump", "--index-sanity-check"}, files...)...)
 	if code != exitProblems {
 		t.Errorf("exit %d, want %d", code, exitProblems)
 	}
 	compareLines(t, out, []string{
-		"Dumping segment/00000000000000000005.index",
-		"Dumping segment/00000000000000000005.timeindex",
 		"Dumping segment/00000000000000000000.index",
 		"segment/00000000000000000000.index is empty.",
 		"Dumping segment/00000000000000000000.timeindex",
 		"segment/00000000000000000000.timeindex passed sanity check.",
+		"Dumping segment/00000000000000000005.index",
+	})
+	abs := filepath.Join(dir, "segment", "00000000000000000005.index")
+	want := `Exception in thread "main" org.apache.kafka.storage.internals.log.CorruptIndexException: Index file ` +
+		abs + " is corrupt, found 25 bytes which is neither positive nor a multiple of 8\n"
+	if errOut != want {
+		t.Errorf("stderr %q\nwant   %q", errOut, want)
+	}
+
+	code, out, errOut = runReadOnly(t, dir, append([]string{"dump", "--index-sanity-check", "--strict-sanity-check"}, files...)...)
+	if code != exitProblems {
+		t.Errorf("strict: exit %d, want %d", code, exitProblems)
+	}
+	compareLines(t, out, []string{
+		"Dumping segment/00000000000000000000.index",
+		"segment/00000000000000000000.index is empty.",
+		"Dumping segment/00000000000000000000.timeindex",
+		"segment/00000000000000000000.timeindex passed sanity check.",
+		"Dumping segment/00000000000000000005.index",
+		"Dumping segment/00000000000000000005.timeindex",
 	})
 	for _, name := range []string{"00000000000000000005.index failed sanity check", "00000000000000000005.timeindex failed sanity check"} {
 		if !strings.Contains(errOut, name) {
-			t.Errorf("stderr %q lacks %q", errOut, name)
+			t.Errorf("strict: stderr %q lacks %q", errOut, name)
 		}
 	}
 
@@ -317,6 +337,52 @@ func TestDumpIndexSanity(t *testing.T) {
 	code, _, errOut = runReadOnly(t, dir, "dump", "segment/00000000000000000005.index")
 	if code != exitProblems || !strings.Contains(errOut, "byte 24: 1 bytes after the last whole 8-byte entry") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestKafkaIndexSanity is a table of Kafka's sanity checks: an index
+// whose trim was lost passes Kafka's offset index check and fails its
+// time index check, as Kafka 4.4's tool says of a cleanly stopped
+// __cluster_metadata segment.
+func TestKafkaIndexSanity(t *testing.T) {
+	off := func(entries ...[2]int64) []byte {
+		var b []byte
+		for _, e := range entries {
+			b = binary.BigEndian.AppendUint32(b, uint32(e[0]))
+			b = binary.BigEndian.AppendUint32(b, uint32(e[1]))
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		time bool
+		want string // "" passes
+	}{
+		{"offset empty", nil, false, ""},
+		{"offset padded with zeros", append(off([2]int64{3, 100}), make([]byte, 64)...), false, ""},
+		{"offset below base", off([2]int64{-1, 0}), false, "Corrupt index found, index file /x has non-zero size but the last offset is 9 which is less than the base offset 10"},
+		{"offset partial entry", append(off([2]int64{3, 100}), 1), false, "Index file /x is corrupt, found 9 bytes which is neither positive nor a multiple of 8"},
+		{"time ok", timeIndexBytes(10, [2]int64{5, 11}, [2]int64{6, 12}), true, ""},
+		{"time padded with zeros", append(timeIndexBytes(10, [2]int64{5, 11}), make([]byte, 24)...), true,
+			"Corrupt time index found, time index file (/x) has non-zero size but the last timestamp is 0 which is less than the first timestamp 5"},
+		{"time offset below base", timeIndexBytes(10, [2]int64{5, 9}), true,
+			"Corrupt time index found, time index file (/x) has non-zero size but the last offset is 9 which is less than the first offset 10"},
+		{"time partial entry", make([]byte, 13), true, "Time index file /x is corrupt, found 13 bytes which is neither positive nor a multiple of 12"},
+	} {
+		var err error
+		if tc.time {
+			err = kafkaTimeIndexSanity("/x", tc.b, 10)
+		} else {
+			err = kafkaOffsetIndexSanity("/x", tc.b, 10)
+		}
+		got := ""
+		if err != nil {
+			got = strings.TrimPrefix(err.Error(), corruptIndex+": ")
+		}
+		if got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
 	}
 }
 
