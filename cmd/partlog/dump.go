@@ -21,7 +21,8 @@ type dumpOptions struct {
 	skipRecordMetadata bool
 	maxBytes           int64
 	maxMessageSize     int
-	referenceTool      bool
+	mirrorFormat       bool
+	referenceFormat    bool // deprecated: Apache Kafka's format is the default
 	verifyIndexOnly    bool
 	indexSanityCheck   bool
 	strictSanity       bool
@@ -49,7 +50,9 @@ func (o *dumpOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.skipRecordMetadata, "skip-record-metadata", false, "omit record metadata when printing data")
 	f.Int64Var(&o.maxBytes, "max-bytes", -1, "read at most this many bytes of each .log file")
 	f.IntVar(&o.maxMessageSize, "max-message-size", 5242880, "largest decompressed batch to decode")
-	f.BoolVar(&o.referenceTool, "reference-format", false, "print type-7 control records as Apache Kafka (October 2024) does: controlType: UNKNOWN(7)")
+	f.BoolVar(&o.mirrorFormat, "mirror-format", false, "print type-7 control records (MIRROR_PID_RESET barriers) as the dump tool of Kafka's mirroring fork (KIP-1279) does: MirrorPidReset {json}, instead of Apache Kafka 4.4's controlType: UNKNOWN(7)")
+	f.BoolVar(&o.referenceFormat, "reference-format", false, "Apache Kafka's format, the default")
+	_ = f.MarkHidden("reference-format")
 	f.BoolVar(&o.verifyIndexOnly, "verify-index-only", false, "check .index and .timeindex entries against the .log without printing them")
 	f.BoolVar(&o.indexSanityCheck, "index-sanity-check", false, "only run the sanity check of .index and .timeindex files")
 	f.BoolVar(&o.strictSanity, "strict-sanity-check", false, "with --index-sanity-check: apply partlog's stricter check (the one recovery applies: no trailing zero entries, entries in order and inside the .log) instead of Kafka's, and report a failure on stderr without stopping")
@@ -112,6 +115,9 @@ func newDumpCommand(stdout, stderr io.Writer) *cobra.Command {
 			}
 			if err := o.prepare(cmd); err != nil {
 				return &exitError{code: exitUsage, err: err}
+			}
+			if o.referenceFormat {
+				fmt.Fprintln(stderr, "partlog: --reference-format is the default now (Apache Kafka's format); --mirror-format prints the mirroring fork's")
 			}
 			return o.run(files, stdout, stderr)
 		},
@@ -386,8 +392,10 @@ func (o *dumpOptions) printRecords(w *bufio.Writer, stderr io.Writer, path strin
 	return scratch, true, nil
 }
 
-// controlSuffix renders a control record as the dump tool does (the
-// mirroring fork's tool unless --reference-format is given).
+// controlSuffix renders a control record as Apache Kafka 4.4's dump tool
+// does, which knows types 0-6 and prints any other as
+// "controlType: UNKNOWN(<type>)": a mirroring barrier (type 7) too,
+// unless --mirror-format asks for the mirroring fork's spelling.
 func (o *dumpOptions) controlSuffix(r *batch.Record) string {
 	_, t, err := batch.ParseControlKey(r.Key)
 	if err != nil {
@@ -401,14 +409,11 @@ func (o *dumpOptions) controlSuffix(r *batch.Record) string {
 	case batch.EndTxnMarker:
 		return fmt.Sprintf(" endTxnMarker: %s coordinatorEpoch: %d", t, m.CoordinatorEpoch)
 	case batch.MirrorPidReset:
-		if o.referenceTool {
+		if !o.mirrorFormat {
 			return " controlType: UNKNOWN(7)"
 		}
 		return " MirrorPidReset " + m.JSON()
 	case batch.LeaderChange:
-		if o.referenceTool {
-			return " controlType: LEADER_CHANGE(2)"
-		}
 		return " LeaderChange: " + batch.ControlValueJSON(m)
 	case batch.SnapshotHeader:
 		return " SnapshotHeader " + batch.ControlValueJSON(m)
