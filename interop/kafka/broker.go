@@ -46,9 +46,11 @@ type Broker struct {
 	LogDir  string // log.dirs: partitions, checkpoints, meta.properties
 	MetaDir string // metadata.log.dir: __cluster_metadata-0
 	Addr    string // PLAINTEXT listener, host:port
-	ctrl    string // CONTROLLER listener
-	heapMB  int
-	props   map[string]string
+	// ClusterID is the cluster id the directories were formatted with.
+	ClusterID string
+	ctrl      string // CONTROLLER listener
+	heapMB    int
+	props     map[string]string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -128,8 +130,9 @@ func (in *Install) NewBroker(t testing.TB, cfg BrokerConfig) (*Broker, error) {
 	if err := b.writeConfig(); err != nil {
 		return nil, err
 	}
+	b.ClusterID = randomClusterID()
 	res, err := in.Run(context.Background(), "kafka.tools.StorageTool",
-		"format", "-t", randomClusterID(), "-c", b.propsPath())
+		"format", "-t", b.ClusterID, "-c", b.propsPath())
 	if err != nil {
 		return nil, err
 	}
