@@ -206,7 +206,7 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 	return info, err
 }
 
-// enterAppend counts an append in l.appending while some caller is in
+// enterAppend counts an append in l.commit.appending while some caller is in
 // Sync, the only time anyone reads the count (a group's leader, in
 // comingBack, is itself in Sync), and reports whether it counted, for
 // leaveAppend. Otherwise an append pays one load of a line it reads
@@ -220,14 +220,14 @@ func (l *Log) enterAppend() bool {
 	if l.writes.syncers.Load() == 0 {
 		return false
 	}
-	l.appending.Add(1)
+	l.commit.appending.Add(1)
 	return true
 }
 
 // leaveAppend undoes enterAppend's count, if it made one.
 func (l *Log) leaveAppend(counted bool) {
 	if counted {
-		l.appending.Add(-1)
+		l.commit.appending.Add(-1)
 	}
 }
 

@@ -14,7 +14,7 @@ func TestLogColdApart(t *testing.T) {
 	if size := lt.Size(); size > 768 {
 		t.Errorf("Log is %d bytes, more than the 768-byte size class", size)
 	}
-	for _, name := range []string{"dir", "lock", "truncated", "gather", "syncMu", "mu", "keys", "deletions", "recoveryPoint", "highWatermark", "cache"} {
+	for _, name := range []string{"dir", "lock", "truncated", "commit", "mu", "keys", "deletions", "recoveryPoint", "highWatermark", "cache"} {
 		f, ok := lt.FieldByName(name)
 		if !ok {
 			t.Fatalf("Log has no field %s", name)

@@ -34,7 +34,7 @@ import (
 //   - flushMu serializes flushes, which fsync without holding appendMu
 //     so appends go on meanwhile.
 //   - Lock order: flushMu, then appendMu, then mu, then a segment's own
-//     lock; syncMu is taken last (a flush takes it under flushMu) and
+//     lock; the group commit's lock is taken last (a flush takes it under flushMu) and
 //     nothing is taken while it is held.
 //
 // Offsets (logStartOffset, logEndOffset, recoveryPoint, highWatermark) are
@@ -112,26 +112,9 @@ type logCold struct {
 	truncated [8]truncation
 
 	flushMu sync.Mutex // serializes flushes; taken before appendMu
-	syncMu  sync.Mutex // guards syncing, syncNext, syncFree and gather
-	syncing *syncGroup // the flush Sync callers currently share, if any
-	// syncNext is the group gathering for the next flush (sync.go).
-	syncNext *syncGroup
-	// syncFree lists the groups nobody references any more, for reuse
-	// (syncGroup), under syncMu.
-	syncFree *syncGroup
-	// gather is how long a group's leader lets its group grow before its
-	// flush starts (sync.go), under syncMu.
-	gather syncGather
-	// parked counts the callers inside Sync (writes.syncers) waiting for
-	// a flush to end or, as a group's leader, to start (tests wait on it:
-	// a caller inside Sync may not have joined yet).
-	parked atomic.Int64
-	// appending counts the callers inside an append, waiting for
-	// appendMu or holding it, that began while a caller was in Sync
-	// (enterAppend): while some are, a group's leader waiting for the
-	// members the last flush released expects more of them
-	// (Log.comingBack).
-	appending atomic.Int64
+	// commit is the group commit of Sync (groupcommit.go); its env is
+	// this Log.
+	commit groupCommit
 	// flushFault, set by tests, makes a flush fail as an fsync would.
 	flushFault func() error
 	// flushed, set by tests, is called by a flush before it fsyncs each
@@ -202,6 +185,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 	// The producer state is recovery's (adopt) or, for a new partition,
 	// made by create.
 	l := &Log{opts: o, logCold: &logCold{dir: dir, lock: lock, keys: map[*segment.Segment]uint64{}, cache: o.MappingCache}}
+	l.commit.env, l.commit.syncers = l, &l.writes.syncers
 	l.now, l.tsRules = o.Now, o.timestampRulesApply()
 	if l.cache == nil {
 		l.cache = DefaultMappingCache()

@@ -22,9 +22,9 @@ import (
 // them to form a group of their own.
 func waitParked(t *testing.T, l *Log, n int64) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); l.parked.Load() < n; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); l.commit.parked.Load() < n; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d callers wait in a group", l.parked.Load(), n)
+			t.Fatalf("only %d of %d callers wait in a group", l.commit.parked.Load(), n)
 		}
 	}
 }
@@ -86,7 +86,7 @@ func waitDone(t *testing.T, done <-chan error, n int) {
 func gatherLog(t *testing.T, bound time.Duration) (l *Log, b []byte, first AppendInfo) {
 	t.Helper()
 	l, _ = openTestLog(t, smallOpts(t))
-	l.gather.bound = bound
+	l.commit.gather.bound = bound
 	b = makeBatch(t, 1, 50, 1)
 	first, err := l.AppendAsLeader(b, 0)
 	if err != nil {
@@ -97,9 +97,9 @@ func gatherLog(t *testing.T, bound time.Duration) (l *Log, b []byte, first Appen
 
 // gatherOf returns a copy of l's gathering state, read under syncMu.
 func gatherOf(l *Log) syncGather {
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	return l.gather
+	l.commit.mu.Lock()
+	defer l.commit.mu.Unlock()
+	return l.commit.gather
 }
 
 // TestSyncNextFlushPlannedAhead: the flush of the group that gathered
@@ -457,7 +457,7 @@ func TestSyncGroupWaitBounded(t *testing.T) {
 // anyone (with a bound that long, a wait would show).
 func TestSyncLoneWriterNeverWaits(t *testing.T) {
 	l, _ := openTestLog(t, smallOpts(t))
-	l.gather.bound = 10 * time.Second
+	l.commit.gather.bound = 10 * time.Second
 	b := makeBatch(t, 1, 50, 1)
 	for range 10 {
 		info, err := l.AppendAsLeader(b, 0)
@@ -591,7 +591,7 @@ func TestSyncMembersStartWriteback(t *testing.T) {
 			opts := smallOpts(t)
 			opts.SegmentBytes = 1 << 20
 			l, _ := openTestLog(t, opts)
-			l.gather.wbOff = off
+			l.commit.gather.wbOff = off
 			b := makeBatch(t, 1, writebackStep/3, 1) // the first batch and 4 members' pass the step
 			first, err := l.AppendAsLeader(b, 0)
 			if err != nil {
@@ -683,33 +683,33 @@ func TestGatherWaitsWhileAppending(t *testing.T) {
 		g := &syncGroup{members: 1}
 		now := time.Now()
 		const gap = 5 * time.Millisecond
-		l.syncMu.Lock()
-		l.syncNext = g
+		l.commit.mu.Lock()
+		l.commit.gathering = g
 		// One of two back, 5 ms after the release and 25 ms ago: the idle
 		// deadline (4 gaps) has passed, the busy one (16) is 55 ms away.
-		l.gather.released, l.gather.back, l.gather.took = 2, 1, time.Second
-		l.gather.at, l.gather.last = now.Add(-6*gap), now.Add(-5*gap)
-		l.syncMu.Unlock()
+		l.commit.gather.released, l.commit.gather.back, l.commit.gather.took = 2, 1, time.Second
+		l.commit.gather.at, l.commit.gather.last = now.Add(-6*gap), now.Add(-5*gap)
+		l.commit.mu.Unlock()
 		if appending {
-			n := &l.appending
+			n := &l.commit.appending
 			if on == "parked" {
-				n = &l.parked
+				n = &l.commit.parked
 			}
 			n.Add(1)
 			go func() {
 				time.Sleep(gap / 2)
-				l.syncMu.Lock()
-				l.arrived() // the second member is back
-				l.syncMu.Unlock()
+				l.commit.mu.Lock()
+				l.commit.arrived() // the second member is back
+				l.commit.mu.Unlock()
 				n.Add(-1)
 			}()
 		}
-		if n := l.gatherWait(g, true); n != 1 {
+		if n := l.commit.gatherWait(g, true); n != 1 {
 			t.Fatalf("gatherWait returned %d members, want 1", n)
 		}
-		l.syncMu.Lock()
-		waits, back := l.gather.waits, l.gather.back
-		l.syncMu.Unlock()
+		l.commit.mu.Lock()
+		waits, back := l.commit.gather.waits, l.commit.gather.back
+		l.commit.mu.Unlock()
 		if appending && (waits != 1 || back != 2) {
 			t.Fatalf("with %s: %d waits, %d back; want a wait until both were back", on, waits, back)
 		}
@@ -719,7 +719,7 @@ func TestGatherWaitsWhileAppending(t *testing.T) {
 	}
 }
 
-// TestAppendCountedWhileSyncing: an append is counted in l.appending (for
+// TestAppendCountedWhileSyncing: an append is counted in l.commit.appending (for
 // comingBack) from its start, waiting for appendMu included, when a
 // caller is in Sync, and not at all otherwise; the count is back to 0
 // when it returns either way.
@@ -738,7 +738,7 @@ func TestAppendCountedWhileSyncing(t *testing.T) {
 		want := int64(0)
 		if syncing {
 			want = 1
-			for deadline := time.Now().Add(10 * time.Second); l.appending.Load() != 1; time.Sleep(time.Millisecond) {
+			for deadline := time.Now().Add(10 * time.Second); l.commit.appending.Load() != 1; time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
 					l.appendMu.Unlock()
 					t.Fatal("an append waiting for appendMu while a caller is in Sync is not counted")
@@ -747,7 +747,7 @@ func TestAppendCountedWhileSyncing(t *testing.T) {
 		} else {
 			time.Sleep(10 * time.Millisecond) // time for a count to show, if one were made
 		}
-		if n := l.appending.Load(); n != want {
+		if n := l.commit.appending.Load(); n != want {
 			l.appendMu.Unlock()
 			t.Fatalf("syncing %v: %d appends counted while one waits, want %d", syncing, n, want)
 		}
@@ -755,7 +755,7 @@ func TestAppendCountedWhileSyncing(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if n := l.appending.Load(); n != 0 {
+		if n := l.commit.appending.Load(); n != 0 {
 			t.Fatalf("syncing %v: %d appends counted after it returned", syncing, n)
 		}
 		if syncing {

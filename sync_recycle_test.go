@@ -67,13 +67,13 @@ func TestSyncGroupsRecycledUnderLoad(t *testing.T) {
 // use and that the free ones hold no reference and no pending wake-up.
 func checkGroupsFree(t *testing.T, l *Log) {
 	t.Helper()
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	if l.syncing != nil || l.syncNext != nil {
-		t.Fatalf("groups still in use after every Sync returned: %p %p", l.syncing, l.syncNext)
+	l.commit.mu.Lock()
+	defer l.commit.mu.Unlock()
+	if l.commit.running != nil || l.commit.gathering != nil {
+		t.Fatalf("groups still in use after every Sync returned: %p %p", l.commit.running, l.commit.gathering)
 	}
 	n := 0
-	for g := l.syncFree; g != nil; g = g.free {
+	for g := l.commit.free; g != nil; g = g.free {
 		n++
 		if r := g.refs.Load(); r != 0 || g.waits != 0 || g.finished || g.prev != nil {
 			t.Fatalf("free group with %d references, %d waits, finished %v", r, g.waits, g.finished)

@@ -481,10 +481,10 @@ func TestSyncWaitersShareFailure(t *testing.T) {
 	}
 	// Every caller but the one flushing waits in a group while the first
 	// flush is still blocked, so all of them share its result.
-	for deadline := time.Now().Add(10 * time.Second); l.parked.Load() < waiters-1; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); l.commit.parked.Load() < waiters-1; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			close(release)
-			t.Fatalf("only %d of %d callers wait in a group", l.parked.Load(), waiters-1)
+			t.Fatalf("only %d of %d callers wait in a group", l.commit.parked.Load(), waiters-1)
 		}
 	}
 	close(release)
@@ -562,8 +562,8 @@ func benchSyncGather(b *testing.B, src []byte, writers, block int) {
 		}
 		logs[i], _ = openTestLog(b, &Options{MappingCache: c})
 	}
-	logs[0].gather.off = true
-	logs[2].gather.wbOff = true
+	logs[0].commit.gather.off = true
+	logs[2].commit.gather.wbOff = true
 	dir := b.TempDir()
 	open := func(name string) (*os.File, *int64) {
 		f, err := os.Create(filepath.Join(dir, name))

@@ -169,3 +169,30 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	l.psm.OnLogStartOffsetIncremented(offset)
 	return errors.Join(err, l.epochs.truncateFromStart(offset))
 }
+
+// truncation is one entry of Log.truncated.
+type truncation struct {
+	gen uint64
+	to  int64
+}
+
+// noteTruncation counts a truncation of the log to offset (-1: all of
+// it). Caller holds appendMu.
+func (l *Log) noteTruncation(to int64) {
+	gen := l.truncations.Add(1)
+	l.truncated[gen%uint64(len(l.truncated))] = truncation{gen: gen, to: to}
+}
+
+// truncatedBelow reports whether a truncation after generation since cut
+// the log below offset. Truncations too many to be remembered count as
+// one that did.
+func (l *Log) truncatedBelow(since uint64, offset int64) bool {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	for gen := since + 1; gen <= l.truncations.Load(); gen++ {
+		if t := l.truncated[gen%uint64(len(l.truncated))]; t.gen != gen || t.to < offset {
+			return true
+		}
+	}
+	return false
+}

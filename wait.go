@@ -12,9 +12,24 @@ import (
 // cost one channel and one close per move. With nobody waiting, a move
 // costs one atomic load: no lock, no allocation.
 type notifier struct {
-	waiting atomic.Int32 // goroutines inside wait
-	mu      sync.Mutex   // guards ch
-	ch      chan struct{}
+	waiting atomic.Int32 // goroutines inside wait, and watchers
+	mu      sync.Mutex   // guards st
+	st      *notifyState // made by the first waiter (one word: the Log's layout counts)
+}
+
+type notifyState struct {
+	ch chan struct{}
+	// watchers are signalled (without blocking) at every move: one
+	// channel can watch many logs (Log.WatchHighWatermark).
+	watchers map[chan<- struct{}]struct{}
+}
+
+// stateLocked returns n.st, made if needed. Caller holds mu.
+func (n *notifier) stateLocked() *notifyState {
+	if n.st == nil {
+		n.st = &notifyState{}
+	}
+	return n.st
 }
 
 // moved wakes the current waiters, if any. The offset's new value must
@@ -29,21 +44,53 @@ func (n *notifier) moved() {
 // wake is moved's slow path.
 func (n *notifier) wake() {
 	n.mu.Lock()
-	if n.ch != nil {
-		close(n.ch)
-		n.ch = nil
+	if n.st == nil {
+		n.mu.Unlock()
+		return
+	}
+	if n.st.ch != nil {
+		close(n.st.ch)
+		n.st.ch = nil
+	}
+	for w := range n.st.watchers {
+		select {
+		case w <- struct{}{}:
+		default: // a signal is pending already
+		}
 	}
 	n.mu.Unlock()
+}
+
+// watch adds ch to the watchers until the returned stop is called.
+func (n *notifier) watch(ch chan<- struct{}) (stop func()) {
+	n.mu.Lock()
+	st := n.stateLocked()
+	if st.watchers == nil {
+		st.watchers = map[chan<- struct{}]struct{}{}
+	}
+	st.watchers[ch] = struct{}{}
+	n.mu.Unlock()
+	n.waiting.Add(1)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			n.mu.Lock()
+			delete(n.st.watchers, ch)
+			n.mu.Unlock()
+			n.waiting.Add(-1)
+		})
+	}
 }
 
 // channel returns the channel the next move closes.
 func (n *notifier) channel() <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.ch == nil {
-		n.ch = make(chan struct{})
+	st := n.stateLocked()
+	if st.ch == nil {
+		st.ch = make(chan struct{})
 	}
-	return n.ch
+	return st.ch
 }
 
 // waiters are the log's two notifiers.
@@ -77,6 +124,16 @@ func (l *Log) WaitLogEndOffset(ctx context.Context, offset int64) (int64, error)
 // it.
 func (l *Log) WaitHighWatermark(ctx context.Context, offset int64) (int64, error) {
 	return l.waitAbove(ctx, &l.waiters.highWatermark, &l.highWatermark, offset)
+}
+
+// WatchHighWatermark signals ch, without blocking, whenever the high
+// watermark moves (and when the log closes) until stop is called. One
+// channel (of capacity 1) may watch many logs: a delayed fetch of many
+// partitions waits on one channel instead of a goroutine per partition.
+// A move between reading the high watermark and the call is not
+// signalled: read it again after the call.
+func (l *Log) WatchHighWatermark(ch chan<- struct{}) (stop func()) {
+	return l.waiters.highWatermark.watch(ch)
 }
 
 func (l *Log) waitAbove(ctx context.Context, n *notifier, v *atomic.Int64, offset int64) (int64, error) {

@@ -161,3 +161,64 @@ func BenchmarkAppendWaiters(b *testing.B) {
 		})
 	}
 }
+
+// TestWatchHighWatermark: one channel watches two logs; a move of
+// either signals it, many moves before it is read leave one signal, an
+// append that does not move the high watermark does not, Close does, and
+// after stop nothing does.
+func TestWatchHighWatermark(t *testing.T) {
+	a, _ := openTestLog(t, smallOpts(t))
+	b, _ := openTestLog(t, smallOpts(t))
+	for _, l := range []*Log{a, b} {
+		for i := 0; i < 3; i++ {
+			if _, err := l.AppendAsLeader(makeBatch(t, 2, 10, 1000), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ch := make(chan struct{}, 1)
+	stopA, stopB := a.WatchHighWatermark(ch), b.WatchHighWatermark(ch)
+	signalled := func() bool {
+		select {
+		case <-ch:
+			return true
+		case <-time.After(20 * time.Millisecond):
+			return false
+		}
+	}
+	if signalled() {
+		t.Fatal("signalled before any move")
+	}
+	b.SetHighWatermark(1)
+	if !signalled() {
+		t.Fatal("a move of the second log did not signal")
+	}
+	a.SetHighWatermark(1)
+	a.SetHighWatermark(2)
+	b.SetHighWatermark(2)
+	if !signalled() || signalled() {
+		t.Fatal("three moves before a read: want exactly one signal")
+	}
+	if _, err := a.AppendAsLeader(makeBatch(t, 2, 10, 1000), 0); err != nil {
+		t.Fatal(err)
+	}
+	if signalled() {
+		t.Fatal("an append signalled a high-watermark watch")
+	}
+	stopB()
+	stopB() // idempotent
+	b.SetHighWatermark(3)
+	if signalled() {
+		t.Fatal("signalled after stop")
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !signalled() {
+		t.Fatal("Close did not signal")
+	}
+	stopA()
+	if n := a.waiters.highWatermark.waiting.Load(); n != 0 {
+		t.Fatalf("%d waiters counted after stop", n)
+	}
+}

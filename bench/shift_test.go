@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partlog/partlog/internal/mmapfile"
+	"github.com/partlog/partlog/internal/prefault"
 )
 
 // BenchmarkLoadShift is a broker whose load moves: 40 partitions append
 // 16 KiB batches round robin (18.75 MiB each, enough for their windows
 // to take the whole prefault budget), then stop; after
-// mmapfile.PrefaultIdle and the pool's sweep, a new partition appends
+// prefault.Idle and the pool's sweep, a new partition appends
 // b.N 1 KiB batches. It reports the process's RSS when the 40 stopped
 // (busy-RSS-MiB) and after the wait (idle-RSS-MiB: the pages populated
 // ahead of the idle partitions leave it), and the new partition's time
@@ -39,7 +39,7 @@ func BenchmarkLoadShift(b *testing.B) {
 		}
 	}
 	busy := procStatus(b, "VmRSS")
-	time.Sleep(mmapfile.PrefaultIdle + 2*time.Second)
+	time.Sleep(prefault.Idle + 2*time.Second)
 	idle := procStatus(b, "VmRSS")
 	b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
 		hot := openBenchLog(b)

@@ -13,6 +13,7 @@ import (
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/internal/mmapfile"
+	"github.com/partlog/partlog/internal/prefault"
 	"github.com/partlog/partlog/internal/testhook"
 )
 
@@ -32,8 +33,8 @@ type Config struct {
 	// write position of the active segment by the workers of PrefaultPool.
 	Prefault int64
 	// PrefaultPool serves the prefault windows; nil means the process's
-	// mmapfile.DefaultPrefaultPool.
-	PrefaultPool *mmapfile.PrefaultPool
+	// prefault.Default.
+	PrefaultPool *prefault.Pool
 	// ReserveMaxBytes is the largest step by which the active .log's disk
 	// reservation grows (see the Segment doc, "Disk reservation"). Zero
 	// means DefaultReserveMaxBytes; a negative value reserves the whole
@@ -169,7 +170,7 @@ type Segment struct {
 	cfg Config
 
 	log         *mmapfile.File // guarded by mu; nil while a sealed segment is unmapped
-	prefaulter  *mmapfile.Prefaulter
+	prefaulter  *prefault.Writer
 	reserveStep int64 // next growth step of the .log
 	// firstPrealloc says the first step's blocks were asked for
 	// (advancePrefault); a Truncate forgets it with the blocks.
@@ -467,7 +468,7 @@ func (s *Segment) reserve(need int64) error {
 }
 
 // A prefaulted segment's next reservation step is allocated ahead by a
-// prefault worker (mmapfile.Prefaulter.Preallocate): always while the
+// prefault worker (prefault.Writer.Preallocate): always while the
 // steps are below preallocMinStep, and past it for a writer whose steps
 // are growing.
 //
@@ -562,15 +563,15 @@ func (s *Segment) mapFor(size int64) error {
 // large ones are each given one.
 const MapMinBytes = 1 << 20
 
-// startPrefault gives the active segment a Prefaulter. It populates
+// startPrefault gives the active segment a prefault.Writer. It populates
 // nothing until the first append reports a position.
 func (s *Segment) startPrefault() {
 	if s.cfg.Prefault > 0 && s.log != nil {
 		pool := s.cfg.PrefaultPool
 		if pool == nil {
-			pool = mmapfile.DefaultPrefaultPool()
+			pool = prefault.Default()
 		}
-		s.prefaulter = pool.NewPrefaulter(s.log, s.cfg.Prefault)
+		s.prefaulter = pool.NewWriter(s.log, s.cfg.Prefault)
 	}
 	s.prefaultAt = 0
 }

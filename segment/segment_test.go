@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/partlog/partlog/internal/testhook"
 	"io/fs"
 	"math"
 	"os"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/partlog/partlog/internal/testhook"
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"

@@ -200,3 +200,14 @@ func mirrorsFrom(ctx context.Context, admin, cluster, topic string, partition in
 	err := adminGet(ctx, admin, "/v1/mirrors/mirrors-from", q, &out)
 	return out.Mirrors, err
 }
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

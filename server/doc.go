@@ -72,6 +72,22 @@
 // Fetched record bytes alias the segment mappings (Log.Read) until the
 // response is written.
 //
+// A client cannot make the server hold more than its bounds (conn.go):
+// a frame of at most Config.MaxRequestBytes (Kafka's
+// socket.request.max.bytes, 100 MiB), buffered as its bytes arrive and
+// walked before it is decoded, so no array is allocated beyond the bytes
+// present and at most Config.MaxRequestEntries entries are (a request
+// holding more ends its connection with a log line; Kafka has no such
+// bound and would allocate them); a fetch answered once per partition
+// and within Config.FetchMaxBytes (Kafka's fetch.max.bytes, 55 MiB),
+// waiting on one channel however many partitions it names; a
+// connection idle for Config.IdleTimeout (connections.max.idle.ms, 10
+// minutes), or whose frame or response stalls that long, closed;
+// at most Config.MaxConnections connections (max.connections; by
+// default a quarter of the open-file limit), accepting waiting for a
+// slot at the bound; accept failures that pass (too many open files)
+// retried with a growing pause and logged.
+//
 // # Durability
 //
 // Without Fsync an append is acknowledged when it is in the log (page
@@ -87,9 +103,13 @@
 // StateFile (JSON, replaced atomically with the engine's atomic-file
 // helper at every change): the cluster id, the end of the reserved
 // producer-id block (ids are handed out from a block of 1000 reserved in
-// the file before the first of them is used, and the next start is never
-// below an id seen in the logs' producer state, so no id is handed out
-// twice across restarts or crashes), every transactional id's producer
+// the file before the first of them is used, and never at or below an id
+// the logs hold: the allocator starts above every id of the logs'
+// producer state at open and is raised by every append of a higher id,
+// so no id is handed out twice across restarts or crashes, nor one a
+// client wrote with unasked; a client's id above 2^62, which no
+// allocator reaches and which would leave this one nothing to hand out,
+// is refused with INVALID_RECORD), every transactional id's producer
 // id, epoch, timeout, state and partitions, and the topic configs. Own
 // files rather than Kafka's internal partitions (__transaction_state):
 // the log directory stays what a Kafka broker would load (no internal

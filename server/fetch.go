@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/binary"
-	"sync"
 	"time"
 
 	"github.com/partlog/partlog"
@@ -46,13 +45,59 @@ func (f *fetchPass) release() {
 	f.views = nil
 }
 
+// fetchWant is one partition a fetch asks for.
+type fetchWant struct {
+	rt *kmsg.FetchRequestTopic
+	rp *kmsg.FetchRequestTopicPartition
+}
+
+// fetchWants returns the partitions of a fetch, each once, as Kafka's
+// FetchRequest.fetchData reads them: a partition named twice is answered
+// once, at its first place, with the last entry's offsets and limits.
+func fetchWants(req *kmsg.FetchRequest) []fetchWant {
+	type key struct {
+		topic string
+		part  int32
+	}
+	var wants []fetchWant
+	var at map[key]int
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	if n > 1 {
+		at = make(map[key]int, n)
+	}
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			if at != nil {
+				k := key{rt.Topic, rp.Partition}
+				if prev, ok := at[k]; ok {
+					wants[prev].rp = rp
+					continue
+				}
+				at[k] = len(wants)
+			}
+			wants = append(wants, fetchWant{rt: rt, rp: rp})
+		}
+	}
+	return wants
+}
+
 // fetch reads every partition up to the high watermark (read_uncommitted)
 // or the last stable offset (read_committed, with the aborted
-// transactions of the range read), within MaxBytes and each partition's
-// max bytes, except that the first batch of the first partition with data
-// is returned whole however large (Kafka's at-least-one-batch rule, so a
-// consumer always progresses). With fewer than MinBytes it waits (on the
-// high watermarks, Log.WaitHighWatermark) up to MaxWait.
+// transactions of the range read), within the response limit (the
+// request's MaxBytes, at most Config.FetchMaxBytes as Kafka's
+// fetch.max.bytes caps it) and each partition's max bytes, except that
+// the first batch of the first partition with data is returned whole
+// however large (Kafka's at-least-one-batch rule, so a consumer always
+// progresses). A partition named twice is read once (fetchWants). With
+// fewer than MinBytes it waits up to MaxWait for a high watermark to
+// move: one wait per request, on one channel every partition signals
+// (Log.WatchHighWatermark), so a request of many partitions costs no
+// goroutine per partition.
 func (s *Server) fetch(req *kmsg.FetchRequest) handled {
 	if req.Version >= 7 && (req.SessionID != 0 || req.SessionEpoch > 0) {
 		// No fetch sessions: every fetch is a full one (session id 0).
@@ -61,9 +106,15 @@ func (s *Server) fetch(req *kmsg.FetchRequest) handled {
 		resp.ErrorCode = errFetchSessionIDNotFound
 		return handled{resp: resp}
 	}
-	first := s.fetchOnce(req)
+	wants := fetchWants(req)
+	maxBytes := int(s.cfg.FetchMaxBytes)
+	if req.Version >= 3 && req.MaxBytes > 0 {
+		maxBytes = min(maxBytes, int(req.MaxBytes))
+	}
+	minBytes := min(int(req.MinBytes), maxBytes)
+	first := s.fetchOnce(req, wants, maxBytes)
 	maxWait := time.Duration(req.MaxWaitMillis) * time.Millisecond
-	if first.bytes >= int(req.MinBytes) || maxWait <= 0 || first.errs || len(first.watch) == 0 {
+	if first.bytes >= minBytes || maxWait <= 0 || first.errs || len(first.watch) == 0 {
 		return handled{resp: first.resp, release: first.release}
 	}
 	first.release()
@@ -73,118 +124,112 @@ func (s *Server) fetch(req *kmsg.FetchRequest) handled {
 		wait: func(ctx context.Context) kmsg.Response {
 			ctx, cancel := context.WithTimeout(ctx, maxWait)
 			defer cancel()
-			watch := first.watch
+			moved := make(chan struct{}, 1)
+			for _, w := range first.watch {
+				defer w.p.log.WatchHighWatermark(moved)()
+			}
+			// A move between the first pass and the watch signalled
+			// nothing: look once.
+			for _, w := range first.watch {
+				if w.p.log.HighWatermark() != w.hw {
+					moved <- struct{}{}
+					break
+				}
+			}
 			for {
-				waitAny(ctx, watch)
-				pass := s.fetchOnce(req)
-				if pass.bytes >= int(req.MinBytes) || ctx.Err() != nil || pass.errs {
+				select {
+				case <-moved:
+				case <-ctx.Done():
+				}
+				pass := s.fetchOnce(req, wants, maxBytes)
+				if pass.bytes >= minBytes || ctx.Err() != nil || pass.errs {
 					*final = pass
 					return pass.resp
 				}
 				pass.release()
-				watch = pass.watch
 			}
 		},
 	}
 }
 
-// waitAny returns when one of the partitions' high watermark is above
-// the value seen, or ctx ends.
-func waitAny(ctx context.Context, ws []watched) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, w := range ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := w.p.log.WaitHighWatermark(ctx, w.hw); err == nil {
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchPass {
+func (s *Server) fetchOnce(req *kmsg.FetchRequest, wants []fetchWant, maxBytes int) fetchPass {
 	var f fetchPass
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = req.Version
 	f.resp = resp
-	remaining := int(req.MaxBytes)
-	if req.Version < 3 || remaining <= 0 {
-		remaining = 1 << 30
-	}
+	remaining := maxBytes
 	committed := req.IsolationLevel == 1
-	for _, rt := range req.Topics {
-		t := kmsg.NewFetchResponseTopic()
-		t.Topic = rt.Topic
-		t.TopicID = rt.TopicID
-		t.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
-		for i, rp := range rt.Partitions {
-			out := &t.Partitions[i]
-			out.Default()
-			out.Partition = rp.Partition
-			out.RecordBatches = []byte{}
-			p, code := s.partitionFor(rt.Topic, rp.Partition)
-			if code == errNone {
-				code = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
-			}
-			if code != errNone {
-				out.ErrorCode = code
-				f.errs = true
-				continue
-			}
-			off := p.log.Offsets()
-			out.HighWatermark, out.LastStableOffset, out.LogStartOffset = off.HighWatermark, off.LastStableOffset, off.LogStartOffset
-			if rp.FetchOffset < off.LogStartOffset || rp.FetchOffset > off.LogEndOffset {
-				out.ErrorCode = errOffsetOutOfRange
-				f.errs = true
-				continue
-			}
-			upTo := off.HighWatermark
-			if committed {
-				upTo = off.LastStableOffset
-				out.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
-			}
-			f.watch = append(f.watch, watched{p, off.HighWatermark})
-			limit := remaining
-			if pm := int(rp.PartitionMaxBytes); pm > 0 && pm < limit {
-				limit = pm
-			}
-			if limit <= 0 && f.bytes > 0 {
-				continue
-			}
-			v, err := p.log.Read(rp.FetchOffset, max(limit, 1), upTo)
+	var t *kmsg.FetchResponseTopic
+	for _, want := range wants {
+		rt, rp := want.rt, want.rp
+		if t == nil || t.Topic != rt.Topic || t.TopicID != rt.TopicID {
+			// Consecutive partitions of one topic share its entry, as
+			// Kafka's response groups them.
+			resp.Topics = append(resp.Topics, kmsg.NewFetchResponseTopic())
+			t = &resp.Topics[len(resp.Topics)-1]
+			t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		}
+		t.Partitions = append(t.Partitions, kmsg.NewFetchResponseTopicPartition())
+		out := &t.Partitions[len(t.Partitions)-1]
+		out.Partition = rp.Partition
+		out.RecordBatches = []byte{}
+		p, code := s.partitionFor(rt.Topic, rp.Partition)
+		if code == errNone {
+			code = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
+		}
+		if code != errNone {
+			out.ErrorCode = code
+			f.errs = true
+			continue
+		}
+		off := p.log.Offsets()
+		out.HighWatermark, out.LastStableOffset, out.LogStartOffset = off.HighWatermark, off.LastStableOffset, off.LogStartOffset
+		if rp.FetchOffset < off.LogStartOffset || rp.FetchOffset > off.LogEndOffset {
+			out.ErrorCode = errOffsetOutOfRange
+			f.errs = true
+			continue
+		}
+		upTo := off.HighWatermark
+		if committed {
+			upTo = off.LastStableOffset
+			out.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+		}
+		f.watch = append(f.watch, watched{p, off.HighWatermark})
+		limit := remaining
+		if pm := int(rp.PartitionMaxBytes); pm > 0 && pm < limit {
+			limit = pm
+		}
+		if limit <= 0 && f.bytes > 0 {
+			continue
+		}
+		v, err := p.log.Read(rp.FetchOffset, max(limit, 1), upTo)
+		if err != nil {
+			out.ErrorCode = partlog.KafkaErrorCode(err)
+			f.errs = true
+			continue
+		}
+		if len(v.Records) == 0 || (f.bytes > 0 && len(v.Records) > limit) {
+			v.Release()
+			continue
+		}
+		f.views = append(f.views, v)
+		out.RecordBatches = v.Records
+		f.bytes += len(v.Records)
+		remaining -= len(v.Records)
+		if committed {
+			aborted, err := p.log.AbortedTransactions(rp.FetchOffset, endOfBatches(v.Records))
 			if err != nil {
 				out.ErrorCode = partlog.KafkaErrorCode(err)
+				out.RecordBatches = []byte{}
 				f.errs = true
 				continue
 			}
-			if len(v.Records) == 0 || (f.bytes > 0 && len(v.Records) > limit) {
-				v.Release()
-				continue
-			}
-			f.views = append(f.views, v)
-			out.RecordBatches = v.Records
-			f.bytes += len(v.Records)
-			remaining -= len(v.Records)
-			if committed {
-				aborted, err := p.log.AbortedTransactions(rp.FetchOffset, endOfBatches(v.Records))
-				if err != nil {
-					out.ErrorCode = partlog.KafkaErrorCode(err)
-					out.RecordBatches = []byte{}
-					f.errs = true
-					continue
-				}
-				for _, a := range aborted {
-					at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
-					at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
-					out.AbortedTransactions = append(out.AbortedTransactions, at)
-				}
+			for _, a := range aborted {
+				at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+				at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+				out.AbortedTransactions = append(out.AbortedTransactions, at)
 			}
 		}
-		resp.Topics = append(resp.Topics, t)
 	}
 	return f
 }

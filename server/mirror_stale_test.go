@@ -18,7 +18,7 @@ import (
 // verdict of that loop landing after a partition's stop (under load the
 // loop's next round comes in that window) failed the stopped partition:
 // the stop's barrier puts the local log end one past the source's, so the
-// next fetch is OFFSET_OUT_OF_RANGE and mirrorOutOfRange calls it a
+// next fetch is OFFSET_OUT_OF_RANGE and the link's outOfRange calls it a
 // divergence. The partition the operator had just failed over went FAILED
 // and read-only, the link stayed (topicMirrors), and a restart resumed it
 // (TestMirrorRestartAfterStopCrashDropsLink failed that way). The loop's
@@ -36,7 +36,7 @@ func TestMirrorStaleFetchVerdictAfterStop(t *testing.T) {
 			if c := resp.Topics[0].Partitions[0].ErrorCode; c != kerr.OffsetOutOfRange.Code {
 				t.Fatalf("fetch from the stopped log end: error %d, want OFFSET_OUT_OF_RANGE", c)
 			}
-			if err := b.mirrorOutOfRange(context.Background(), stale, mp); err == nil || !strings.Contains(err.Error(), "divergence") {
+			if err := stale.outOfRange(context.Background(), mp); err == nil || !strings.Contains(err.Error(), "divergence") {
 				t.Fatalf("the loop's verdict: %v, want the divergence it took the barrier for", err)
 			}
 		}},

@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -48,7 +50,19 @@ func (s *Server) produce(req *kmsg.ProduceRequest) handled {
 				out.ErrorCode = errCorruptMessage
 				continue
 			}
+			pid := highestProducerID(rp.Records)
+			if pid > maxClientProducerID {
+				out.ErrorCode = errInvalidRecord
+				msg := fmt.Sprintf("producer id %d is above %d, which no producer id allocator reaches", pid, int64(maxClientProducerID))
+				out.ErrorMessage = &msg
+				continue
+			}
 			info, err := p.mirror.AppendClient(rp.Records, p.epoch.Load())
+			if pid >= 0 && (err == nil || errors.As(err, new(*producerstate.DuplicateSequenceError))) {
+				// Written (or written before): InitProducerId must not hand
+				// this id out again.
+				s.meta.raiseProducerIDs(pid)
+			}
 			var dup *producerstate.DuplicateSequenceError
 			switch {
 			case errors.As(err, &dup):
@@ -111,6 +125,21 @@ func (s *Server) produce(req *kmsg.ProduceRequest) handled {
 		wg.Wait()
 		return resp
 	}}
+}
+
+// highestProducerID returns the highest producer id of the batches in
+// records (-1 without any); the append validates the batches.
+func highestProducerID(records []byte) int64 {
+	pid := int64(-1)
+	for len(records) >= batch.HeaderSize {
+		pid = max(pid, batch.View(records).ProducerID())
+		n, err := batch.Frame(records)
+		if err != nil || n <= 0 || n > len(records) {
+			break
+		}
+		records = records[n:]
+	}
+	return pid
 }
 
 // syncTo makes every offset below end durable and raises the high

@@ -1,12 +1,8 @@
 package server
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -67,6 +63,32 @@ type Config struct {
 	// MaxRequestBytes bounds a request (Kafka's socket.request.max.bytes,
 	// default 100 MiB).
 	MaxRequestBytes int32
+	// MaxRequestEntries bounds the array entries and tagged fields of one
+	// request (default 100 000; Kafka has no such bound): decoding
+	// allocates tens of bytes of structures for each, whatever few bytes
+	// it took on the wire. A request holding more ends its connection,
+	// with a log line.
+	MaxRequestEntries int
+	// MaxConnections bounds the open client connections (Kafka's
+	// max.connections; default a quarter of the process's open-file
+	// limit, so connections cannot take the descriptors partitions
+	// need): at the bound, accepting waits until one closes, as Kafka's
+	// acceptor does.
+	MaxConnections int
+	// IdleTimeout closes a connection with nothing in flight that sent
+	// and received nothing for this long, and one whose frame stalls or
+	// whose client reads no response for this long (Kafka's
+	// connections.max.idle.ms; default 10 minutes).
+	IdleTimeout time.Duration
+	// FetchMaxBytes caps every fetch response whatever the request asks
+	// (Kafka's fetch.max.bytes, default 55 MiB), the first batch aside
+	// (a consumer must progress).
+	FetchMaxBytes int32
+	// MaxPartitions bounds the partitions the server serves: creating
+	// more is refused (default a quarter of the process's open-file
+	// limit: a partition holds a descriptor or two). A directory that
+	// already holds more is served.
+	MaxPartitions int
 	// Logf, if set, receives one line per connection error.
 	Logf func(format string, args ...any)
 	// UnsafeMirrorNoBarrier makes mirror stops write no MIRROR_PID_RESET
@@ -100,7 +122,9 @@ type Server struct {
 	lns    map[net.Listener]struct{}
 	conns  map[net.Conn]struct{}
 	closed bool
-	flush  *flusher
+	// connSlots holds a token per open connection (MaxConnections).
+	connSlots chan struct{}
+	flush     *flusher
 }
 
 // Open opens the log directory and the server's state (state.go) and
@@ -119,12 +143,35 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = 100 << 20
 	}
+	if cfg.MaxRequestEntries <= 0 {
+		cfg.MaxRequestEntries = 100_000
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 10 * time.Minute
+	}
+	if cfg.FetchMaxBytes <= 0 {
+		cfg.FetchMaxBytes = 55 << 20
+	}
+	if cfg.MaxConnections <= 0 || cfg.MaxPartitions <= 0 {
+		quarter := openFileLimit() / 4
+		if cfg.MaxConnections <= 0 {
+			cfg.MaxConnections = quarter
+		}
+		if cfg.MaxPartitions <= 0 {
+			cfg.MaxPartitions = quarter
+		}
+	}
 	if cfg.Dir == "" {
 		return nil, errors.New("partlog/server: no log directory")
 	}
 	meta, err := openMeta(cfg.Dir)
 	if err != nil {
 		return nil, err
+	}
+	for _, w := range meta.warnings {
+		if cfg.Logf != nil {
+			cfg.Logf("%s", w)
+		}
 	}
 	var tmpl partlog.Options
 	if cfg.Log != nil {
@@ -142,7 +189,8 @@ func Open(cfg Config) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, dir: dir, meta: meta, topics: map[string]*topic{}, ctx: ctx, cancel: cancel,
-		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, links: map[string]*mirrorLink{}}
+		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, links: map[string]*mirrorLink{},
+		connSlots: make(chan struct{}, cfg.MaxConnections)}
 	s.flush = newFlusher(s)
 	if err := s.loadTopics(); err != nil {
 		cancel()
@@ -170,7 +218,10 @@ func Open(cfg Config) (*Server, error) {
 func (s *Server) Dir() *partlog.Dir { return s.dir }
 
 // Serve accepts connections on ln until Close (it then returns nil) or
-// until accepting fails.
+// until accepting fails for good. A failure that passes (too many open
+// files, a connection reset before it was accepted) is logged and
+// retried after a pause growing from 5 ms to 1 s, as net/http does; at
+// Config.MaxConnections open connections it waits for one to close.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closed {
@@ -179,22 +230,42 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.lns[ln] = struct{}{}
 	s.mu.Unlock()
+	var pause time.Duration
 	for {
+		select {
+		case s.connSlots <- struct{}{}:
+		case <-s.ctx.Done():
+			s.mu.Lock()
+			delete(s.lns, ln)
+			s.mu.Unlock()
+			return nil
+		}
 		c, err := ln.Accept()
 		if err != nil {
+			<-s.connSlots
 			s.mu.Lock()
 			closed := s.closed
-			delete(s.lns, ln)
+			if closed || !acceptRetriable(err) {
+				delete(s.lns, ln)
+			}
 			s.mu.Unlock()
 			if closed {
 				return nil
 			}
-			return err
+			if !acceptRetriable(err) {
+				return err
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			s.logf("accept: %v; retrying in %v", err, pause)
+			sleep(s.ctx, pause) // cut short by Close: the next round returns
+			continue
 		}
+		pause = 0
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			_ = c.Close()
+			<-s.connSlots
 			return nil
 		}
 		s.conns[c] = struct{}{}
@@ -206,6 +277,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			s.mu.Lock()
 			delete(s.conns, c)
 			s.mu.Unlock()
+			<-s.connSlots
 		}()
 	}
 }
@@ -291,229 +363,6 @@ func (s *Server) housekeeping() {
 			}
 		}
 	}
-}
-
-// pending is one request's answer, written in request order. done is
-// closed when resp is ready; resp nil means no response (acks=0).
-type pending struct {
-	corr     int32
-	key      int16
-	resp     kmsg.Response
-	done     chan struct{}
-	release  func()
-	flexHead bool
-}
-
-// maxInFlight bounds the requests of one connection read ahead of their
-// responses.
-const maxInFlight = 64
-
-// serveConn reads requests, handles them in order (appends and other
-// side effects happen in request order), and a writer goroutine sends
-// the responses in the same order, each once it is ready (a produce
-// waiting for its sync, a long-poll fetch, a JoinGroup).
-func (s *Server) serveConn(c net.Conn) {
-	ctx, cancel := context.WithCancel(s.ctx)
-	defer cancel()
-	q := make(chan *pending, maxInFlight)
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		s.writeResponses(c, q, cancel)
-	}()
-	local, _ := c.LocalAddr().(*net.TCPAddr)
-	cc := &connCtx{s: s, local: local}
-	r := bufio.NewReaderSize(c, 64<<10)
-	var async sync.WaitGroup
-	var err error
-	for {
-		var p *pending
-		p, err = s.readRequest(ctx, r, cc, &async)
-		if err != nil {
-			break
-		}
-		if p != nil {
-			select {
-			case q <- p:
-			case <-ctx.Done():
-				err = ctx.Err()
-			}
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, context.Canceled) {
-		s.logf("connection %s: %v", c.RemoteAddr(), err)
-	}
-	cancel()
-	async.Wait()
-	close(q)
-	<-writerDone
-	_ = c.Close()
-}
-
-func (s *Server) writeResponses(c net.Conn, q <-chan *pending, cancel context.CancelFunc) {
-	w := bufio.NewWriterSize(c, 64<<10)
-	var buf []byte
-	failed := false
-	for p := range q {
-		<-p.done
-		if p.resp != nil && !failed {
-			buf = append(buf[:0], 0, 0, 0, 0)
-			buf = binary.BigEndian.AppendUint32(buf, uint32(p.corr))
-			if p.flexHead {
-				buf = append(buf, 0) // empty tagged fields
-			}
-			buf = p.resp.AppendTo(buf)
-			binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-			if _, err := w.Write(buf); err != nil {
-				failed = true
-				cancel()
-			} else if len(q) == 0 {
-				if err := w.Flush(); err != nil {
-					failed = true
-					cancel()
-				}
-			}
-		}
-		if p.release != nil {
-			p.release()
-		}
-	}
-	if !failed {
-		_ = w.Flush()
-	}
-}
-
-// connCtx is what handlers know of their connection.
-type connCtx struct {
-	s     *Server
-	local *net.TCPAddr // the address the client reached (advertised back)
-}
-
-func (cc *connCtx) hostPort() (string, int32) {
-	if cc.local == nil {
-		return "127.0.0.1", 9092
-	}
-	return cc.local.IP.String(), int32(cc.local.Port)
-}
-
-// errBadRequest ends a connection whose bytes are not a Kafka request.
-var errBadRequest = errors.New("partlog/server: malformed request")
-
-// readRequest reads one size-prefixed request, parses its header (v1,
-// or v2 with tagged fields for a flexible version) and hands it to its
-// handler. A request the server does not implement at that version is
-// answered UNSUPPORTED_VERSION (apiversions.go); only bytes that cannot
-// be a request end the connection.
-func (s *Server) readRequest(ctx context.Context, r *bufio.Reader, cc *connCtx, async *sync.WaitGroup) (*pending, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, err
-	}
-	size := int32(binary.BigEndian.Uint32(hdr[:]))
-	if size < 8 || size > s.cfg.MaxRequestBytes {
-		return nil, fmt.Errorf("%w: size %d", errBadRequest, size)
-	}
-	msg := make([]byte, size)
-	if _, err := io.ReadFull(r, msg); err != nil {
-		return nil, err
-	}
-	req, corr, body, err := parseRequest(msg)
-	if err != nil {
-		return nil, err
-	}
-	key, version := req.Key(), req.GetVersion()
-	p := &pending{corr: corr, key: key, done: make(chan struct{})}
-	if !s.supported(key, version) {
-		_ = req.ReadFrom(body) // best effort: names the topics in the answer
-		p.resp = s.unsupported(req, key, version)
-		p.flexHead = key != 18 && p.resp.IsFlexible()
-		close(p.done)
-		return p, nil
-	}
-	if err := req.ReadFrom(body); err != nil {
-		return nil, fmt.Errorf("%w: %s v%d: %v", errBadRequest, apiName(key), version, err)
-	}
-	p.flexHead = key != 18 && req.IsFlexible() // ApiVersions answers with header v0
-	h := s.handle(ctx, cc, req)
-	if h.noResponse {
-		return nil, nil
-	}
-	p.release = h.release
-	if h.wait == nil {
-		p.resp = h.resp
-		close(p.done)
-		return p, nil
-	}
-	async.Add(1)
-	go func() {
-		defer async.Done()
-		p.resp = h.wait(ctx)
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// parseRequest parses a request's header (api key, version,
-// correlation id, client id, and for a flexible version its tagged
-// fields) and returns the request type at that version, unread, with the
-// body after the header.
-func parseRequest(msg []byte) (kmsg.Request, int32, []byte, error) {
-	if len(msg) < 10 {
-		return nil, 0, nil, fmt.Errorf("%w: %d bytes", errBadRequest, len(msg))
-	}
-	key := int16(binary.BigEndian.Uint16(msg[0:]))
-	version := int16(binary.BigEndian.Uint16(msg[2:]))
-	corr := int32(binary.BigEndian.Uint32(msg[4:]))
-	body := msg[8:]
-	n := int16(binary.BigEndian.Uint16(body)) // client id: nullable string
-	body = body[2:]
-	if n > 0 {
-		if int(n) > len(body) {
-			return nil, corr, nil, fmt.Errorf("%w: client id past the end", errBadRequest)
-		}
-		body = body[n:]
-	}
-	req := kmsg.RequestForKey(key)
-	if req == nil {
-		// No response type to answer with: Kafka closes the connection
-		// too.
-		return nil, corr, nil, fmt.Errorf("%w: unknown api key %d", errBadRequest, key)
-	}
-	if version < 0 {
-		return nil, corr, nil, fmt.Errorf("%w: version %d", errBadRequest, version)
-	}
-	req.SetVersion(version)
-	if req.IsFlexible() {
-		var err error
-		if body, err = skipTags(body); err != nil {
-			return nil, corr, nil, err
-		}
-	}
-	return req, corr, body, nil
-}
-
-// skipTags skips a tagged-field section.
-func skipTags(b []byte) ([]byte, error) {
-	count, n := binary.Uvarint(b)
-	if n <= 0 {
-		return nil, fmt.Errorf("%w: tagged fields", errBadRequest)
-	}
-	b = b[n:]
-	for i := uint64(0); i < count; i++ {
-		if _, n = binary.Uvarint(b); n <= 0 {
-			return nil, fmt.Errorf("%w: tag", errBadRequest)
-		}
-		b = b[n:]
-		size, n := binary.Uvarint(b)
-		if n <= 0 || size > uint64(len(b)-n) {
-			return nil, fmt.Errorf("%w: tag size", errBadRequest)
-		}
-		b = b[n+int(size):]
-	}
-	return b, nil
 }
 
 // handled is a handler's answer: a response now, or a function that

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/internal/checkpoint"
@@ -76,6 +78,11 @@ type metaStore struct {
 	mu     sync.Mutex
 	st     metaState
 	nextID int64 // the next producer id to hand out (< st.ProducerIDBlockEnd, or = it)
+	// avoidBelow: no id below it is handed out (raised without the lock
+	// by every append of an id above it, raiseProducerIDs).
+	avoidBelow atomic.Int64
+	// warnings found at open, logged by the server.
+	warnings []string
 }
 
 func openMeta(dir string) (*metaStore, error) {
@@ -97,8 +104,16 @@ func openMeta(dir string) (*metaStore, error) {
 		if err := json.Unmarshal(b, &m.st); err != nil {
 			return nil, fmt.Errorf("partlog/server: %s is not the server's state (%v); move it away to start afresh (transactions and producer ids are then forgotten)", m.path, err)
 		}
-		if m.st.ClusterID == "" || m.st.ProducerIDBlockEnd < 0 {
-			return nil, fmt.Errorf("partlog/server: %s: missing cluster id or negative producer id block", m.path)
+		if m.st.ClusterID == "" {
+			return nil, fmt.Errorf("partlog/server: %s: missing cluster id", m.path)
+		}
+		if m.st.ProducerIDBlockEnd < 0 {
+			// Left by a version whose allocator overflowed on a client's
+			// producer id near 2^63: the ids the logs hold are avoided
+			// again at open (txnCoordinator.recover).
+			m.warnings = append(m.warnings, fmt.Sprintf("%s: producer id block end %d (an overflow) reset to 0; ids above every id in the logs are handed out",
+				m.path, m.st.ProducerIDBlockEnd))
+			m.st.ProducerIDBlockEnd = 0
 		}
 	}
 	if m.st.Transactions == nil {
@@ -128,27 +143,67 @@ func (m *metaStore) clusterID() string {
 	return m.st.ClusterID
 }
 
-// avoidProducerIDs makes the next id above every id of the logs (a
-// directory written by another broker, or a lost state file).
-func (m *metaStore) avoidProducerIDs(maxSeen int64) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if maxSeen < m.nextID {
+// maxClientProducerID is the largest producer id a client's batch may
+// carry. The allocator is raised above every id the logs hold, so an id
+// near 2^63 would leave it nothing to hand out (it overflowed: a negative
+// id after one restart, no start after the second); no Kafka allocator
+// comes near 2^62, and above it the allocator keeps 2^62 ids whatever
+// the logs hold.
+const maxClientProducerID = 1 << 62
+
+// avoidProducerIDs makes the next id above seen, the highest producer id
+// the logs hold at open (a directory written by another broker, a lost
+// state file, a client's append with an id never handed out):
+// InitProducerId must not hand out an id a partition's producer state
+// holds, or the new producer's first batch is answered as a duplicate
+// and never written. Ids above maxClientProducerID (mirrored from
+// another cluster, which the barrier separates) are not avoided.
+func (m *metaStore) avoidProducerIDs(seen int64) error {
+	if seen < 0 || seen > maxClientProducerID {
 		return nil
 	}
-	m.nextID = maxSeen + 1
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if seen < m.nextID {
+		return nil
+	}
+	m.nextID = seen + 1
+	if m.nextID <= m.st.ProducerIDBlockEnd {
+		return nil
+	}
 	m.st.ProducerIDBlockEnd = m.nextID
 	return m.writeLocked()
 }
 
+// raiseProducerIDs is avoidProducerIDs for an append's producer id,
+// without a lock: the produce path calls it for every idempotent batch,
+// so once a producer's first batch has raised the floor its others cost
+// an atomic load. allocProducerID starts from the floor.
+func (m *metaStore) raiseProducerIDs(pid int64) {
+	if pid < 0 || pid > maxClientProducerID {
+		return
+	}
+	for {
+		cur := m.avoidBelow.Load()
+		if pid < cur || m.avoidBelow.CompareAndSwap(cur, pid+1) {
+			return
+		}
+	}
+}
+
 // allocProducerID hands out a producer id never handed out before, in
-// this run or an earlier one.
+// this run or an earlier one, and above every id the logs were seen to
+// hold (avoidProducerIDs).
 func (m *metaStore) allocProducerID() (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.nextID = max(m.nextID, m.avoidBelow.Load())
+	if m.nextID == math.MaxInt64 {
+		return -1, errors.New("partlog/server: producer ids exhausted")
+	}
 	if m.nextID >= m.st.ProducerIDBlockEnd {
 		old := m.st.ProducerIDBlockEnd
-		m.st.ProducerIDBlockEnd = m.nextID + producerIDBlock
+		m.st.ProducerIDBlockEnd = m.nextID + min(producerIDBlock, math.MaxInt64-m.nextID)
 		if err := m.writeLocked(); err != nil {
 			m.st.ProducerIDBlockEnd = old
 			return -1, err

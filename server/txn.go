@@ -41,7 +41,9 @@ func (c *txnCoordinator) recover() error {
 	maxPID := int64(-1)
 	for _, l := range c.s.dir.Logs() {
 		for _, e := range l.Producers() {
-			maxPID = max(maxPID, e.ProducerID)
+			if e.ProducerID <= maxClientProducerID {
+				maxPID = max(maxPID, e.ProducerID)
+			}
 		}
 	}
 	if err := c.s.meta.avoidProducerIDs(maxPID); err != nil {

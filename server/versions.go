@@ -201,5 +201,6 @@ const (
 	errFencedLeaderEpoch         int16 = 74
 	errProducerFenced            int16 = 90
 	errUnknownTopicID            int16 = 100
+	errInvalidRecord             int16 = 87
 	errFetchSessionIDNotFound    int16 = 70
 )

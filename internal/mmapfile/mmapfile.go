@@ -561,7 +561,7 @@ func (f *File) Grow(n int64) error {
 // Remap maps the file again over mapLen bytes (Size ≤ mapLen ≤ Cap) and
 // returns the new File, which takes over f's descriptor (a parked one
 // stays parked), its reserved size and its deferred length: the owner
-// goes on with it, and closes f once nothing else uses f (a Prefaulter is
+// goes on with it, and closes f once nothing else uses f (a prefault.Writer is
 // moved with Retarget first). The old mapping then goes when its last
 // reader releases it, so slices readers took from it stay valid until
 // then (both mappings share the page cache: what is stored through one is
@@ -823,7 +823,7 @@ func (f *File) syncMsync(off, n int64) error {
 // advice (before 5.14, which return EINVAL) only the read-ahead of
 // MADV_WILLNEED is left. Prefault holds a reference while it runs and
 // returns ErrClosed if the File is closing. It is meant to run off the
-// append path; see Prefaulter.
+// append path; see internal/prefault.
 func (f *File) Prefault(off, n int64) error {
 	if !f.Acquire() {
 		return pathError(f.path, "prefault", ErrClosed)
@@ -921,7 +921,7 @@ func (f *File) WillNeed(off, n int64) error {
 // (MADV_DONTNEED), so that they no longer count in the process's
 // resident memory. Nothing is lost: the mapping is shared, so the
 // pages' contents stay in the page cache (a dirty page is still written
-// back), and the next access maps the same page again. A Prefaulter's
+// back), and the next access maps the same page again. A prefault worker
 // worker calls it for pages it populated ahead of a writer that stopped
 // appending. It returns ErrClosed if the File is closing.
 func (f *File) DropPages(off, n int64) error {
@@ -950,7 +950,7 @@ func (f *File) DropPages(off, n int64) error {
 // (File.allocated records them; a Truncate forgets what lies past it).
 // Allocating can wait on the disk (the file system reads the bitmaps of the block
 // groups it moves to: milliseconds on the reference VM), which is why a
-// Prefaulter's worker calls it, off the append path. It changes neither
+// prefault worker calls it, off the append path. It changes neither
 // the file's contents nor its length nor Size: the blocks read as zeros
 // and count as reserved only once Grow takes them (a failure here, a full
 // disk, is left for that Grow to report), and truncating the file to its

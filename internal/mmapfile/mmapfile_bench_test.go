@@ -2,76 +2,9 @@ package mmapfile
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 )
-
-// BenchmarkStoreFresh measures copying into pages of a newly created,
-// fallocated file, 64 KiB per store, one 32 MiB file per iteration:
-//
-//   - fault: no help, every first store to a page takes a page fault;
-//   - prefaulter: a Prefaulter keeps an 8 MiB window ahead of the writer on
-//     its own goroutine (the way a segment would use it);
-//   - populated: the whole file was populated before the timer started (the
-//     floor a perfect prefaulter could reach).
-//
-// Reference VM (2 vCPU, ext4), 5 runs of 20 files, medians:
-// fault 117 ms/file (286 MB/s), prefaulter 61.5 ms (545 MB/s),
-// populated 51.7 ms (649 MB/s). The runs are noisy (write-back of the
-// previous files competes for the two CPUs), but the prefaulter was ahead of
-// plain faulting in every run.
-func BenchmarkStoreFresh(b *testing.B) {
-	const size = 32 << 20
-	chunk := make([]byte, 64<<10)
-	for i := range chunk {
-		chunk[i] = byte(i)
-	}
-	for _, mode := range []string{"fault", "prefaulter", "populated"} {
-		b.Run(mode, func(b *testing.B) {
-			dir := b.TempDir()
-			b.SetBytes(size)
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				path := filepath.Join(dir, fmt.Sprint(i))
-				f, err := Create(path, size)
-				if err != nil {
-					b.Fatal(err)
-				}
-				var p *Prefaulter
-				switch mode {
-				case "prefaulter":
-					p = NewPrefaulter(f, 8<<20)
-				case "populated":
-					if err := f.Prefault(0, size); err != nil {
-						b.Fatal(err)
-					}
-				}
-				data := f.Bytes()
-				b.StartTimer()
-				for pos := 0; pos < size; pos += len(chunk) {
-					copy(data[pos:], chunk)
-					if p != nil {
-						p.Advance(int64(pos + len(chunk)))
-					}
-				}
-				b.StopTimer()
-				if p != nil {
-					if err := p.Stop(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := f.Close(); err != nil {
-					b.Fatal(err)
-				}
-				if err := os.Remove(path); err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-			}
-		})
-	}
-}
 
 // BenchmarkSync compares the two ways of making stores into the mapping
 // durable: msync(MS_SYNC) of the page-aligned range just written, and

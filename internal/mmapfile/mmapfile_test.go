@@ -15,16 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
-func tempPath(t testing.TB, name string) string {
-	t.Helper()
-	return filepath.Join(t.TempDir(), name)
-}
-
 func TestCreateWriteReopen(t *testing.T) {
-	path := tempPath(t, "a")
+	path := testutil.TempPath(t, "a")
 	f, err := Create(path, 1<<20)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +75,7 @@ func TestCreateWriteReopen(t *testing.T) {
 }
 
 func TestCreateExisting(t *testing.T) {
-	path := tempPath(t, "a")
+	path := testutil.TempPath(t, "a")
 	if err := os.WriteFile(path, []byte("keep"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +89,7 @@ func TestCreateExisting(t *testing.T) {
 }
 
 func TestZeroLength(t *testing.T) {
-	path := tempPath(t, "empty")
+	path := testutil.TempPath(t, "empty")
 	f, err := Create(path, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +118,7 @@ func TestZeroLength(t *testing.T) {
 }
 
 func TestOpenWritablePreallocates(t *testing.T) {
-	path := tempPath(t, "idx")
+	path := testutil.TempPath(t, "idx")
 	if err := os.WriteFile(path, []byte{1, 2, 3, 4, 5, 6, 7, 8}, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +149,7 @@ func TestOpenWritablePreallocates(t *testing.T) {
 }
 
 func TestOpenMissing(t *testing.T) {
-	_, err := Open(tempPath(t, "nope"), 0, false)
+	_, err := Open(testutil.TempPath(t, "nope"), 0, false)
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("got %v", err)
 	}
@@ -212,7 +208,7 @@ func TestFallocateFailure(t *testing.T) {
 }
 
 func TestTruncateGrow(t *testing.T) {
-	path := tempPath(t, "a")
+	path := testutil.TempPath(t, "a")
 	f, err := Create(path, 64<<10)
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +251,7 @@ func TestTruncateGrow(t *testing.T) {
 }
 
 func TestRefCount(t *testing.T) {
-	f, err := Create(tempPath(t, "a"), 4096)
+	f, err := Create(testutil.TempPath(t, "a"), 4096)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +296,7 @@ func TestRefCount(t *testing.T) {
 // the last reader.
 func TestReadersRaceClose(t *testing.T) {
 	for round := 0; round < 20; round++ {
-		f, err := Create(tempPath(t, "r"), 64<<10)
+		f, err := Create(testutil.TempPath(t, "r"), 64<<10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,7 +341,7 @@ func TestReadersRaceClose(t *testing.T) {
 }
 
 func TestPrefault(t *testing.T) {
-	f, err := Create(tempPath(t, "p"), 1<<20)
+	f, err := Create(testutil.TempPath(t, "p"), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +369,7 @@ func TestPrefaultFallback(t *testing.T) {
 		}
 		return orig(b, advice)
 	}
-	f, err := Create(tempPath(t, "p"), 64<<10)
+	f, err := Create(testutil.TempPath(t, "p"), 64<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,142 +396,11 @@ func TestPrefaultFallback(t *testing.T) {
 	}
 }
 
-func TestPrefaulter(t *testing.T) {
-	const size = 16 << 20
-	f, err := Create(tempPath(t, "w"), size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := NewPrefaulter(f, 4<<20)
-	buf := bytes.Repeat([]byte{0xab}, 64<<10)
-	for pos := int64(0); pos < size; pos += int64(len(buf)) {
-		copy(f.Bytes()[pos:], buf)
-		p.Advance(pos + int64(len(buf)))
-	}
-	if err := p.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range f.Bytes() {
-		if c != 0xab {
-			t.Fatalf("byte %d = %#x", i, c)
-		}
-	}
-	// Rewind after a truncation and keep going until the file is closed.
-	q := NewPrefaulter(f, 1<<20)
-	q.Advance(8 << 20)
-	q.Advance(0)
-	waitPopulated(t, q, 1<<20) // after a rewind
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	q.Advance(2 << 20)
-	if err := q.Stop(); err != nil {
-		t.Fatalf("Stop after Close: %v", err)
-	}
-}
-
-func prefaulterDone(p *Prefaulter) int64 {
-	p.pool.mu.Lock()
-	defer p.pool.mu.Unlock()
-	return p.done
-}
-
-// prefaulterRate returns the rate p's worker measured (bytes a second).
-func prefaulterRate(p *Prefaulter) int64 {
-	p.pool.mu.Lock()
-	defer p.pool.mu.Unlock()
-	return p.rate
-}
-
-// waitPoolIdle waits (settleTimeout at most) until pool has no worker
-// running: every writer served as far as it asked.
-func waitPoolIdle(pool *PrefaultPool) {
-	deadline := time.Now().Add(settleTimeout)
-	for pool.Workers() > 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// waitPopulated waits (settleTimeout at most) until p's worker has populated its
-// file up to want.
-func waitPopulated(t *testing.T, p *Prefaulter, want int64) {
-	t.Helper()
-	deadline := time.Now().Add(settleTimeout)
-	for prefaulterDone(p) < want && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if d := prefaulterDone(p); d < want {
-		t.Fatalf("populated to %d, want %d", d, want)
-	}
-}
-
-// TestPrefaultPool checks the pool's bounds: nothing is populated for a
-// writer that never advanced, the populated bytes ahead of the writers stay
-// within the budget, the workers exit when there is nothing to do, and
-// stopping a writer returns its share.
-func TestPrefaultPool(t *testing.T) {
-	const size = 8 << 20
-	pool := NewPrefaultPool(2, 3<<20)
-	var files []*File
-	var ps []*Prefaulter
-	for i := range 4 {
-		f, err := Create(tempPath(t, fmt.Sprint("p", i)), size)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-		ps = append(ps, pool.NewPrefaulter(f, 2<<20))
-	}
-	idle := pool.NewPrefaulter(files[0], 2<<20) // never advanced
-	for _, p := range ps {
-		p.Advance(4096)
-	}
-	waitPoolIdle(pool)
-	if w := pool.Workers(); w != 0 {
-		t.Fatalf("%d workers still running with nothing to do", w)
-	}
-	if a := pool.Ahead(); a > 3<<20 || a < 1<<20 {
-		t.Fatalf("ahead = %d, want in [1 MiB, budget 3 MiB]", a)
-	}
-	if d := prefaulterDone(idle); d != 0 {
-		t.Fatalf("a writer that never advanced was populated to %d", d)
-	}
-	var sum int64
-	for _, p := range ps {
-		d := prefaulterDone(p)
-		if d > 0 {
-			sum += d - 4096
-		}
-	}
-	if sum != pool.Ahead() {
-		t.Fatalf("shares sum to %d, pool counts %d", sum, pool.Ahead())
-	}
-	for _, p := range ps {
-		if err := p.Stop(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := idle.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if a := pool.Ahead(); a != 0 {
-		t.Fatalf("ahead = %d after every writer stopped", a)
-	}
-	for _, f := range files {
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestReserved covers a growable file: mapped at its capacity, backed only
 // up to the reservation, grown in place, written with WriteAt and read
 // through the same mapping, and reopened with a reservation.
 func TestReserved(t *testing.T) {
-	path := tempPath(t, "r")
+	path := testutil.TempPath(t, "r")
 	f, err := CreateReserved(path, 1<<20, 64<<10)
 	if err != nil {
 		t.Fatal(err)
@@ -580,7 +445,7 @@ func TestReserved(t *testing.T) {
 	if g.Size() != 4096 || g.Cap() != 1<<20 || string(g.Bytes()[10:15]) != "store" {
 		t.Fatalf("reopened: size %d cap %d data %q", g.Size(), g.Cap(), g.Bytes()[10:15])
 	}
-	if _, err := CreateReserved(tempPath(t, "bad"), 10, 20); err == nil {
+	if _, err := CreateReserved(testutil.TempPath(t, "bad"), 10, 20); err == nil {
 		t.Fatal("reserve above capacity accepted")
 	}
 }
@@ -612,7 +477,7 @@ func TestAlignRange(t *testing.T) {
 // (stores and reads work), and Grow, Truncate and Sync open the file for
 // the call; WriteAt, which needs the descriptor, refuses.
 func TestReleaseDescriptor(t *testing.T) {
-	path := tempPath(t, "d")
+	path := testutil.TempPath(t, "d")
 	f, err := CreateReserved(path, 1<<20, 4096)
 	if err != nil {
 		t.Fatal(err)
@@ -651,12 +516,12 @@ func TestReleaseDescriptor(t *testing.T) {
 // more without changing the length, nothing is handed out or written past
 // the reservation, and Truncate cuts the file to its data.
 func TestAhead(t *testing.T) {
-	path := tempPath(t, "a")
+	path := testutil.TempPath(t, "a")
 	f, err := CreateAhead(path, 8<<20, 64<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, a := lengthAndBlocks(t, path); n != 8<<20 || a < 64<<10 || a > 64<<10+4096 || f.Size() != 64<<10 || len(f.Bytes()) != 64<<10 || f.MapLen() != 64<<10 || f.Cap() != 8<<20 {
+	if n, a := testutil.LengthAndBlocks(t, path); n != 8<<20 || a < 64<<10 || a > 64<<10+4096 || f.Size() != 64<<10 || len(f.Bytes()) != 64<<10 || f.MapLen() != 64<<10 || f.Cap() != 8<<20 {
 		t.Fatalf("length %d allocated %d size %d mapped %d", n, a, f.Size(), f.MapLen())
 	}
 	if err := f.WriteAt(nil, make([]byte, 10), 64<<10-5); !errors.Is(err, ErrCapacity) {
@@ -669,7 +534,7 @@ func TestAhead(t *testing.T) {
 	if err := f.Grow(1 << 20); err != nil {
 		t.Fatal(err)
 	}
-	if n, a := lengthAndBlocks(t, path); n != 8<<20 || a < 1<<20 || a > 1<<20+4096 {
+	if n, a := testutil.LengthAndBlocks(t, path); n != 8<<20 || a < 1<<20 || a > 1<<20+4096 {
 		t.Fatalf("after Grow: length %d allocated %d", n, a)
 	}
 	copy(f.Bytes()[1<<20-4:], "tail")
@@ -685,7 +550,7 @@ func TestAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := lengthAndBlocks(t, path); n != 1<<20 || g.Size() != 1<<20 || g.Cap() != 8<<20 || g.MapLen() != 1<<20 || string(g.Bytes()[1<<20-4:]) != "tail" {
+	if n, _ := testutil.LengthAndBlocks(t, path); n != 1<<20 || g.Size() != 1<<20 || g.Cap() != 8<<20 || g.MapLen() != 1<<20 || string(g.Bytes()[1<<20-4:]) != "tail" {
 		t.Fatalf("reopened: length %d size %d cap %d mapped %d", n, g.Size(), g.Cap(), g.MapLen())
 	}
 	if err := g.Truncate(1 << 20); err != nil {
@@ -693,20 +558,20 @@ func TestAhead(t *testing.T) {
 	}
 	g = remap(t, g, 4<<20)
 	defer g.Close()
-	if n, _ := lengthAndBlocks(t, path); n != 1<<20 {
+	if n, _ := testutil.LengthAndBlocks(t, path); n != 1<<20 {
 		t.Fatalf("a Remap changed the deferred length: %d", n)
 	}
 	if err := g.Grow(2 << 20); err != nil {
 		t.Fatal(err)
 	}
-	if n, a := lengthAndBlocks(t, path); n != 8<<20 || a < 2<<20 || a > 2<<20+4096 || g.Size() != 2<<20 {
+	if n, a := testutil.LengthAndBlocks(t, path); n != 8<<20 || a < 2<<20 || a > 2<<20+4096 || g.Size() != 2<<20 {
 		t.Fatalf("after the first Grow: length %d allocated %d size %d", n, a, g.Size())
 	}
 	copy(g.Bytes()[2<<20-4:], "more")
 	if err := g.Grow(3 << 20); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := lengthAndBlocks(t, path); n != 8<<20 || string(g.Bytes()[1<<20-4:1<<20]) != "tail" || string(g.Bytes()[2<<20-4:2<<20]) != "more" {
+	if n, _ := testutil.LengthAndBlocks(t, path); n != 8<<20 || string(g.Bytes()[1<<20-4:1<<20]) != "tail" || string(g.Bytes()[2<<20-4:2<<20]) != "more" {
 		t.Fatalf("after the second Grow: length %d", n)
 	}
 }
@@ -715,7 +580,7 @@ func TestAhead(t *testing.T) {
 // one, then keeps it until Close; a Sync beside the owner's first WriteAt
 // opens at most one that stays (run with -race).
 func TestParkDescriptor(t *testing.T) {
-	path := tempPath(t, "p")
+	path := testutil.TempPath(t, "p")
 	f, err := CreateAhead(path, 1<<20, 64<<10)
 	if err != nil {
 		t.Fatal(err)
@@ -802,7 +667,7 @@ func mappingsOf(t *testing.T, path string) int {
 // the old mapping goes with the reader's Release. Out-of-range lengths are
 // refused and leave the File as it was.
 func TestRemap(t *testing.T) {
-	path := tempPath(t, "r")
+	path := testutil.TempPath(t, "r")
 	f, err := CreateAhead(path, 4<<20, 64<<10)
 	if err != nil {
 		t.Fatal(err)
@@ -863,149 +728,13 @@ func TestRemap(t *testing.T) {
 	}
 }
 
-// TestPrefaulterRetarget: a writer whose file is mapped again keeps its
-// Prefaulter: after Retarget it populates the new mapping from the
-// writer's position on, past the old mapping's end, and the old File's
-// Close does not stop it.
-func TestPrefaulterRetarget(t *testing.T) {
-	f, err := CreateAhead(tempPath(t, "t"), 8<<20, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := NewPrefaultPool(1, 64<<20)
-	// A clock that stands still: no rate is measured, so the window is
-	// the writer's own whatever the machine's load (the rate is
-	// TestPrefaultWindowFollowsRate's).
-	pool.clock = func() int64 { return 1 }
-	p := pool.NewPrefaulter(f, 2<<20)
-	p.Advance(4096)
-	waitPopulated(t, p, 1<<20)
-	g, err := f.Remap(4 << 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Retarget(g)
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Grow(4 << 20); err != nil {
-		t.Fatal(err)
-	}
-	p.Grew()
-	p.Advance(512 << 10)
-	waitPopulated(t, p, 512<<10+2<<20)
-	if err := p.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestPrefaultWindowFollowsRate: a writer's window is about a second of
-// its measured rate (at most its own window), and when the windows asked
-// for exceed the budget they are scaled by one factor: a writer with 6.4
-// times the rate of another gets about 3.2 times its window (its own
-// window caps it at 4 MiB), where an equal split gave both 1 MiB, and the
-// slow one holds no more than its share populated ahead of it.
-func TestPrefaultWindowFollowsRate(t *testing.T) {
-	var clock atomic.Int64
-	pool := NewPrefaultPool(1, 2<<20)
-	pool.clock = clock.Load
-	var ps [2]*Prefaulter
-	for i := range ps {
-		f, err := Create(tempPath(t, fmt.Sprint("r", i)), 16<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		ps[i] = pool.NewPrefaulter(f, 4<<20)
-	}
-	idle := func() { waitPoolIdle(pool) }
-	window := func(p *Prefaulter) int64 { return 4 * p.step.Load() }
-	clock.Store(int64(time.Millisecond))
-	fast, slow := ps[0], ps[1]
-	fast.Advance(4096)
-	slow.Advance(4096)
-	idle()
-	// A worker may have served the first writer before the second was
-	// counted (a loaded machine), splitting the budget by one: one more
-	// turn, at the same instant (so no rate is measured), splits it by
-	// the two writers. The second writer's turn came after both counted.
-	fast.Advance(4096 + 1<<20) // a quarter of the initial 4 MiB window on
-	idle()
-	if window(fast) != 1<<20 || window(slow) != 1<<20 {
-		t.Fatalf("rates unknown: windows %d and %d, want the equal split", window(fast), window(slow))
-	}
-	clock.Add(int64(time.Second))
-	fast.Advance(4096 + 8<<20)    // 8 MiB/s: asks for its own 4 MiB
-	slow.Advance(4096 + 1280<<10) // 1.25 MiB/s
-	idle()
-	fast.Advance(4096 + 9<<20) // a turn with both rates known
-	idle()
-	if w := window(fast); w < 1400<<10 || w > 1600<<10 {
-		t.Fatalf("fast writer's window %d, want ~4 MiB × 2/5.25", w)
-	}
-	if w := window(slow); w < 450<<10 || w > 530<<10 {
-		t.Fatalf("slow writer's window %d, want ~1.25 MiB × 2/5.25", w)
-	}
-	if d := prefaulterDone(slow) - (4096 + 1280<<10); d > window(slow)+pageSize {
-		t.Fatalf("slow writer has %d bytes populated ahead", d)
-	}
-	if a := pool.Ahead(); a > 2<<20 {
-		t.Fatalf("%d bytes ahead, budget 2 MiB", a)
-	}
-	for _, p := range ps {
-		if err := p.Stop(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if pool.demand != 0 || pool.Ahead() != 0 {
-		t.Fatalf("demand %d ahead %d after every writer stopped", pool.demand, pool.Ahead())
-	}
-}
-
-// TestPrefaultUrgentFirst: a writer left less than a quarter window ahead
-// of its position, or waiting for a Preallocate (the step its next
-// append may take), is queued before the writers that are further ahead.
-func TestPrefaultUrgentFirst(t *testing.T) {
-	f, err := Create(tempPath(t, "u"), 4<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	pool := NewPrefaultPool(1, 64<<20)
-	ahead, behind, alloc := pool.NewPrefaulter(f, 1<<20), pool.NewPrefaulter(f, 1<<20), pool.NewPrefaulter(f, 1<<20)
-	pool.mu.Lock()
-	for _, p := range []*Prefaulter{ahead, alloc} {
-		p.pos.Store(4096)
-		p.done = 4096 + 512<<10
-	}
-	behind.pos.Store(4096)
-	behind.done = 4096 + 64<<10
-	alloc.allocAt, alloc.allocN = 1<<20, 1<<20
-	pool.enqueue(ahead)
-	pool.enqueue(behind)
-	pool.enqueue(alloc)
-	if len(pool.urgent) != 2 || pool.urgent[0] != behind || pool.urgent[1] != alloc || len(pool.queue) != 1 || pool.queue[0] != ahead {
-		pool.mu.Unlock()
-		t.Fatal("the writer behind, or the one waiting for a Preallocate, is not queued first")
-	}
-	pool.mu.Unlock()
-	for _, p := range []*Prefaulter{ahead, behind, alloc} {
-		if err := p.Stop(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestRetire: a retired File refuses Acquire at once; its mapping stays
 // while a reader holds a reference and goes after the reader's Release,
 // and without readers it goes on its own, off the caller's goroutine.
 func TestRetire(t *testing.T) {
 	waitMappings := func(path string, want int) {
 		t.Helper()
-		deadline := time.Now().Add(settleTimeout)
+		deadline := time.Now().Add(testutil.SettleTimeout)
 		for mappingsOf(t, path) != want && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
@@ -1014,7 +743,7 @@ func TestRetire(t *testing.T) {
 		}
 	}
 	for _, reader := range []bool{false, true} {
-		path := tempPath(t, fmt.Sprint("retire", reader))
+		path := testutil.TempPath(t, fmt.Sprint("retire", reader))
 		f, err := CreateAhead(path, 1<<20, 64<<10)
 		if err != nil {
 			t.Fatal(err)
@@ -1046,8 +775,8 @@ func TestRetire(t *testing.T) {
 // name it is renamed to: a parked descriptor is opened again by the new
 // name, a remapped File keeps it, and errors name it.
 func TestRename(t *testing.T) {
-	tmp := tempPath(t, "r.tmp")
-	final := tempPath(t, "r")
+	tmp := testutil.TempPath(t, "r.tmp")
+	final := testutil.TempPath(t, "r")
 	f, err := CreateAhead(tmp, 1<<20, 64<<10)
 	if err != nil {
 		t.Fatal(err)
@@ -1089,10 +818,10 @@ func TestRename(t *testing.T) {
 
 // TestPreallocate checks that File.Preallocate allocates blocks past the
 // reservation without changing Size, the length or the bytes, that a
-// Prefaulter's worker runs it, that Grow then takes the range, and that
+// Grow then takes the range (a prefault worker's, internal/prefault), and that
 // truncating to the data frees the blocks again.
 func TestPreallocate(t *testing.T) {
-	path := tempPath(t, "p")
+	path := testutil.TempPath(t, "p")
 	f, err := CreateAhead(path, 8<<20, 64<<10)
 	if err != nil {
 		t.Fatal(err)
@@ -1101,29 +830,23 @@ func TestPreallocate(t *testing.T) {
 	if err := f.Preallocate(64<<10, 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	if n, a := lengthAndBlocks(t, path); n != 8<<20 || a < 1<<20+64<<10 || f.Size() != 64<<10 {
+	if n, a := testutil.LengthAndBlocks(t, path); n != 8<<20 || a < 1<<20+64<<10 || f.Size() != 64<<10 {
 		t.Fatalf("after Preallocate: length %d allocated %d size %d", n, a, f.Size())
 	}
 	// Clamped to the capacity, never lengthening the file.
 	if err := f.Preallocate(7<<20, 4<<20); err != nil {
 		t.Fatal(err)
 	}
-	if n, a := lengthAndBlocks(t, path); n != 8<<20 || a < 2<<20+64<<10 || f.Size() != 64<<10 {
+	if n, a := testutil.LengthAndBlocks(t, path); n != 8<<20 || a < 2<<20+64<<10 || f.Size() != 64<<10 {
 		t.Fatalf("after a Preallocate past the capacity: length %d allocated %d size %d", n, a, f.Size())
 	}
-	// Through a Prefaulter, ahead of a Grow of the same range.
+	// Ahead of a Grow of the same range (as a prefault worker does it).
 	f = remap(t, f, 8<<20)
-	p := NewPrefaulter(f, 1<<20)
-	p.Preallocate(2<<20, 1<<20)
-	deadline := time.Now().Add(settleTimeout)
-	for _, a := lengthAndBlocks(t, path); a < 3<<20+64<<10 && time.Now().Before(deadline); _, a = lengthAndBlocks(t, path) {
-		time.Sleep(time.Millisecond)
-	}
-	if _, a := lengthAndBlocks(t, path); a < 3<<20+64<<10 {
-		t.Fatalf("the worker allocated only %d bytes", a)
-	}
-	if err := p.Stop(); err != nil {
+	if err := f.Preallocate(2<<20, 1<<20); err != nil {
 		t.Fatal(err)
+	}
+	if _, a := testutil.LengthAndBlocks(t, path); a < 3<<20+64<<10 {
+		t.Fatalf("Preallocate ahead of the data allocated only %d bytes", a)
 	}
 	if err := f.Grow(3 << 20); err != nil {
 		t.Fatal(err)
@@ -1137,7 +860,7 @@ func TestPreallocate(t *testing.T) {
 	if err := f.Truncate(4096); err != nil {
 		t.Fatal(err)
 	}
-	if n, a := lengthAndBlocks(t, path); n != 4096 || a > 8192 {
+	if n, a := testutil.LengthAndBlocks(t, path); n != 4096 || a > 8192 {
 		t.Fatalf("after Truncate: length %d allocated %d", n, a)
 	}
 	if err := f.Close(); err != nil {
@@ -1162,7 +885,7 @@ func TestGrowWithinPreallocated(t *testing.T) {
 		return orig(fd, mode, off, n)
 	}
 	t.Cleanup(func() { fallocate = orig })
-	path := tempPath(t, "g")
+	path := testutil.TempPath(t, "g")
 	f, err := CreateAheadMapped(path, 8<<20, 64<<10, 8<<20)
 	if err != nil {
 		t.Fatal(err)
@@ -1226,75 +949,8 @@ func TestGrowWithinPreallocated(t *testing.T) {
 	}
 }
 
-// TestPrefaulterPreallocateDuringPreallocate: a Preallocate request made
-// while a worker runs the writer's previous one (the writer is busy, so
-// it is not queued) is still served, though the worker then finds no
-// page to populate: the writer's next reservation step must not wait on
-// the disk because its request arrived a moment too early.
-func TestPrefaulterPreallocateDuringPreallocate(t *testing.T) {
-	f, err := CreateAhead(tempPath(t, "d"), 8<<20, 64<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var mu sync.Mutex
-	var calls []int64 // offsets of the KEEP_SIZE calls
-	entered, release := make(chan struct{}, 4), make(chan struct{})
-	orig := fallocate
-	t.Cleanup(func() { fallocate = orig })
-	fallocate = func(fd int, mode uint32, off, n int64) error {
-		if mode == unix.FALLOC_FL_KEEP_SIZE {
-			mu.Lock()
-			calls = append(calls, off)
-			first := len(calls) == 1
-			mu.Unlock()
-			if first {
-				entered <- struct{}{}
-				<-release
-			}
-		}
-		return orig(fd, mode, off, n)
-	}
-	pool := NewPrefaultPool(1, 64<<20)
-	pool.clock = func() int64 { return 1 } // the writer's own window
-	p := pool.NewPrefaulter(f, 64<<10)
-	p.Advance(0)
-	waitPopulated(t, p, 64<<10)
-	// Its window is populated: the worker finds no chunk to do for it.
-	p.Preallocate(1<<20, 1<<20)
-	<-entered
-	p.Preallocate(3<<20, 1<<20) // while the first one runs
-	close(release)
-	deadline := time.Now().Add(settleTimeout)
-	for time.Now().Before(deadline) {
-		mu.Lock()
-		n := len(calls)
-		mu.Unlock()
-		if n >= 2 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if err := p.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(calls) != 2 || calls[1] != 3<<20 {
-		t.Fatalf("preallocations at %v, want [%d %d]", calls, 1<<20, 3<<20)
-	}
-}
-
 // lengthAndBlocks returns the length of the file at path and the bytes
 // of disk allocated to it (st_blocks).
-func lengthAndBlocks(t *testing.T, path string) (length, allocated int64) {
-	t.Helper()
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Size, st.Blocks * 512
-}
 
 // cached counts the pages of the file at path in [off, off+n) that are in
 // the page cache (cachestat(2), Linux 6.5; the test is skipped before).
@@ -1322,7 +978,7 @@ func cached(t *testing.T, path string, off, n int64) int64 {
 // Prefault brings in its range and no more.
 func TestWritableMappingReadsNoAhead(t *testing.T) {
 	const capacity, reserve = 64 << 20, 16 << 20
-	path := tempPath(t, "ra")
+	path := testutil.TempPath(t, "ra")
 	f, err := CreateAhead(path, capacity, reserve)
 	if err != nil {
 		t.Fatal(err)
@@ -1376,7 +1032,7 @@ func TestCreateAheadMapped(t *testing.T) {
 		{"past the capacity", 8 << 20, 64 << 10, 16 << 20, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := tempPath(t, "m")
+			path := testutil.TempPath(t, "m")
 			f, err := CreateAheadMapped(path, tc.capacity, tc.reserve, tc.mapTo)
 			if !tc.ok {
 				if err == nil {
@@ -1392,7 +1048,7 @@ func TestCreateAheadMapped(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			if n, a := lengthAndBlocks(t, path); n != tc.capacity || a > tc.reserve+4096 || f.Size() != tc.reserve || len(f.Bytes()) != int(tc.reserve) || f.MapLen() != tc.mapTo || f.Cap() != tc.capacity {
+			if n, a := testutil.LengthAndBlocks(t, path); n != tc.capacity || a > tc.reserve+4096 || f.Size() != tc.reserve || len(f.Bytes()) != int(tc.reserve) || f.MapLen() != tc.mapTo || f.Cap() != tc.capacity {
 				t.Fatalf("length %d allocated %d size %d bytes %d mapped %d cap %d", n, a, f.Size(), len(f.Bytes()), f.MapLen(), f.Cap())
 			}
 			if err := f.WriteAt(nil, make([]byte, 10), tc.reserve-5); !errors.Is(err, ErrCapacity) {
@@ -1401,13 +1057,13 @@ func TestCreateAheadMapped(t *testing.T) {
 			if err := f.Prefault(0, tc.mapTo); err != nil {
 				t.Fatal(err)
 			}
-			if _, a := lengthAndBlocks(t, path); a > tc.reserve+4096 {
+			if _, a := testutil.LengthAndBlocks(t, path); a > tc.reserve+4096 {
 				t.Fatalf("Prefault allocated %d bytes past the reservation %d", a, tc.reserve)
 			}
 			if err := f.Grow(tc.mapTo); err != nil {
 				t.Fatal(err)
 			}
-			if _, a := lengthAndBlocks(t, path); a < tc.mapTo || len(f.Bytes()) != int(tc.mapTo) {
+			if _, a := testutil.LengthAndBlocks(t, path); a < tc.mapTo || len(f.Bytes()) != int(tc.mapTo) {
 				t.Fatalf("after Grow to the mapping: allocated %d, %d bytes", a, len(f.Bytes()))
 			}
 			copy(f.Bytes()[tc.mapTo-4:], "tail")
@@ -1422,7 +1078,7 @@ func TestCreateAheadMapped(t *testing.T) {
 // and is false outside Size.
 func TestCached(t *testing.T) {
 	const capacity, reserve = 4 << 20, 1 << 20
-	f, err := CreateAhead(tempPath(t, "cached"), capacity, reserve)
+	f, err := CreateAhead(testutil.TempPath(t, "cached"), capacity, reserve)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1440,10 +1096,3 @@ func TestCached(t *testing.T) {
 		}
 	}
 }
-
-// settleTimeout bounds the waits for the prefault pool's workers and the
-// retire goroutine. The waits end as soon as the condition holds; the
-// bound is for a 2-core CI machine running other test packages beside
-// this one under -race, where that work can be seconds late without
-// anything being wrong.
-const settleTimeout = 30 * time.Second

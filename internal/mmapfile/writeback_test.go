@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/partlog/partlog/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,7 +47,7 @@ func threadFaults(t *testing.T) int64 {
 // other, leaves the bytes as they are, and is a no-op for a closed File.
 func TestStartWriteback(t *testing.T) {
 	const pages = 64
-	f, err := Create(tempPath(t, "w"), 2*pages*pageSize)
+	f, err := Create(testutil.TempPath(t, "w"), 2*pages*pageSize)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,8 @@ func TestBrokerLifecycle(t *testing.T) {
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	cl2 := b.Client(t, kgo.ConsumeTopics("lifecycle"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	got := 0
 	for got < 3 {

@@ -1,9 +1,12 @@
-package mmapfile
+package prefault
 
 import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/partlog/partlog/internal/mmapfile"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // TestPrefaultRateNeedsProgress: the worker's turns for one writer come
@@ -16,15 +19,15 @@ import (
 // this is also how TestPrefaulterRetarget failed ("populated to 589824").
 func TestPrefaultRateNeedsProgress(t *testing.T) {
 	const window = 4 << 20
-	f, err := Create(tempPath(t, "still"), 8<<20)
+	f, err := mmapfile.Create(testutil.TempPath(t, "still"), 8<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	var clock atomic.Int64
-	pool := NewPrefaultPool(1, 64<<20)
+	pool := NewPool(1, 64<<20)
 	pool.clock = func() int64 { return clock.Add(int64(20 * time.Millisecond)) } // every turn 20 ms later
-	p := pool.NewPrefaulter(f, window)
+	p := pool.NewWriter(f, window)
 	p.Advance(4096)
 	waitPoolIdle(pool)
 	if d := prefaulterDone(p); d < 4096+window {
@@ -51,15 +54,15 @@ func TestPrefaultRateNeedsProgress(t *testing.T) {
 // round robin got windows too small for the pool to keep ahead of them.
 func TestPrefaultRateAfterPause(t *testing.T) {
 	const window = 4 << 20
-	f, err := Create(tempPath(t, "pause"), 16<<20)
+	f, err := mmapfile.Create(testutil.TempPath(t, "pause"), 16<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	var clock atomic.Int64
-	pool := NewPrefaultPool(1, 64<<20)
+	pool := NewPool(1, 64<<20)
 	pool.clock = clock.Load
-	p := pool.NewPrefaulter(f, window)
+	p := pool.NewWriter(f, window)
 	clock.Store(int64(time.Millisecond))
 	p.Advance(4096) // the first turn: where the measure starts
 	waitPoolIdle(pool)

@@ -4,37 +4,108 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/partlog/partlog/internal/testhook"
 	"github.com/partlog/partlog/segment"
 )
+
+// groupCommit is the group commit of a Log: callers of Sync share
+// flushes. It is the whole of the mechanism (groups, their gathering,
+// recycling, waking); what a flush does to the log comes from its
+// environment, commitEnv, which the Log implements (flush.go), so that
+// the pipeline can be read, and driven by tests, without a Log.
+//
+// Ordering: a flush plans under the log's append lock what it will make
+// durable (everything appended so far), fsyncs without that lock, then
+// advances the durable offset under it again. At most one flush runs
+// (the env's flush lock); while it runs, the next group gathers, and the
+// running flush plans the next group's flush as it ends. A caller returns
+// once the durable offset reaches its offset, or with the error of the
+// flush that was to cover it.
+type groupCommit struct {
+	env commitEnv
+	// syncers counts the callers inside Sync; it lives on the line every
+	// append reads (Log.writes), since enterAppend and the write policy
+	// look at it.
+	syncers *atomic.Int32
+
+	mu      sync.Mutex // guards running, gathering, free and gather
+	running *syncGroup // the flush Sync callers currently share, if any
+	// gathering is the group gathering for the next flush.
+	gathering *syncGroup
+	// free lists the groups nobody references any more, for reuse
+	// (syncGroup), under mu.
+	free *syncGroup
+	// gather is how long a group's leader lets its group grow before its
+	// flush starts, under mu.
+	gather syncGather
+	// parked counts the callers inside Sync waiting for a flush to end
+	// or, as a group's leader, to start (tests wait on it: a caller inside
+	// Sync may not have joined yet).
+	parked atomic.Int64
+	// appending counts the callers inside an append, waiting for the
+	// append lock or holding it, that began while a caller was in Sync
+	// (Log.enterAppend): while some are, a group's leader waiting for the
+	// members the last flush released expects more of them (comingBack).
+	appending atomic.Int64
+}
+
+// commitEnv is what the group commit needs of its log.
+type commitEnv interface {
+	// durableOffset is the offset below which everything is durable (the
+	// recovery point).
+	durableOffset() int64
+	// truncationGen counts the truncations; truncatedBelow reports
+	// whether one after generation since cut the log below offset.
+	truncationGen() uint64
+	truncatedBelow(since uint64, offset int64) bool
+	// activeEnd is the active segment and its size (nil: none), whose
+	// writeback members start as they join.
+	activeEnd() (*segment.Segment, int64)
+	// lockFlush and unlockFlush hold off every other flush.
+	lockFlush()
+	unlockFlush()
+	// planFlush fills p for a flush of everything appended so far.
+	planFlush(p *flushPlan) error
+	// fsyncPlan makes what p lists durable (no lock of the log held).
+	fsyncPlan(p *flushPlan) error
+	// finishFlush ends a flush of p whose fsyncs returned err: the
+	// durable offset moves to p's, or the log fails. With next, it then
+	// plans next's flush under the same hold of the append lock and
+	// reports whether it did. lone says the flush was a Sync's whose
+	// caller was alone in Sync (the write policy's hint).
+	finishFlush(p *flushPlan, err error, next *flushPlan, lone bool) (nextPlanned bool, _ error)
+}
+
+// errWaitTruncated is groupCommit.wait's: a truncation removed offsets
+// the caller waited for (Log.Sync reports ErrTruncated).
+var errWaitTruncated = errors.New("partlog: truncated while waiting")
 
 // syncGroup is one flush shared by every Sync caller that joined it
 // while it was gathering (see Sync).
 //
-// Groups are recycled (Log.syncFree) so that a Sync allocates nothing
+// Groups are recycled (groupCommit.free) so that a Sync allocates nothing
 // once the log has seen its usual number of waiters: refs counts who may
 // still read the group (its leader until its flush is over, each waiter
 // until it has read err, the next group's leader until it has read err
 // through prev), and the one that drops it to 0 puts the group on the
 // free list. Nobody can take a new reference once the group's flush is
-// over: it is then neither l.syncing nor l.syncNext, through which
+// over: it is then neither c.running nor c.gathering, through which
 // callers find a group. A waiter waits on a slot of its own (a channel of
 // one, kept with the group), which the flush's end sends to once, so a
 // flush nobody waits for (a lone writer) needs no channel at all.
 type syncGroup struct {
 	// slots[:waits] are the waiters' (waitSlot); finished is set, with
 	// err, when the flush is over and every slot not left has been sent
-	// to. Under syncMu; err is read by the waiters after their wake-up.
+	// to. Under c.mu; err is read by the waiters after their wake-up.
 	slots    []waitSlot
 	waits    int
 	finished bool
 	err      error // its result, set before the slots are sent to
 	refs     atomic.Int32
-	free     *syncGroup // next on Log.syncFree
+	free     *syncGroup // next on groupCommit.free
 	// prev is the flush that was running when the group formed; the
 	// group's flush starts after it. ready (with a prev only, made on
 	// first use and kept) is sent to once by prev's flush when it is
@@ -58,7 +129,7 @@ type syncGroup struct {
 	// than its own.
 	target atomic.Int64
 	// members counts the callers that led or joined the group (under
-	// syncMu while it gathers); a plan made ahead covers the first
+	// c.mu while it gathers); a plan made ahead covers the first
 	// covered of them (the later ones make the leader plan again).
 	members, covered int
 	// took is how long the group's fsyncs took, set by its flush.
@@ -75,11 +146,11 @@ type waitSlot struct {
 
 // newGroupLocked returns a group for a leader, recycled if one is free,
 // with one reference (the leader's) and, with prev, one on prev. Caller
-// holds syncMu.
-func (l *Log) newGroupLocked(prev *syncGroup) *syncGroup {
-	g := l.syncFree
+// holds c.mu.
+func (c *groupCommit) newGroupLocked(prev *syncGroup) *syncGroup {
+	g := c.free
 	if g != nil {
-		l.syncFree, g.free = g.free, nil
+		c.free, g.free = g.free, nil
 	} else {
 		g = new(syncGroup)
 	}
@@ -94,9 +165,9 @@ func (l *Log) newGroupLocked(prev *syncGroup) *syncGroup {
 	return g
 }
 
-// waitLocked registers a waiter on g, which is l.syncing or l.syncNext
-// (so its flush is not over), and returns its slot. Caller holds syncMu.
-func (l *Log) waitLocked(g *syncGroup) int {
+// waitLocked registers a waiter on g, which is c.running or c.gathering
+// (so its flush is not over), and returns its slot. Caller holds c.mu.
+func (c *groupCommit) waitLocked(g *syncGroup) int {
 	k := g.waits
 	if k == len(g.slots) {
 		g.slots = append(g.slots, waitSlot{ch: make(chan struct{}, 1)})
@@ -109,7 +180,7 @@ func (l *Log) waitLocked(g *syncGroup) int {
 
 // finish reports err to g's waiters: every slot not left is
 // sent to (never blocking: each gets one send per use of the group).
-// Caller holds syncMu.
+// Caller holds c.mu.
 func (g *syncGroup) finish(err error) {
 	g.err, g.finished = err, true
 	for i := range g.slots[:g.waits] {
@@ -120,14 +191,14 @@ func (g *syncGroup) finish(err error) {
 }
 
 // releaseGroup drops a reference to g; the last one puts g, cleared, on
-// the free list. locked: the caller holds syncMu.
-func (l *Log) releaseGroup(g *syncGroup, locked bool) {
+// the free list. locked: the caller holds c.mu.
+func (c *groupCommit) releaseGroup(g *syncGroup, locked bool) {
 	if g.refs.Add(-1) != 0 {
 		return
 	}
 	if !locked {
-		l.syncMu.Lock()
-		defer l.syncMu.Unlock()
+		c.mu.Lock()
+		defer c.mu.Unlock()
 	}
 	// Every slot's channel is empty: each sent-to slot's waiter received
 	// before it let go, and ready's one send was received by the leader.
@@ -138,11 +209,11 @@ func (l *Log) releaseGroup(g *syncGroup, locked bool) {
 	g.plan, g.planned = flushPlan{}, false
 	g.target.Store(0)
 	g.members, g.covered, g.took = 0, 0, 0
-	g.free, l.syncFree = l.syncFree, g
+	g.free, c.free = c.free, g
 }
 
 // syncGather decides how long a group's leader lets the group grow
-// before its flush starts (gatherWait). Under syncMu.
+// before its flush starts (gatherWait). Under c.mu.
 type syncGather struct {
 	// off makes every leader flush at once; bound, when set, replaces
 	// the last fsync time as the longest wait, and the wait does not end
@@ -202,7 +273,7 @@ const writebackStep = 256 << 10
 // members' writeout counts the bytes appended after it (at 8 writers of
 // 16 KiB a group's bytes stay below writebackStep, so nothing is started
 // that the flush would not have written at once anyway). Caller holds
-// syncMu.
+// c.mu.
 func (w *syncGather) flushed(seg *segment.Segment, size int64) {
 	if seg != w.wbSeg || size > w.wbAt {
 		w.wbSeg, w.wbAt = seg, size
@@ -212,7 +283,7 @@ func (w *syncGather) flushed(seg *segment.Segment, size int64) {
 // claimWriteback returns the range of segment seg, whose size is size,
 // that a member joining a group starts the writeout of: the bytes since
 // the last claim once they reach writebackStep (from ≥ to: none). Caller
-// holds syncMu.
+// holds c.mu.
 func (w *syncGather) claimWriteback(seg *segment.Segment, size int64) (from, to int64) {
 	if w.wbOff || seg == nil {
 		return 0, 0
@@ -230,7 +301,7 @@ func (w *syncGather) claimWriteback(seg *segment.Segment, size int64) (from, to 
 }
 
 // release records a flush of n members whose fsyncs took took, ending
-// now. Caller holds syncMu.
+// now. Caller holds c.mu.
 func (w *syncGather) release(n int, took time.Duration, now time.Time) {
 	w.released, w.back = n, 0
 	w.at, w.took = now, took
@@ -241,7 +312,7 @@ func (w *syncGather) release(n int, took time.Duration, now time.Time) {
 // gatherGaps is how many mean gaps between the members coming back a
 // leader waits after the last one came, and gatherTooks how many times
 // the last flush's fsync time after that flush ended it waits at most,
-// while members are on their way (Log.comingBack: an append runs or waits
+// while members are on their way (comingBack: an append runs or waits
 // for appendMu, or a member the last flush woke has not run yet);
 // gatherIdleGaps and gatherIdleTooks when none is (a member that does not
 // come back, such as a writer that is done, costs that rather than the
@@ -279,7 +350,7 @@ const (
 // flush ended (or bound after it, when set), and once members are coming
 // back, gatherGaps of their mean gaps after the last one came if that is
 // sooner; gatherIdleTooks and gatherIdleGaps instead when no member is
-// on its way (appending false, see Log.comingBack). Caller holds syncMu.
+// on its way (appending false, see comingBack). Caller holds c.mu.
 func (w *syncGather) deadline(appending bool) time.Time {
 	if w.bound != 0 {
 		return w.at.Add(w.bound)
@@ -298,280 +369,27 @@ func (w *syncGather) deadline(appending bool) time.Time {
 	return deadline
 }
 
-// flushPlan is what one flush makes durable, read under appendMu: the
-// segments from the one holding the recovery point to the active one,
-// and the log end offset the recovery point moves to when they are
-// synced.
-type flushPlan struct {
-	leo  int64
-	gen  uint64 // l.truncations when planned
-	segs []*segment.Segment
-	// dirDirty: the directory changed (a segment was made or deleted)
-	// since the last flush that synced it; active is the active segment
-	// when planned, which tells whether it changed again since.
-	dirDirty bool
-	active   *segment.Segment
-	size     int64               // active's size when planned
-	buf      [2]*segment.Segment // segs' room for the usual one or two
-}
-
-// Flush makes everything appended so far durable and advances the
-// recovery point to the log end offset it saw when it started: the .log
-// data and length of every segment from the one holding the recovery
-// point to the active one and their transaction indexes, then the
-// directory if a segment was created (recovery.md §3.5). The active
-// segment's offset and time indexes are not synced: recovery rebuilds
-// them from the recovery point, and roll and close trim and sync them
-// (segment.Flush). Appends go on while it waits for the
-// disk. A failure poisons the log: it refuses writes until reopened,
-// because the kernel may already have dropped the dirty pages it could
-// not write (a failed fsync is never retried).
-func (l *Log) Flush() error {
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	return l.flush()
-}
-
-// writePolicy decides, for each append, whether its bytes go to the page
-// cache by stores into the mapping or by pwritev (Options.WritePath).
-type writePolicy struct {
-	// flushes counts flushes started; written by flush, read by appends.
-	flushes atomic.Int64
-	// lone is set when the last flush was a Sync whose caller was alone
-	// in Sync (one appender syncing each append): see write.
-	lone atomic.Bool
-	// syncers counts the callers inside Sync (in the padding after lone,
-	// on the line appends read: enterAppend looks at it).
-	syncers atomic.Int32
-	// Under appendMu: the flush count seen last, and how many more
-	// appends use pwritev because of it.
-	seen, left int
-}
-
-// durableWindow is how many appends after a flush WriteAuto writes with
-// pwritev: long enough to cover appenders that sync every few appends,
-// short enough that a log flushed now and then (by a periodic flusher)
-// is back to stores within microseconds to milliseconds.
-const durableWindow = 1024
-
-// writeMinBytes is the append size from which WriteAuto writes with
-// pwritev even when nothing is synced. In BenchmarkWritePath (sync=false,
-// one run, pwrite time / mapped time): 256 B 6.1, 1 KiB 4.7, 16 KiB 0.97,
-// 64 KiB 0.65, 256 KiB 0.61, 1 MiB 0.49. Small appends gain from skipping
-// the syscall; large ones from skipping the page faults (the kernel fills
-// page-cache pages without mapping them).
-const writeMinBytes = 32 << 10
-
-// loneWriteMinBytes is the append size from which a lone appender that
-// syncs each append (see writePolicy.lone) writes with pwritev.
-// BenchmarkWritePath (sync, 1 writer, 4 096 appends per variant, one
-// process): pwrite/mapped 1.57 at 1 KiB, 0.54 and 0.50 (two runs) at
-// 16 KiB, 0.93 at 16 KiB with 640 appends. Earlier short runs (1 280-
-// 2 560 durable 16 KiB appends, seven runs) had stores at 0.70-0.91 of
-// pwritev's time, which is why the rule once stored up to writeMinBytes;
-// over longer runs the stores at 16 KiB fell far behind.
-const loneWriteMinBytes = 16 << 10
-
-// write reports whether the next append, of n bytes, uses pwritev.
-// Caller holds appendMu.
-func (w *writePolicy) write(path WritePath, n int) bool {
-	switch path {
-	case WriteMapped:
-		return false
-	case WritePwrite:
-		return true
-	}
-	if f := int(w.flushes.Load()); f != w.seen {
-		w.seen, w.left = f, durableWindow
-	}
-	if w.left > 0 {
-		w.left--
-		// With 8 writers pwritev took 0.76-0.94 of the stores' time, with
-		// 64 0.47-0.75 in four runs of five (1.22 in one): the stores'
-		// page faults serialize under appendMu. A lone appender that
-		// syncs each append stores below loneWriteMinBytes.
-		return !w.lone.Load() || n >= loneWriteMinBytes
-	}
-	return n >= writeMinBytes
-}
-
-// flush is Flush with flushMu held.
-func (l *Log) flush() error {
-	var p flushPlan
-	l.appendMu.Lock()
-	err := l.planLocked(&p)
-	l.appendMu.Unlock()
-	if err != nil {
-		return err
-	}
-	_, err = l.syncPlan(&p, nil)
-	return err
-}
-
-// planLocked fills p for a flush of everything appended so far. Caller
-// holds appendMu.
-func (l *Log) planLocked(p *flushPlan) error {
-	if err := l.checkWritable(); err != nil {
-		return err
-	}
-	l.writes.flushes.Add(1)
-	p.leo, p.gen = l.logEndOffset.Load(), l.truncations.Load()
-	rp := l.recoveryPoint.Load()
-	l.mu.RLock()
-	p.segs = p.buf[:0]
-	for i, s := range l.segments {
-		if i+1 < len(l.segments) && l.segments[i+1].BaseOffset() <= rp {
-			continue // wholly below the recovery point
-		}
-		p.segs = append(p.segs, s)
-	}
-	l.mu.RUnlock()
-	p.dirDirty, p.active = l.dirDirty, l.active()
-	p.size = p.active.Size()
-	return nil
-}
-
-// syncPlan syncs what p lists, then, under appendMu, advances the
-// recovery point to p.leo (or poisons the log). With g, the group whose
-// flush this is, it also ends the gathering of the next group (which
-// it returns) and, when this flush succeeded, plans that group's flush
-// under the same hold of appendMu. Caller holds flushMu; appends go on
-// during the fsyncs.
-func (l *Log) syncPlan(p *flushPlan, g *syncGroup) (*syncGroup, error) {
-	var err error
-	start := time.Now()
-	if l.flushFault != nil {
-		err = l.flushFault()
-	}
-	if f := testhook.LogFlushFault.Load(); f != nil && err == nil {
-		err = (*f)(l.dir)
-	}
-	for _, s := range p.segs {
-		if err != nil {
-			break
-		}
-		if l.flushed != nil {
-			l.flushed(s.BaseOffset(), p.leo)
-		}
-		if err = s.Flush(); errors.Is(err, segment.ErrClosed) && l.deleted(s) {
-			// Retention or a truncation deleted it after the plan listed
-			// it: its offsets are gone from the log, nothing to make
-			// durable (a log start or truncation moved past it).
-			err = nil
-		}
-	}
-	if err == nil && p.dirDirty {
-		err = segment.SyncDir(l.dir)
-	}
-
-	var next *syncGroup
-	if g != nil {
-		g.took = time.Since(start)
-		// Whoever joined so far appended before joining, so the plan made
-		// below covers them. The group goes on gathering (until its
-		// leader's gatherWait ends) unless gathering is off.
-		next = l.nextGroup(!l.gather.off)
-	}
-	l.writes.lone.Store(g != nil && next == nil && l.writes.syncers.Load() <= 1)
-
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	if err = l.finishLocked(p, err); err == nil && next != nil {
-		if l.planLocked(&next.plan) == nil {
-			next.planned = true
-			next.target.Store(next.plan.leo)
-		}
-	}
-	return next, err
-}
-
-// deleted reports whether s has left the log's segment list.
-func (l *Log) deleted(s *segment.Segment) bool {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return !slices.Contains(l.segments, s)
-}
-
-// finishLocked ends a flush of p whose fsyncs returned err: the recovery
-// point moves to p.leo, or the log is poisoned. Caller holds appendMu.
-func (l *Log) finishLocked(p *flushPlan, err error) error {
-	if err == nil && l.failed != nil {
-		// The log failed while this flush ran (a truncation or retention
-		// that broke partway, which may have removed segments the flush
-		// then skipped): its offsets are not known durable.
-		return l.checkWritable()
-	}
-	if l.truncations.Load() != p.gen {
-		// A truncation ran meanwhile (and may have closed a segment we
-		// were syncing): what was synced may not be what is there now.
-		l.dirDirty = true
-		if err != nil && errors.Is(err, segment.ErrClosed) {
-			return nil
-		}
-		if err == nil {
-			return nil
-		}
-	}
-	if err != nil {
-		l.failed = err
-		return err
-	}
-	if p.dirDirty && l.active() == p.active {
-		// No segment was made since the plan (a truncation would have
-		// changed the count): the directory is synced.
-		l.dirDirty = false
-	}
-	if p.leo > l.recoveryPoint.Load() {
-		l.recoveryPoint.Store(p.leo)
-	}
-	if f := testhook.LogFlushed.Load(); f != nil {
-		(*f)(l.dir)
-	}
-	return nil
-}
-
-// Sync returns once every offset below offset is durable (the recovery
-// point has reached it), flushing if needed. offset may not exceed the
-// log end offset. A flush failure is returned to every waiter and leaves
-// the log refusing writes until it is reopened.
-//
-// Group commit: concurrent callers share flushes. While one flush runs,
-// the next group gathers: the first caller to find no gathering group
-// leads it, every later one joins it. The leader waits for the running
-// flush to end, which plans the next group's flush in the critical
-// section where it advances the recovery point and hands over to the
-// leader. The group goes on gathering until the members that flush
-// released have appended again and joined, bounded by a few times that
-// flush's fsync time and by their pace (gatherWait): with W writers that each append
-// and sync, a flush then carries all W rather than the W/2 that append
-// while the previous flush runs. If nobody joined after the plan, the
-// leader starts its fdatasync without taking appendMu. A single writer
-// never waits.
-//
-// A truncation below offset while the caller waits (a follower's
-// TruncateTo, a mirror's alignment) removed the bytes it waits for, which
-// other bytes may replace: Sync returns ErrTruncated.
-func (l *Log) Sync(ctx context.Context, offset int64) error {
-	gen := l.truncations.Load()
-	if end := l.logEndOffset.Load(); offset > end {
-		return &OffsetError{Err: ErrOffsetOutOfRange, Offset: offset, LogStartOffset: l.logStartOffset.Load(), LogEndOffset: end}
-	}
-	l.writes.syncers.Add(1)
-	defer l.writes.syncers.Add(-1)
+// wait is Sync once offset is known to be within the log: it returns
+// when the durable offset reaches offset (see Sync for the protocol),
+// errWaitTruncated when a truncation after generation gen removed the
+// offsets waited for, or the flush's error or ctx's.
+func (c *groupCommit) wait(ctx context.Context, offset int64, gen uint64) error {
+	c.syncers.Add(1)
+	defer c.syncers.Add(-1)
 	for {
-		if l.truncations.Load() != gen && l.truncatedBelow(gen, offset) {
-			return &OffsetError{Err: ErrTruncated, Offset: offset, LogStartOffset: l.logStartOffset.Load(), LogEndOffset: l.logEndOffset.Load()}
+		if c.env.truncationGen() != gen && c.env.truncatedBelow(gen, offset) {
+			return errWaitTruncated
 		}
-		if l.recoveryPoint.Load() >= offset {
+		if c.env.durableOffset() >= offset {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		seg, size := l.activeEnd()
-		l.syncMu.Lock()
-		wait := l.syncNext
-		if r := l.syncing; r != nil && r.target.Load() >= offset {
+		seg, size := c.env.activeEnd()
+		c.mu.Lock()
+		wait := c.gathering
+		if r := c.running; r != nil && r.target.Load() >= offset {
 			// The running flush's plan covers offset: wait for it
 			// rather than lead or join the next one.
 			wait = r
@@ -579,155 +397,114 @@ func (l *Log) Sync(ctx context.Context, offset int64) error {
 		if wait != nil {
 			// Join the gathering group (or wait for the running flush).
 			var from, to int64
-			if wait == l.syncNext {
+			if wait == c.gathering {
 				wait.members++
-				l.arrived()
-				from, to = l.gather.claimWriteback(seg, size)
+				c.arrived()
+				from, to = c.gather.claimWriteback(seg, size)
 			}
-			k := l.waitLocked(wait)
+			k := c.waitLocked(wait)
 			ch := wait.slots[k].ch
-			l.syncMu.Unlock()
+			c.mu.Unlock()
 			if seg != nil && from < to {
 				// The group's flush writes these bytes whatever happens
 				// here; starting now overlaps their writeout with the
 				// gathering (writebackStep). Its error is the flush's.
 				_ = seg.StartWriteback(from, to)
 			}
-			l.parked.Add(1)
+			c.parked.Add(1)
 			select {
 			case <-ch:
 			case <-ctx.Done():
-				l.parked.Add(-1)
-				l.syncMu.Lock()
+				c.parked.Add(-1)
+				c.mu.Lock()
 				over := wait.finished
 				if !over {
 					wait.slots[k].left = true // the flush's end skips it
 				}
-				l.syncMu.Unlock()
+				c.mu.Unlock()
 				if over {
 					// The flush's end sent to the slot (or is sending):
 					// take it, so the group is reused with it empty.
 					<-ch
 				}
-				l.releaseGroup(wait, false)
+				c.releaseGroup(wait, false)
 				return ctx.Err()
 			}
-			l.parked.Add(-1)
+			c.parked.Add(-1)
 			err := wait.err
-			l.releaseGroup(wait, false)
+			c.releaseGroup(wait, false)
 			if err != nil {
 				return err
 			}
 			continue
 		}
-		g := l.newGroupLocked(l.syncing)
-		l.arrived()
+		g := c.newGroupLocked(c.running)
+		c.arrived()
 		if g.prev == nil {
 			// Nothing is flushing: this group flushes at once, and the
 			// next one gathers behind it.
-			l.syncing = g
+			c.running = g
 		}
-		l.syncNext = g
-		l.syncMu.Unlock()
-		if err := l.leadGroup(g); err != nil {
+		c.gathering = g
+		c.mu.Unlock()
+		if err := c.lead(g); err != nil {
 			return err
 		}
 	}
 }
 
-// activeEnd returns the active segment and its size (nil if the log has
-// no segment).
-func (l *Log) activeEnd() (*segment.Segment, int64) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if len(l.segments) == 0 {
-		return nil, 0
-	}
-	s := l.active()
-	return s, s.Size()
-}
-
-// truncation is one entry of Log.truncated.
-type truncation struct {
-	gen uint64
-	to  int64
-}
-
-// noteTruncation counts a truncation of the log to offset (-1: all of
-// it). Caller holds appendMu.
-func (l *Log) noteTruncation(to int64) {
-	gen := l.truncations.Add(1)
-	l.truncated[gen%uint64(len(l.truncated))] = truncation{gen: gen, to: to}
-}
-
-// truncatedBelow reports whether a truncation after generation since cut
-// the log below offset. Truncations too many to be remembered count as
-// one that did.
-func (l *Log) truncatedBelow(since uint64, offset int64) bool {
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	for gen := since + 1; gen <= l.truncations.Load(); gen++ {
-		if t := l.truncated[gen%uint64(len(l.truncated))]; t.gen != gen || t.to < offset {
-			return true
-		}
-	}
-	return false
-}
-
 // leadGroup waits for the running flush, then flushes for g (see Sync)
 // and reports the result to it.
-func (l *Log) leadGroup(g *syncGroup) error {
+func (c *groupCommit) lead(g *syncGroup) error {
 	var err error
 	if g.prev != nil {
-		l.parked.Add(1)
+		c.parked.Add(1)
 		<-g.ready // prev ended the gathering and, if it succeeded, planned g
-		l.parked.Add(-1)
+		c.parked.Add(-1)
 		// A failed flush poisoned the log: g's members get that error
 		// itself, not one of a flush of their own on the failed log.
 		err = g.prev.err
-		l.releaseGroup(g.prev, false)
+		c.releaseGroup(g.prev, false)
 		g.prev = nil
 	}
 	// Let the group grow (when nothing failed), then end its gathering.
-	members := l.gatherWait(g, err == nil)
+	members := c.gatherWait(g, err == nil)
 	var next *syncGroup
 	ended := false
 	if err == nil {
-		l.flushMu.Lock()
+		c.env.lockFlush()
 		if !g.planned || members > g.covered {
 			// Members joined after the plan made ahead: plan again.
-			l.appendMu.Lock()
-			if err = l.planLocked(&g.plan); err == nil {
+			if err = c.env.planFlush(&g.plan); err == nil {
 				g.target.Store(g.plan.leo)
 			}
-			l.appendMu.Unlock()
 		}
 		if err == nil {
-			next, err = l.syncPlan(&g.plan, g)
+			next, err = c.flush(g)
 			ended = true
 		}
-		l.flushMu.Unlock()
+		c.env.unlockFlush()
 	}
 	if !ended {
 		// No flush: the group gathering behind g gets g's error.
-		next = l.nextGroup(false)
+		next = c.nextGroup(false)
 	}
 
-	l.syncMu.Lock()
+	c.mu.Lock()
 	g.finish(err)
 	if ended {
-		l.gather.release(members, g.took, time.Now())
+		c.gather.release(members, g.took, time.Now())
 		if err == nil {
-			l.gather.flushed(g.plan.active, g.plan.size)
+			c.gather.flushed(g.plan.active, g.plan.size)
 		}
 	}
 	if next != nil {
 		next.ready <- struct{}{} // its one send: never blocks
 	}
-	// The leader's reference: g is no longer l.syncing or l.syncNext
+	// The leader's reference: g is no longer c.running or c.gathering
 	// (nextGroup moved on), so only its waiters and next may still read it.
-	l.releaseGroup(g, true)
-	l.syncMu.Unlock()
+	c.releaseGroup(g, true)
+	c.mu.Unlock()
 	if next != nil {
 		// Let next's leader (in the run-next slot, see syncGroup.ready)
 		// start its fdatasync now rather than after this caller's next
@@ -740,18 +517,43 @@ func (l *Log) leadGroup(g *syncGroup) error {
 	return err
 }
 
+// flush is g's flush (the caller holds the env's flush lock): the
+// fsyncs of g's plan, then, with the next group's gathering ended (or,
+// gathering on, made the next to flush), the end of the flush under the
+// append lock, which plans the next group's flush too when this one
+// succeeded. It returns the next group.
+func (c *groupCommit) flush(g *syncGroup) (*syncGroup, error) {
+	start := time.Now()
+	err := c.env.fsyncPlan(&g.plan)
+	g.took = time.Since(start)
+	// Whoever joined so far appended before joining, so the plan made
+	// by finishFlush covers them. The group goes on gathering (until its
+	// leader's gatherWait ends) unless gathering is off.
+	next := c.nextGroup(!c.gather.off)
+	var np *flushPlan
+	if next != nil {
+		np = &next.plan
+	}
+	planned, err := c.env.finishFlush(&g.plan, err, np, next == nil && c.syncers.Load() <= 1)
+	if planned {
+		next.planned = true
+		next.target.Store(next.plan.leo)
+	}
+	return next, err
+}
+
 // nextGroup makes the group gathering behind the running flush the next
 // to flush and returns it; with gathering, it goes on gathering (its
 // leader ends that), else later callers form the group after it. The
 // members it has now are those a plan made from here on covers.
-func (l *Log) nextGroup(gathering bool) *syncGroup {
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	next := l.syncNext
+func (c *groupCommit) nextGroup(gathering bool) *syncGroup {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := c.gathering
 	if !gathering {
-		l.syncNext = nil
+		c.gathering = nil
 	}
-	l.syncing = next
+	c.running = next
 	if next != nil {
 		next.covered = next.members
 	}
@@ -760,9 +562,9 @@ func (l *Log) nextGroup(gathering bool) *syncGroup {
 
 // arrived counts a caller that led or joined a group, and wakes the
 // leader waiting in gatherWait once the members the last flush released
-// are back. Caller holds syncMu.
-func (l *Log) arrived() {
-	w := &l.gather
+// are back. Caller holds c.mu.
+func (c *groupCommit) arrived() {
+	w := &c.gather
 	if w.back >= w.released {
 		return // nobody waits for more
 	}
@@ -782,9 +584,9 @@ func (l *Log) arrived() {
 // for appendMu, or more callers are parked than g's members other than its leader, which
 // are those the last flush woke that have not run yet (with 64 writers on
 // 2 CPUs, most of them for a while after the release). Caller holds
-// syncMu.
-func (l *Log) comingBack(g *syncGroup) bool {
-	return l.appending.Load() > 0 || l.parked.Load() > int64(g.members-1)
+// c.mu.
+func (c *groupCommit) comingBack(g *syncGroup) bool {
+	return c.appending.Load() > 0 || c.parked.Load() > int64(g.members-1)
 }
 
 // gatherWait lets g grow before its flush (if grow), then ends its
@@ -819,16 +621,16 @@ func (l *Log) comingBack(g *syncGroup) bool {
 // the next group expects one fewer. A lone writer is back as soon as it
 // leads, so it never waits; nor does the first Sync after an idle spell
 // (the bound has passed).
-func (l *Log) gatherWait(g *syncGroup, grow bool) int {
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	w := &l.gather
+func (c *groupCommit) gatherWait(g *syncGroup, grow bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := &c.gather
 	counted := false
-	for grow && !w.off && !w.waiting && w.back < w.released && l.syncNext == g {
+	for grow && !w.off && !w.waiting && w.back < w.released && c.gathering == g {
 		// Sleep to the idle deadline at most, then look again: members
 		// on their way then decide whether to wait on (comingBack).
 		left := time.Until(w.deadline(false))
-		if left <= 0 && l.comingBack(g) {
+		if left <= 0 && c.comingBack(g) {
 			left = time.Until(w.deadline(true))
 			if gap := w.last.Sub(w.at) / time.Duration(max(w.back, 1)); gap > 0 {
 				left = min(left, gap)
@@ -844,16 +646,16 @@ func (l *Log) gatherWait(g *syncGroup, grow bool) int {
 			w.timer.Reset(left)
 		}
 		w.waiting = true
-		l.syncMu.Unlock()
-		l.parked.Add(1)
+		c.mu.Unlock()
+		c.parked.Add(1)
 		start := time.Now()
 		select {
 		case <-w.wake:
 		case <-w.timer.C:
 		}
 		w.timer.Stop()
-		l.parked.Add(-1)
-		l.syncMu.Lock()
+		c.parked.Add(-1)
+		c.mu.Lock()
 		w.waiting = false
 		w.waited += time.Since(start)
 		if !counted {
@@ -864,8 +666,8 @@ func (l *Log) gatherWait(g *syncGroup, grow bool) int {
 	case <-w.wake: // a wake-up that came too late for this wait
 	default:
 	}
-	if l.syncNext == g {
-		l.syncNext = nil
+	if c.gathering == g {
+		c.gathering = nil
 	}
 	return g.members
 }

@@ -1,26 +1,33 @@
-package mmapfile
+package prefault
 
 import (
+	"os"
+
 	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/partlog/partlog/internal/mmapfile"
 )
 
 // DefaultPrefaultWindow is the distance a Prefaulter keeps populated ahead of
 // the write position when it is given a window ≤ 0.
-const DefaultPrefaultWindow = 8 << 20
+const DefaultWindow = 8 << 20
 
 // DefaultPrefaultBudget is the process-wide bound, in bytes, of pages the
 // default pool keeps populated ahead of the writers (resident but not yet
 // written): 32 partitions appending at once each get a full default window.
-const DefaultPrefaultBudget = 256 << 20
+const DefaultBudget = 256 << 20
 
-// prefaultChunk bounds one madvise call, so Stop is noticed quickly, the
+// pageSize is the unit the workers populate in.
+var pageSize = int64(os.Getpagesize())
+
+// chunk bounds one madvise call, so Stop is noticed quickly, the
 // workers take turns between partitions, and populated pages become usable
 // by the writer in small steps.
-const prefaultChunk = 1 << 20
+const chunk = 1 << 20
 
 // PrefaultPool populates pages ahead of many writers with a few goroutines.
 //
@@ -78,22 +85,22 @@ const prefaultChunk = 1 << 20
 // that became busy afterwards got no page ahead of it. Its next Advance
 // counts it again, and the worker populates its window again from its
 // position.
-type PrefaultPool struct {
+type Pool struct {
 	workers int
 	budget  int64
 
 	mu      sync.Mutex
-	queue   []*Prefaulter // writers waiting for a worker, FIFO
-	urgent  []*Prefaulter // as queue, for writers less than step ahead or with a Preallocate
-	demand  int64         // sum of the writers' rate-based windows
-	clock   func() int64  // monotonicNanos; tests set their own pool's
-	running int           // live worker goroutines
-	ahead   int64         // sum of the writers' counted shares
-	flight  int64         // bytes being populated by workers right now
+	queue   []*Writer    // writers waiting for a worker, FIFO
+	urgent  []*Writer    // as queue, for writers less than step ahead or with a Preallocate
+	demand  int64        // sum of the writers' rate-based windows
+	clock   func() int64 // monotonicNanos; tests set their own pool's
+	running int          // live worker goroutines
+	ahead   int64        // sum of the writers' counted shares
+	flight  int64        // bytes being populated by workers right now
 	// counted lists the writers advanced at least once and neither
 	// stopped nor found idle since (Prefaulter.slot is each one's
 	// index); swept is when the sweep of idle writers last ran (clock).
-	counted []*Prefaulter
+	counted []*Writer
 	swept   int64
 	// sweeper is the one timer that sweeps for idle writers when no
 	// worker runs while shares are held (armed: it is set), after
@@ -110,8 +117,8 @@ const minFairWindow = 64 << 10
 // prefaultHorizon is how long, at a writer's measured rate, its window
 // lasts; rateInterval is the shortest time over which a rate is measured.
 const (
-	prefaultHorizon = time.Second
-	rateInterval    = 10 * time.Millisecond
+	horizon      = time.Second
+	rateInterval = 10 * time.Millisecond
 )
 
 // PrefaultIdle is how long a writer goes without reporting progress
@@ -123,8 +130,8 @@ const (
 // 10 s) is taken for idle too; that costs it the repopulation of one
 // window at its next Advance.
 const (
-	PrefaultIdle  = 10 * time.Second
-	prefaultSweep = time.Second
+	Idle       = 10 * time.Second
+	sweepEvery = time.Second
 )
 
 // clockBase and monotonicNanos are the pools' clock, in nanoseconds.
@@ -135,37 +142,37 @@ func monotonicNanos() int64 { return int64(time.Since(clockBase)) }
 // NewPrefaultPool returns a pool of at most workers goroutines (≤ 0: one per
 // CPU, GOMAXPROCS) that keeps at most budget bytes (≤ 0:
 // DefaultPrefaultBudget) populated ahead of its writers.
-func NewPrefaultPool(workers int, budget int64) *PrefaultPool {
+func NewPool(workers int, budget int64) *Pool {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	if budget <= 0 {
-		budget = DefaultPrefaultBudget
+		budget = DefaultBudget
 	}
-	return &PrefaultPool{workers: workers, budget: budget, clock: monotonicNanos, sweepAfter: PrefaultIdle + prefaultSweep}
+	return &Pool{workers: workers, budget: budget, clock: monotonicNanos, sweepAfter: Idle + sweepEvery}
 }
 
 var (
 	defaultPoolOnce sync.Once
-	defaultPool     *PrefaultPool
+	defaultPool     *Pool
 )
 
 // DefaultPrefaultPool is the pool shared by the process: one worker per CPU
 // and DefaultPrefaultBudget.
-func DefaultPrefaultPool() *PrefaultPool {
-	defaultPoolOnce.Do(func() { defaultPool = NewPrefaultPool(0, 0) })
+func Default() *Pool {
+	defaultPoolOnce.Do(func() { defaultPool = NewPool(0, 0) })
 	return defaultPool
 }
 
 // Ahead returns the populated bytes ahead of the writers, as last counted.
-func (pp *PrefaultPool) Ahead() int64 {
+func (pp *Pool) Ahead() int64 {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	return pp.ahead
 }
 
 // Workers returns the number of worker goroutines running now.
-func (pp *PrefaultPool) Workers() int {
+func (pp *Pool) Workers() int {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	return pp.running
@@ -176,7 +183,7 @@ func (pp *PrefaultPool) Workers() int {
 // writer being served is not queued again (a second worker would serve
 // it beside the first, and busy would go false under the first's call):
 // its worker takes the latest position on its next turn.
-func (pp *PrefaultPool) enqueue(p *Prefaulter) {
+func (pp *Pool) enqueue(p *Writer) {
 	if p.queued || p.stopped || p.busy {
 		return
 	}
@@ -193,7 +200,7 @@ func (pp *PrefaultPool) enqueue(p *Prefaulter) {
 }
 
 // work serves queued writers one chunk at a time until the queue is empty.
-func (pp *PrefaultPool) work() {
+func (pp *Pool) work() {
 	pp.mu.Lock()
 	for len(pp.queue)+len(pp.urgent) > 0 {
 		q := &pp.urgent
@@ -214,7 +221,7 @@ func (pp *PrefaultPool) work() {
 			// Advance (sweepIdle cleared next), the one that counts it.
 			continue
 		}
-		if pp.budget-pp.ahead-pp.flight < prefaultChunk || pp.demand > pp.budget {
+		if pp.budget-pp.ahead-pp.flight < chunk || pp.demand > pp.budget {
 			pp.sweepIdle()
 		}
 		start, n := p.nextChunk()
@@ -235,7 +242,7 @@ func (pp *PrefaultPool) work() {
 		pp.flight -= n
 		p.busy = false
 		if err != nil {
-			if !errors.Is(err, ErrClosed) && p.err == nil {
+			if !errors.Is(err, mmapfile.ErrClosed) && p.err == nil {
 				p.err = err
 			}
 			p.stopped = true
@@ -262,7 +269,7 @@ func (pp *PrefaultPool) work() {
 // set or no writer holds a share: when every partition has stopped
 // appending, no worker runs to find them idle, and their pages would
 // stay mapped. Caller holds pp.mu.
-func (pp *PrefaultPool) armSweeper() {
+func (pp *Pool) armSweeper() {
 	if pp.armed || pp.ahead <= 0 {
 		return
 	}
@@ -277,7 +284,7 @@ func (pp *PrefaultPool) armSweeper() {
 // sweepLater is the sweeper's run: a sweep for idle writers (queuing
 // those with pages to drop, which starts a worker), set again while
 // shares are held and no worker runs.
-func (pp *PrefaultPool) sweepLater() {
+func (pp *Pool) sweepLater() {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	pp.armed = false
@@ -292,18 +299,18 @@ func (pp *PrefaultPool) sweepLater() {
 // Prefaulter.Preallocate) with p busy, so Stop and Retarget wait for it.
 // Caller holds pp.mu, which is released during the call. A failure is
 // dropped: the Grow that takes the range reports its own.
-func (pp *PrefaultPool) preallocate(p *Prefaulter) {
+func (pp *Pool) preallocate(p *Writer) {
 	off, n := p.allocAt, p.allocN
 	p.allocN = 0
 	if p.stopped {
 		return
 	}
-	pp.busyCall(p, func(f *File) { _ = f.Preallocate(off, n) })
+	pp.busyCall(p, func(f *mmapfile.File) { _ = f.Preallocate(off, n) })
 }
 
 // busyCall runs call on p's File with p busy (Stop and Retarget wait
 // for it) and pp.mu released; caller holds pp.mu.
-func (pp *PrefaultPool) busyCall(p *Prefaulter, call func(*File)) {
+func (pp *Pool) busyCall(p *Writer, call func(*mmapfile.File)) {
 	p.busy = true
 	f := p.f
 	pp.mu.Unlock()
@@ -317,15 +324,15 @@ func (pp *PrefaultPool) busyCall(p *Prefaulter, call func(*File)) {
 // PrefaultIdle (see PrefaultPool, idle writers), at most once per
 // prefaultSweep, and queues each one whose populated pages past its
 // position are to be dropped. Caller holds pp.mu.
-func (pp *PrefaultPool) sweepIdle() {
+func (pp *Pool) sweepIdle() {
 	now := pp.clock()
-	if now-pp.swept < int64(prefaultSweep) {
+	if now-pp.swept < int64(sweepEvery) {
 		return
 	}
 	pp.swept = now
 	for i := len(pp.counted) - 1; i >= 0; i-- { // release moves the last writer to i
 		p := pp.counted[i]
-		if p.busy || p.queued || p.stopped || now-p.active < int64(PrefaultIdle) {
+		if p.busy || p.queued || p.stopped || now-p.active < int64(Idle) {
 			continue
 		}
 		pp.release(p)
@@ -344,19 +351,19 @@ func (pp *PrefaultPool) sweepIdle() {
 // and will write into them). It reports whether it dropped them. Caller
 // holds pp.mu, which is released during the call. A failure is dropped:
 // the pages stay mapped, and nothing else depends on it.
-func (pp *PrefaultPool) drop(p *Prefaulter) bool {
+func (pp *Pool) drop(p *Writer) bool {
 	off, n := p.dropAt, p.dropN
 	p.dropN = 0
 	if p.stopped || p.isCounted() {
 		return false
 	}
-	pp.busyCall(p, func(f *File) { _ = f.DropPages(off, n) })
+	pp.busyCall(p, func(f *mmapfile.File) { _ = f.DropPages(off, n) })
 	return true
 }
 
 // recount updates p's share of the budget from its current position.
 // Caller holds pp.mu.
-func (pp *PrefaultPool) recount(p *Prefaulter) {
+func (pp *Pool) recount(p *Writer) {
 	share := max(p.done-p.pos.Load(), 0)
 	pp.ahead += share - p.share
 	p.share = share
@@ -364,7 +371,7 @@ func (pp *PrefaultPool) recount(p *Prefaulter) {
 
 // release returns p's share (and its place among the writers). Caller
 // holds pp.mu.
-func (pp *PrefaultPool) release(p *Prefaulter) {
+func (pp *Pool) release(p *Writer) {
 	pp.ahead -= p.share
 	p.share = 0
 	pp.demand -= p.demand
@@ -380,7 +387,7 @@ func (pp *PrefaultPool) release(p *Prefaulter) {
 
 // count adds p to the pool's writers, unless it is counted or stopped.
 // Caller holds pp.mu.
-func (pp *PrefaultPool) count(p *Prefaulter) {
+func (pp *Pool) count(p *Writer) {
 	if p.isCounted() || p.stopped {
 		return
 	}
@@ -406,9 +413,9 @@ func (pp *PrefaultPool) count(p *Prefaulter) {
 //
 // Advance must be called by one goroutine (the writer). Stop may be called
 // from any goroutine, more than once.
-type Prefaulter struct {
-	pool   *PrefaultPool
-	f      *File
+type Writer struct {
+	pool   *Pool
+	f      *mmapfile.File
 	window int64
 
 	pos  atomic.Int64 // latest position reported by Advance
@@ -449,21 +456,21 @@ type Prefaulter struct {
 
 // isCounted reports whether p is among its pool's writers (pool.counted).
 // Caller holds pool.mu.
-func (p *Prefaulter) isCounted() bool { return p.slot >= 0 }
+func (p *Writer) isCounted() bool { return p.slot >= 0 }
 
-// NewPrefaulter returns a Prefaulter of f in the default pool.
-func NewPrefaulter(f *File, window int64) *Prefaulter {
-	return DefaultPrefaultPool().NewPrefaulter(f, window)
+// NewWriter returns a Prefaulter of f in the default pool.
+func NewWriter(f *mmapfile.File, window int64) *Writer {
+	return Default().NewWriter(f, window)
 }
 
-// NewPrefaulter returns a writer's Prefaulter that keeps window bytes (≤ 0:
+// NewWriter returns a writer's Prefaulter that keeps window bytes (≤ 0:
 // DefaultPrefaultWindow) of f populated ahead of the position reported
 // with Advance. Nothing is populated before the first Advance.
-func (pp *PrefaultPool) NewPrefaulter(f *File, window int64) *Prefaulter {
+func (pp *Pool) NewWriter(f *mmapfile.File, window int64) *Writer {
 	if window <= 0 {
-		window = DefaultPrefaultWindow
+		window = DefaultWindow
 	}
-	p := &Prefaulter{pool: pp, f: f, window: window, slot: -1}
+	p := &Writer{pool: pp, f: f, window: window, slot: -1}
 	p.step.Store(window / 4)
 	p.idle = sync.NewCond(&pp.mu)
 	return p
@@ -473,7 +480,7 @@ func (pp *PrefaultPool) NewPrefaulter(f *File, window int64) *Prefaulter {
 // for long (only on the pool's lock, at quarter-window steps). A position
 // lower than the previous one (after a truncation) restarts population
 // from there.
-func (p *Prefaulter) Advance(pos int64) {
+func (p *Writer) Advance(pos int64) {
 	rewound := pos < p.last
 	p.last = pos
 	if pos < p.next.Load() && !rewound {
@@ -500,7 +507,7 @@ func (p *Prefaulter) Advance(pos int64) {
 // The new mapping has none of the old one's pages mapped, so population
 // starts again from the writer's position, and p's share is recounted
 // from there; the next Advance queues p. Writer only.
-func (p *Prefaulter) Retarget(f *File) {
+func (p *Writer) Retarget(f *mmapfile.File) {
 	pp := p.pool
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
@@ -519,7 +526,7 @@ func (p *Prefaulter) Retarget(f *File) {
 // request not yet taken: the writer's next reservation step then finds
 // them allocated instead of waiting on the disk under an append. It
 // never blocks for long (the pool's lock). Writer only.
-func (p *Prefaulter) Preallocate(off, n int64) {
+func (p *Writer) Preallocate(off, n int64) {
 	pp := p.pool
 	pp.mu.Lock()
 	p.allocAt, p.allocN = off, n
@@ -530,12 +537,12 @@ func (p *Prefaulter) Preallocate(off, n int64) {
 // Grew tells p that its file's reserved size grew, so the next Advance
 // queues it (the window may have been cut short by the old size). Writer
 // only.
-func (p *Prefaulter) Grew() { p.next.Store(0) }
+func (p *Writer) Grew() { p.next.Store(0) }
 
 // nextChunk returns the range a worker should populate next for p, within
 // the window, the file's reserved size and the pool's budget. Caller holds
 // pool.mu.
-func (p *Prefaulter) nextChunk() (start, n int64) {
+func (p *Writer) nextChunk() (start, n int64) {
 	if p.stopped {
 		return 0, 0
 	}
@@ -546,18 +553,18 @@ func (p *Prefaulter) nextChunk() (start, n int64) {
 	window := p.windowAt(pos)
 	p.step.Store(window / 4)
 	target := min(pos+window, p.f.Size())
-	n = min(target-start, prefaultChunk, pp.budget-pp.ahead-pp.flight)
+	n = min(target-start, chunk, pp.budget-pp.ahead-pp.flight)
 	return start, n
 }
 
 // windowAt measures p's rate at its position pos and returns the window
 // it gets now (see PrefaultPool, rate-aware windows and fair share).
 // Caller holds pool.mu.
-func (p *Prefaulter) windowAt(pos int64) int64 {
+func (p *Writer) windowAt(pos int64) int64 {
 	pp := p.pool
 	now := pp.clock()
 	switch dt := now - p.rateAt; {
-	case p.rateAt == 0 || pos < p.ratePos || dt > int64(prefaultHorizon):
+	case p.rateAt == 0 || pos < p.ratePos || dt > int64(horizon):
 		// First turn, a rewind, or a writer back from a pause: an
 		// interval that spans the pause would put its rate at a small
 		// fraction of what it appends at now (the previous figure, if
@@ -578,7 +585,7 @@ func (p *Prefaulter) windowAt(pos int64) int64 {
 	if p.rate == 0 {
 		return min(p.window, max(pp.budget/int64(max(len(pp.counted), 1)), minFairWindow))
 	}
-	demand := int64(float64(p.rate) * float64(prefaultHorizon) / float64(time.Second))
+	demand := int64(float64(p.rate) * float64(horizon) / float64(time.Second))
 	demand = min(max(demand, minFairWindow), p.window)
 	pp.demand += demand - p.demand
 	p.demand = demand
@@ -590,7 +597,7 @@ func (p *Prefaulter) windowAt(pos int64) int64 {
 
 // Stop takes p out of its pool, waits for a chunk being populated for it,
 // and returns the first error met, other than the File being closed.
-func (p *Prefaulter) Stop() error {
+func (p *Writer) Stop() error {
 	pp := p.pool
 	pp.mu.Lock()
 	defer pp.mu.Unlock()

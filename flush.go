@@ -1,0 +1,226 @@
+package partlog
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/partlog/partlog/internal/testhook"
+	"github.com/partlog/partlog/segment"
+)
+
+// flushPlan is what one flush makes durable, read under appendMu: the
+// segments from the one holding the recovery point to the active one,
+// and the log end offset the recovery point moves to when they are
+// synced.
+type flushPlan struct {
+	leo  int64
+	gen  uint64 // l.truncations when planned
+	segs []*segment.Segment
+	// dirDirty: the directory changed (a segment was made or deleted)
+	// since the last flush that synced it; active is the active segment
+	// when planned, which tells whether it changed again since.
+	dirDirty bool
+	active   *segment.Segment
+	size     int64               // active's size when planned
+	buf      [2]*segment.Segment // segs' room for the usual one or two
+}
+
+// Flush makes everything appended so far durable and advances the
+// recovery point to the log end offset it saw when it started: the .log
+// data and length of every segment from the one holding the recovery
+// point to the active one and their transaction indexes, then the
+// directory if a segment was created (recovery.md §3.5). The active
+// segment's offset and time indexes are not synced: recovery rebuilds
+// them from the recovery point, and roll and close trim and sync them
+// (segment.Flush). Appends go on while it waits for the
+// disk. A failure poisons the log: it refuses writes until reopened,
+// because the kernel may already have dropped the dirty pages it could
+// not write (a failed fsync is never retried).
+func (l *Log) Flush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	return l.flush()
+}
+
+// flush is Flush with flushMu held.
+func (l *Log) flush() error {
+	var p flushPlan
+	l.appendMu.Lock()
+	err := l.planLocked(&p)
+	l.appendMu.Unlock()
+	if err != nil {
+		return err
+	}
+	_, err = l.finishFlush(&p, l.fsyncPlan(&p), nil, false)
+	return err
+}
+
+// planLocked fills p for a flush of everything appended so far. Caller
+// holds appendMu.
+func (l *Log) planLocked(p *flushPlan) error {
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	l.writes.flushes.Add(1)
+	p.leo, p.gen = l.logEndOffset.Load(), l.truncations.Load()
+	rp := l.recoveryPoint.Load()
+	l.mu.RLock()
+	p.segs = p.buf[:0]
+	for i, s := range l.segments {
+		if i+1 < len(l.segments) && l.segments[i+1].BaseOffset() <= rp {
+			continue // wholly below the recovery point
+		}
+		p.segs = append(p.segs, s)
+	}
+	l.mu.RUnlock()
+	p.dirDirty, p.active = l.dirDirty, l.active()
+	p.size = p.active.Size()
+	return nil
+}
+
+// fsyncPlan makes what p lists durable: the .log data and length of each
+// segment, then the directory when it changed. Caller holds flushMu;
+// appends go on during the fsyncs.
+func (l *Log) fsyncPlan(p *flushPlan) error {
+	var err error
+	if l.flushFault != nil {
+		err = l.flushFault()
+	}
+	if f := testhook.LogFlushFault.Load(); f != nil && err == nil {
+		err = (*f)(l.dir)
+	}
+	for _, s := range p.segs {
+		if err != nil {
+			break
+		}
+		if l.flushed != nil {
+			l.flushed(s.BaseOffset(), p.leo)
+		}
+		if err = s.Flush(); errors.Is(err, segment.ErrClosed) && l.deleted(s) {
+			// Retention or a truncation deleted it after the plan listed
+			// it: its offsets are gone from the log, nothing to make
+			// durable (a log start or truncation moved past it).
+			err = nil
+		}
+	}
+	if err == nil && p.dirDirty {
+		err = segment.SyncDir(l.dir)
+	}
+	return err
+}
+
+// finishFlush is commitEnv's: under appendMu, the recovery point moves
+// to p.leo (or the log is poisoned), then next's flush is planned.
+func (l *Log) finishFlush(p *flushPlan, err error, next *flushPlan, lone bool) (bool, error) {
+	l.writes.lone.Store(lone)
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err = l.finishLocked(p, err); err == nil && next != nil {
+		return l.planLocked(next) == nil, nil
+	}
+	return false, err
+}
+
+// The rest of commitEnv, for the group commit of Sync (groupcommit.go).
+
+func (l *Log) durableOffset() int64  { return l.recoveryPoint.Load() }
+func (l *Log) truncationGen() uint64 { return l.truncations.Load() }
+func (l *Log) lockFlush()            { l.flushMu.Lock() }
+func (l *Log) unlockFlush()          { l.flushMu.Unlock() }
+
+// planFlush plans a flush under appendMu.
+func (l *Log) planFlush(p *flushPlan) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	return l.planLocked(p)
+}
+
+// deleted reports whether s has left the log's segment list.
+func (l *Log) deleted(s *segment.Segment) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return !slices.Contains(l.segments, s)
+}
+
+// finishLocked ends a flush of p whose fsyncs returned err: the recovery
+// point moves to p.leo, or the log is poisoned. Caller holds appendMu.
+func (l *Log) finishLocked(p *flushPlan, err error) error {
+	if err == nil && l.failed != nil {
+		// The log failed while this flush ran (a truncation or retention
+		// that broke partway, which may have removed segments the flush
+		// then skipped): its offsets are not known durable.
+		return l.checkWritable()
+	}
+	if l.truncations.Load() != p.gen {
+		// A truncation ran meanwhile (and may have closed a segment we
+		// were syncing): what was synced may not be what is there now.
+		l.dirDirty = true
+		if err != nil && errors.Is(err, segment.ErrClosed) {
+			return nil
+		}
+		if err == nil {
+			return nil
+		}
+	}
+	if err != nil {
+		l.failed = err
+		return err
+	}
+	if p.dirDirty && l.active() == p.active {
+		// No segment was made since the plan (a truncation would have
+		// changed the count): the directory is synced.
+		l.dirDirty = false
+	}
+	if p.leo > l.recoveryPoint.Load() {
+		l.recoveryPoint.Store(p.leo)
+	}
+	if f := testhook.LogFlushed.Load(); f != nil {
+		(*f)(l.dir)
+	}
+	return nil
+}
+
+// activeEnd returns the active segment and its size (nil if the log has
+// no segment).
+func (l *Log) activeEnd() (*segment.Segment, int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.segments) == 0 {
+		return nil, 0
+	}
+	s := l.active()
+	return s, s.Size()
+}
+
+// Sync returns once every offset below offset is durable (the recovery
+// point has reached it), flushing if needed. offset may not exceed the
+// log end offset. A flush failure is returned to every waiter and leaves
+// the log refusing writes until it is reopened.
+//
+// Group commit: concurrent callers share flushes. While one flush runs,
+// the next group gathers: the first caller to find no gathering group
+// leads it, every later one joins it. The leader waits for the running
+// flush to end, which plans the next group's flush in the critical
+// section where it advances the recovery point and hands over to the
+// leader. The group goes on gathering until the members that flush
+// released have appended again and joined, bounded by a few times that
+// flush's fsync time and by their pace (gatherWait): with W writers that each append
+// and sync, a flush then carries all W rather than the W/2 that append
+// while the previous flush runs. If nobody joined after the plan, the
+// leader starts its fdatasync without taking appendMu. A single writer
+// never waits.
+//
+// A truncation below offset while the caller waits (a follower's
+// TruncateTo, a mirror's alignment) removed the bytes it waits for, which
+// other bytes may replace: Sync returns ErrTruncated.
+func (l *Log) Sync(ctx context.Context, offset int64) error {
+	gen := l.truncations.Load()
+	if end := l.logEndOffset.Load(); offset > end {
+		return &OffsetError{Err: ErrOffsetOutOfRange, Offset: offset, LogStartOffset: l.logStartOffset.Load(), LogEndOffset: end}
+	}
+	if err := l.commit.wait(ctx, offset, gen); err != errWaitTruncated {
+		return err
+	}
+	return &OffsetError{Err: ErrTruncated, Offset: offset, LogStartOffset: l.logStartOffset.Load(), LogEndOffset: l.logEndOffset.Load()}
+}

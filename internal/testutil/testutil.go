@@ -1,0 +1,70 @@
+// Package testutil holds the helpers that tests of several packages of
+// this module share, so that each is written once. It imports no package
+// of ours (any package's tests may use it) and only tests import it.
+package testutil
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// PresentPages counts the pages of b that are mapped in this process's
+// page tables (bit 63 of their /proc/self/pagemap entries): what a
+// mapping adds to the resident set, unlike mincore, which reports the
+// page cache. It skips the test where pagemap cannot be read.
+func PresentPages(t testing.TB, b []byte) int {
+	t.Helper()
+	addr, err := strconv.ParseUint(fmt.Sprintf("%p", &b[0])[2:], 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		t.Skipf("no pagemap: %v", err)
+	}
+	defer pm.Close()
+	pageSize := os.Getpagesize()
+	pages := (len(b) + pageSize - 1) / pageSize
+	entries := make([]byte, 8*pages)
+	if _, err := pm.ReadAt(entries, int64(addr/uint64(pageSize))*8); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := range pages {
+		if binary.LittleEndian.Uint64(entries[8*i:])>>63 != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// SettleTimeout bounds a test's wait for background work (a prefault
+// pool's workers, a retire goroutine, a server's flusher). The waits end
+// as soon as their condition holds; the bound is for a 2-core CI machine
+// running other test packages beside this one under -race, where that
+// work can be seconds late without anything being wrong.
+const SettleTimeout = 30 * time.Second
+
+// TempPath returns the path of name in a new temporary directory of t.
+func TempPath(t testing.TB, name string) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), name)
+}
+
+// LengthAndBlocks returns the length of the file at path and the bytes
+// of disk blocks allocated to it.
+func LengthAndBlocks(t testing.TB, path string) (length, allocated int64) {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Size, st.Blocks * 512
+}

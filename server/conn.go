@@ -1,0 +1,377 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
+)
+
+// A connection reads requests in order and handles them in order, so
+// appends happen in request order; a writer goroutine sends the
+// responses in the same order, each once ready (a produce waiting for
+// its sync, a long-poll fetch, a JoinGroup), up to maxInFlight requests
+// ahead of the writes.
+//
+// What one client can hold is bounded:
+//
+//  1. A frame is at most Config.MaxRequestBytes (Kafka's
+//     socket.request.max.bytes), and its buffer grows with the bytes that
+//     arrive, never to the declared size before they do: a slow or lying
+//     client holds what it sent.
+//  2. A frame's body must keep arriving: no byte for Config.IdleTimeout
+//     ends the connection. Between frames, a connection with nothing in
+//     flight and no byte read or written for IdleTimeout is closed
+//     (Kafka's connections.max.idle.ms); a response the client does not
+//     read for IdleTimeout ends it too.
+//  3. The body is walked before it is decoded (request_shapes.go): no
+//     count is allocated beyond the bytes present, and at most
+//     Config.MaxRequestEntries array entries and tagged fields are.
+//  4. A response buffer larger than retainedResponseBytes is dropped once
+//     written, so a connection does not keep a large fetch's buffer.
+
+// pending is one request's answer, written in request order. done is
+// closed when resp is ready; resp nil means no response (acks=0).
+type pending struct {
+	corr     int32
+	key      int16
+	resp     kmsg.Response
+	done     chan struct{}
+	release  func()
+	flexHead bool
+}
+
+// maxInFlight bounds the requests of one connection read ahead of their
+// responses.
+const maxInFlight = 64
+
+// retainedResponseBytes is the largest response buffer a connection
+// keeps for its next response.
+const retainedResponseBytes = 1 << 20
+
+// unsupportedDecodeBytes is the largest body of a request without a
+// shape that is decoded, best effort, to name its topics in an
+// UNSUPPORTED_VERSION answer: kmsg may allocate tens of times its size.
+const unsupportedDecodeBytes = 16 << 10
+
+// connCtx is one client connection, as its handlers know it.
+type connCtx struct {
+	s     *Server
+	c     net.Conn
+	local *net.TCPAddr // the address the client reached (advertised back)
+	// inFlight counts the requests read whose response is not written
+	// yet (a long poll is not idleness).
+	inFlight atomic.Int32
+	// lastWrite is when the writer last wrote (unix nanoseconds).
+	lastWrite atomic.Int64
+}
+
+// serveConn reads requests, handles them in order (appends and other
+// side effects happen in request order), and a writer goroutine sends
+// the responses in the same order.
+func (s *Server) serveConn(c net.Conn) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	local, _ := c.LocalAddr().(*net.TCPAddr)
+	cc := &connCtx{s: s, c: c, local: local}
+	cc.lastWrite.Store(time.Now().UnixNano())
+	q := make(chan *pending, maxInFlight)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		cc.writeResponses(q, cancel)
+	}()
+	r := bufio.NewReaderSize(c, 64<<10)
+	var async sync.WaitGroup
+	var err error
+	for {
+		var p *pending
+		p, err = cc.readRequest(ctx, r, &async)
+		if err != nil {
+			break
+		}
+		if p != nil {
+			cc.inFlight.Add(1)
+			select {
+			case q <- p:
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, context.Canceled) {
+		s.logf("connection %s: %v", c.RemoteAddr(), err)
+	}
+	cancel()
+	async.Wait()
+	close(q)
+	<-writerDone
+	_ = c.Close()
+}
+
+func (cc *connCtx) writeResponses(q <-chan *pending, cancel context.CancelFunc) {
+	w := bufio.NewWriterSize(cc.c, 64<<10)
+	var buf []byte
+	failed := false
+	for p := range q {
+		<-p.done
+		if p.resp != nil && !failed {
+			buf = append(buf[:0], 0, 0, 0, 0)
+			buf = binary.BigEndian.AppendUint32(buf, uint32(p.corr))
+			if p.flexHead {
+				buf = append(buf, 0) // empty tagged fields
+			}
+			buf = p.resp.AppendTo(buf)
+			binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+			// A client that reads nothing for the idle timeout is gone.
+			_ = cc.c.SetWriteDeadline(time.Now().Add(cc.s.cfg.IdleTimeout))
+			if _, err := w.Write(buf); err != nil {
+				failed = true
+				cancel()
+			} else if len(q) == 0 {
+				if err := w.Flush(); err != nil {
+					failed = true
+					cancel()
+				}
+			}
+			cc.lastWrite.Store(time.Now().UnixNano())
+			if cap(buf) > retainedResponseBytes {
+				buf = nil
+			}
+		}
+		cc.inFlight.Add(-1)
+		if p.release != nil {
+			p.release()
+		}
+	}
+	if !failed {
+		_ = w.Flush()
+	}
+}
+
+func (cc *connCtx) hostPort() (string, int32) {
+	if cc.local == nil {
+		return "127.0.0.1", 9092
+	}
+	return cc.local.IP.String(), int32(cc.local.Port)
+}
+
+// errBadRequest ends a connection whose bytes are not a Kafka request.
+var errBadRequest = errors.New("partlog/server: malformed request")
+
+// errIdle ends a connection idle for Config.IdleTimeout.
+var errIdle = errors.New("partlog/server: idle connection closed")
+
+// waitFrame waits for the next frame's size: a connection with requests
+// in flight, or written to lately, is not idle.
+func (cc *connCtx) waitFrame(r *bufio.Reader) error {
+	idle := cc.s.cfg.IdleTimeout
+	for {
+		if err := cc.c.SetReadDeadline(time.Now().Add(idle)); err != nil {
+			return err
+		}
+		_, err := r.Peek(4)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+		last := time.Unix(0, cc.lastWrite.Load())
+		if cc.inFlight.Load() == 0 && time.Since(last) >= idle && r.Buffered() == 0 {
+			return fmt.Errorf("%w (nothing for %v)", errIdle, idle)
+		}
+		if r.Buffered() > 0 {
+			// A frame began and stalled within its size.
+			return fmt.Errorf("%w: no byte of the frame's size for %v", errBadRequest, idle)
+		}
+	}
+}
+
+// readFrame reads a frame's body of size bytes, growing its buffer as
+// the bytes arrive; each read must bring a byte within the idle timeout.
+func (cc *connCtx) readFrame(r *bufio.Reader, size int) ([]byte, error) {
+	msg := make([]byte, 0, min(size, 64<<10))
+	for len(msg) < size {
+		if len(msg) == cap(msg) {
+			msg = slices.Grow(msg, min(size, 2*cap(msg))-len(msg))
+		}
+		if err := cc.c.SetReadDeadline(time.Now().Add(cc.s.cfg.IdleTimeout)); err != nil {
+			return nil, err
+		}
+		n, err := r.Read(msg[len(msg):min(cap(msg), size)])
+		msg = msg[:len(msg)+n]
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, fmt.Errorf("%w: %d of %d bytes, then nothing for %v", errBadRequest, len(msg), size, cc.s.cfg.IdleTimeout)
+			}
+			if errors.Is(err, io.EOF) {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return msg, nil
+}
+
+// readRequest reads one size-prefixed request, parses its header (v1,
+// or v2 with tagged fields for a flexible version) and hands it to its
+// handler. A request the server does not implement at that version is
+// answered UNSUPPORTED_VERSION (versions.go); only bytes that cannot be
+// a request, or a request past the server's bounds, end the connection.
+func (cc *connCtx) readRequest(ctx context.Context, r *bufio.Reader, async *sync.WaitGroup) (*pending, error) {
+	s := cc.s
+	if err := cc.waitFrame(r); err != nil {
+		return nil, err
+	}
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	size := int32(binary.BigEndian.Uint32(hdr[:]))
+	if size < 8 || size > s.cfg.MaxRequestBytes {
+		return nil, fmt.Errorf("%w: size %d (socket.request.max.bytes %d)", errBadRequest, size, s.cfg.MaxRequestBytes)
+	}
+	msg, err := cc.readFrame(r, int(size))
+	if err != nil {
+		return nil, err
+	}
+	req, corr, body, err := parseRequest(msg)
+	if err != nil {
+		return nil, err
+	}
+	key, version := req.Key(), req.GetVersion()
+	_, shaped, shapeErr := checkRequestShape(key, version, body, s.cfg.MaxRequestEntries)
+	p := &pending{corr: corr, key: key, done: make(chan struct{})}
+	if !s.supported(key, version) {
+		// Best effort: the body names the topics of the answer.
+		if (shaped && shapeErr == nil) || (!shaped && len(body) <= unsupportedDecodeBytes) {
+			_ = req.ReadFrom(body)
+		}
+		p.resp = s.unsupported(req, key, version)
+		p.flexHead = key != 18 && p.resp.IsFlexible()
+		close(p.done)
+		return p, nil
+	}
+	if shapeErr != nil {
+		return nil, fmt.Errorf("%s v%d: %w", apiName(key), version, shapeErr)
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("%w: %s v%d: %v", errBadRequest, apiName(key), version, err)
+	}
+	p.flexHead = key != 18 && req.IsFlexible() // ApiVersions answers with header v0
+	h := s.handle(ctx, cc, req)
+	if h.noResponse {
+		return nil, nil
+	}
+	p.release = h.release
+	if h.wait == nil {
+		p.resp = h.resp
+		close(p.done)
+		return p, nil
+	}
+	async.Add(1)
+	go func() {
+		defer async.Done()
+		p.resp = h.wait(ctx)
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// parseRequest parses a request's header (api key, version,
+// correlation id, client id, and for a flexible version its tagged
+// fields) and returns the request type at that version, unread, with the
+// body after the header.
+func parseRequest(msg []byte) (kmsg.Request, int32, []byte, error) {
+	if len(msg) < 10 {
+		return nil, 0, nil, fmt.Errorf("%w: %d bytes", errBadRequest, len(msg))
+	}
+	key := int16(binary.BigEndian.Uint16(msg[0:]))
+	version := int16(binary.BigEndian.Uint16(msg[2:]))
+	corr := int32(binary.BigEndian.Uint32(msg[4:]))
+	body := msg[8:]
+	n := int16(binary.BigEndian.Uint16(body)) // client id: nullable string
+	body = body[2:]
+	if n > 0 {
+		if int(n) > len(body) {
+			return nil, corr, nil, fmt.Errorf("%w: client id past the end", errBadRequest)
+		}
+		body = body[n:]
+	}
+	req := kmsg.RequestForKey(key)
+	if req == nil {
+		// No response type to answer with: Kafka closes the connection
+		// too.
+		return nil, corr, nil, fmt.Errorf("%w: unknown api key %d", errBadRequest, key)
+	}
+	if version < 0 {
+		return nil, corr, nil, fmt.Errorf("%w: version %d", errBadRequest, version)
+	}
+	req.SetVersion(version)
+	if req.IsFlexible() {
+		var err error
+		if body, err = skipTags(body); err != nil {
+			return nil, corr, nil, err
+		}
+	}
+	return req, corr, body, nil
+}
+
+// skipTags skips a tagged-field section.
+func skipTags(b []byte) ([]byte, error) {
+	count, n := binary.Uvarint(b)
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: tagged fields", errBadRequest)
+	}
+	b = b[n:]
+	for i := uint64(0); i < count; i++ {
+		if _, n = binary.Uvarint(b); n <= 0 {
+			return nil, fmt.Errorf("%w: tag", errBadRequest)
+		}
+		b = b[n:]
+		size, n := binary.Uvarint(b)
+		if n <= 0 || size > uint64(len(b)-n) {
+			return nil, fmt.Errorf("%w: tag size", errBadRequest)
+		}
+		b = b[n+int(size):]
+	}
+	return b, nil
+}
+
+// acceptRetriable reports whether an accept failure passes: the process
+// or the system ran out of descriptors or buffers, or the connection
+// went away before it was accepted.
+func acceptRetriable(err error) bool {
+	for _, e := range []error{unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM, unix.ECONNABORTED,
+		unix.ECONNRESET, unix.EPERM, unix.EPROTO, unix.EINTR, unix.EAGAIN} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// openFileLimit is the process's open-file limit (1 024 when it cannot
+// be read; Go raises the soft limit to the hard one at start).
+func openFileLimit() int {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return 1024
+	}
+	return int(min(lim.Cur, 1<<24))
+}
