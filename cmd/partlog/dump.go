@@ -160,7 +160,10 @@ func (o *dumpOptions) run(files []string, stdout, stderr io.Writer) error {
 			// Kafka's tool dies here: no further file, no trailer.
 			w.Flush()
 			fmt.Fprintln(stderr, ke.line())
-			return &exitError{code: code | exitProblems}
+			if ke.code == 0 {
+				return &exitError{code: code | exitProblems}
+			}
+			return &exitError{code: code | ke.code}
 		}
 		if err != nil {
 			w.Flush()
@@ -511,10 +514,12 @@ const noOffsetYet = math.MinInt64
 // exception its main lets escape, which the JVM prints as
 // `Exception in thread "main" <class>: <message>` and a stack trace.
 // partlog prints that first line, dumps no further file and prints no
-// end-of-run report, as Kafka's tool does, and exits 4.
+// end-of-run report, as Kafka's tool does, and exits 4 (8 for a file
+// that could not be read).
 type kafkaException struct {
 	class   string // the Java exception's class name
 	message string // its message; empty for none
+	code    int    // partlog's exit code for it; 0 means exitProblems
 }
 
 func (e *kafkaException) Error() string {

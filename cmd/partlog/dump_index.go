@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -225,6 +226,17 @@ func siblingsOf(path string) (segmentFiles, error) {
 	}, nil
 }
 
+// missingSibling turns the failure to open an index's .log into what
+// Kafka's tool does: it dies with java.nio.file.NoSuchFileException
+// naming the file (exit 8: a file could not be read).
+func missingSibling(err error) error {
+	var pe *fs.PathError
+	if errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe) {
+		return &kafkaException{class: "java.nio.file.NoSuchFileException", message: pe.Path, code: exitOperational}
+	}
+	return err
+}
+
 // segmentLog reads entries of a segment's .log file on demand, to check
 // index entries against it. It never writes.
 type segmentLog struct {
@@ -379,7 +391,7 @@ func (o *dumpOptions) inspectOffsetIndex(path string) (*indexDump, error) {
 	}
 	log, err := openSegmentLog(seg.log)
 	if err != nil {
-		return nil, fmt.Errorf("the segment's .log file must exist: %w", err)
+		return nil, missingSibling(err)
 	}
 	defer log.Close()
 	b, err := readIndexFile(path)
@@ -445,12 +457,15 @@ func (o *dumpOptions) inspectTimeIndex(path string) (*indexDump, error) {
 	}
 	log, err := openSegmentLog(seg.log)
 	if err != nil {
-		return nil, fmt.Errorf("the segment's .log file must exist: %w", err)
+		return nil, missingSibling(err)
 	}
 	defer log.Close()
+	// Kafka's tool opens the .index with Kafka's index class, which
+	// creates an empty file when there is none; partlog writes nothing
+	// and reads a missing .index as empty, which prints the same.
 	ib, err := os.ReadFile(seg.index)
-	if err != nil {
-		return nil, fmt.Errorf("the segment's .index file must exist: %w", err)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
 	offsetEntries, _ := index.DecodeOffsetIndex(ib, seg.base)
 	b, err := readIndexFile(path)

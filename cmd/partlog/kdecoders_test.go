@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -74,28 +75,58 @@ func (m mb) i64(v int64) mb  { return i64(m, v) }
 func (m mb) id(fill byte) mb { return uuid(m, fill) }
 func (m mb) b() []byte       { return m }
 
+// TestJavaUTF8 checks javaUTF8 against what OpenJDK 17's
+// new String(bytes, UTF_8) printed for each input (hex), including the
+// sequences where Java groups replacements unlike Unicode's rule.
 func TestJavaUTF8(t *testing.T) {
 	for _, tc := range []struct {
-		in   []byte
+		hex  string
 		want string
 	}{
-		{[]byte("plain"), "plain"},
-		{[]byte("é€😀"), "é€😀"},
-		{nil, ""},
-		{[]byte{0xff}, "\uFFFD"},
-		{[]byte{'a', 0xff, 'b'}, "a\uFFFDb"},
-		{[]byte{0xc3}, "\uFFFD"},                         // truncated 2-byte sequence
-		{[]byte{0xe2, 0x82}, "\uFFFD"},                   // truncated 3-byte: one maximal subpart
-		{[]byte{0xe2, 0x82, 'A'}, "\uFFFDA"},             // ... followed by ASCII
-		{[]byte{0xf0, 0x9f, 0x98}, "\uFFFD"},             // truncated 4-byte
-		{[]byte{0xc0, 0xaf}, "\uFFFD\uFFFD"},             // overlong: C0 is never valid
-		{[]byte{0xed, 0xa0, 0x80}, "\uFFFD\uFFFD\uFFFD"}, // surrogate: ED A0 is not a prefix
-		{[]byte{0xe0, 0x80, 0x80}, "\uFFFD\uFFFD\uFFFD"}, // overlong 3-byte
-		{[]byte{0xf4, 0x90, 0x80, 0x80}, "\uFFFD\uFFFD\uFFFD\uFFFD"},
-		{[]byte{0x80, 0x80}, "\uFFFD\uFFFD"},
+		{"", ""},
+		{"706c61696e", "plain"},
+		{"eda741", "\uFFFDA"},
+		{"eda080", "\uFFFD"},
+		{"e08080", "\uFFFD\uFFFD\uFFFD"},
+		{"f4908080", "\uFFFD\uFFFD\uFFFD\uFFFD"},
+		{"c0af", "\uFFFD\uFFFD"},
+		{"8080", "\uFFFD\uFFFD"},
+		{"c3", "\uFFFD"},
+		{"e282", "\uFFFD"},
+		{"e28241", "\uFFFDA"},
+		{"f09f98", "\uFFFD"},
+		{"f09f9841", "\uFFFDA"},
+		{"eda0", "\uFFFD"},
+		{"edbfbf", "\uFFFD"},
+		{"f0808080", "\uFFFD\uFFFD\uFFFD\uFFFD"},
+		{"f48fbfbf", "\U0010FFFF"},
+		{"f5", "\uFFFD"},
+		{"ff41", "\uFFFDA"},
+		{"e0a0", "\uFFFD"},
+		{"e09f80", "\uFFFD\uFFFD\uFFFD"},
+		{"c2", "\uFFFD"},
+		{"c241", "\uFFFDA"},
+		{"efbfbf", "\uFFFF"},
+		{"f8888080", "\uFFFD\uFFFD\uFFFD\uFFFD"},
+		{"ed9fbf", "\uD7FF"},
+		{"e08041", "\uFFFD\uFFFDA"},
+		{"ed8041", "\uFFFDA"},
+		{"f09f41", "\uFFFDA"},
+		{"f0", "\uFFFD"},
+		{"f09f", "\uFFFD"},
+		{"f5808080", "\uFFFD\uFFFD\uFFFD\uFFFD"},
+		{"f7bfbfbf", "\uFFFD\uFFFD\uFFFD\uFFFD"},
+		{"e0a041", "\uFFFDA"},
+		{"f08f8080", "\uFFFD\uFFFD\uFFFD\uFFFD"},
+		{"c3a9e282ac", "\u00E9\u20AC"},
+		{"f0908080", "\U00010000"},
 	} {
-		if got := javaUTF8(tc.in); got != tc.want {
-			t.Errorf("javaUTF8(% x) = %q, want %q", tc.in, got, tc.want)
+		in, err := hex.DecodeString(tc.hex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := javaUTF8(in); got != tc.want {
+			t.Errorf("javaUTF8(%s) = %+q, Java says %+q", tc.hex, got, tc.want)
 		}
 	}
 }

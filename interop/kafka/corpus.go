@@ -261,6 +261,16 @@ func (w *corpusWriter) createTopics(topics []CorpusTopic) {
 	}
 }
 
+// corpusInvalidUTF8 are values that are not UTF-8: truncated sequences,
+// surrogates, overlong forms, code points above U+10FFFF.
+var corpusInvalidUTF8 = [][]byte{
+	{0xc3, 0x28, 'b', 0xe2, 0x82},
+	{0xed, 0xa0, 0x80, 'x', 0xed, 0xa7, 0x41},
+	{0xe0, 0x80, 0x80, 0xf4, 0x90, 0x80, 0x80},
+	{'y', 0xf0, 0x9f, 0x41, 0xc0, 0xaf, 0xf0, 0x9f},
+	{0xf5, 0x80, 0x80, 0x80, 0xe0, 0xa0},
+}
+
 // corpusRecords are the records of one producer's round: their keys,
 // values and headers cover what a dump prints differently.
 func corpusRecords(topic string, round, n int, now time.Time) []*kgo.Record {
@@ -277,7 +287,9 @@ func corpusRecords(topic string, round, n int, now time.Time) []*kgo.Record {
 		case 3:
 			r.Key, r.Value = []byte{}, []byte{} // empty, not null
 		case 4:
-			r.Key, r.Value = []byte{0xff, 0xfe, 'a'}, []byte{0xc3, 0x28, 'b', 0xe2, 0x82} // invalid UTF-8
+			// Invalid UTF-8, where Java's decoder groups replacement
+			// characters its own way.
+			r.Key, r.Value = []byte{0xff, 0xfe, 'a'}, corpusInvalidUTF8[(round*n+i)%len(corpusInvalidUTF8)]
 		case 5:
 			r.Key, r.Value = []byte("héllo"), []byte("wörld ✓ 日本")
 			r.Headers = []kgo.RecordHeader{{Key: "h1", Value: []byte("a")}, {Key: "", Value: nil}, {Key: "trace-id", Value: []byte{1, 2}}}
