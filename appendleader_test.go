@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/batch"
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // leaderStep is one AppendAsLeader of a sequence.
@@ -122,7 +122,7 @@ func TestAppendLeaderMatchesGeneral(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, e := range names {
-				if filepath.Ext(e.Name()) == segment.SnapshotSuffix {
+				if filepath.Ext(e.Name()) == filenames.Snapshot {
 					continue // holds no time, but compared through Producers above
 				}
 				x, errA := os.ReadFile(filepath.Join(dirs[0], e.Name()))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/snapshot"
 )
@@ -257,7 +258,7 @@ func TestBarrier_ReplayedOverEarlierSnapshot(t *testing.T) {
 	// Keep only the snapshot taken before the barrier.
 	for _, off := range psSnapshots(t, dir) {
 		if off != rolled {
-			if err := os.Remove(filepath.Join(dir, snapshot.FileName(off))); err != nil {
+			if err := os.Remove(filepath.Join(dir, filenames.Make(off, filenames.Snapshot))); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -277,7 +278,7 @@ func TestBarrier_ReplayedOverEarlierSnapshot(t *testing.T) {
 	psCheckExact(t, "from the snapshot after the barrier", l.Producers(), live)
 	for _, off := range psSnapshots(t, dir) {
 		if off > cb.FirstOffset {
-			entries, err := snapshot.Read(filepath.Join(dir, snapshot.FileName(off)))
+			entries, err := snapshot.Read(filepath.Join(dir, filenames.Make(off, filenames.Snapshot)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -803,7 +804,7 @@ func TestBarrier_SnapshotAfterBarrierIsEmpty(t *testing.T) {
 	if err := l.Roll(); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := snapshot.Read(filepath.Join(l.Dir(), snapshot.FileName(cb.LastOffset+1)))
+	entries, err := snapshot.Read(filepath.Join(l.Dir(), filenames.Make(cb.LastOffset+1, filenames.Snapshot)))
 	if err != nil || len(entries) != 0 {
 		t.Fatalf("snapshot after the barrier: %v entries (%v), want a zero-entry file", len(entries), err)
 	}
@@ -833,10 +834,10 @@ func TestBarrier_EpochLine(t *testing.T) {
 	}
 }
 
-// TestRegression_BarrierAcceptedWithOpenTransaction is producer-state.md T65
-// (§6.8 R2): the storage API must refuse a barrier while a transaction
-// is open, with a retriable error.
-func TestRegression_BarrierAcceptedWithOpenTransaction(t *testing.T) {
+// TestBarrierRefusedWithOpenTransaction: the storage API refuses a
+// barrier while a transaction is open, with a retriable error
+// (producer-state.md T65, §6.8 R2).
+func TestBarrierRefusedWithOpenTransaction(t *testing.T) {
 	l, _ := psNew(t)
 	psLeader(t, l, psData(t, 5, 0, 0, 2, true))
 	before := psFreeze(t, l)

@@ -22,9 +22,9 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/recovery"
-	"github.com/partlog/partlog/segment"
 )
 
 // The crash harness (recovery.md §3.5, §7, §9): a child process appends and
@@ -165,24 +165,6 @@ func crashDigest(l *Log, from, to int64, h uint32) (uint32, error) {
 	return h, err
 }
 
-// controlType returns the control type of a control batch's first record.
-func controlType(v batch.View) (batch.ControlType, bool) {
-	if !v.IsControl() || v.RecordsCount() <= 0 {
-		return 0, false
-	}
-	data, err := v.RecordData(nil, 1<<20)
-	if err != nil {
-		return 0, false
-	}
-	it := batch.NewRecordIterator(v, data)
-	var r batch.Record
-	if !it.Next(&r) {
-		return 0, false
-	}
-	_, typ, err := batch.ParseControlKey(r.Key)
-	return typ, err == nil
-}
-
 // crashResult is what crashCheck learned about a reopened log.
 type crashResult struct {
 	leo        int64
@@ -254,7 +236,7 @@ func crashCheck(t *testing.T, l *Log, ack ackRecord, exactLEO int64) crashResult
 		} else if len(epochs) > 0 && e < epochs[len(epochs)-1].Epoch {
 			return fmt.Errorf("leader epoch %d after %d", e, epochs[len(epochs)-1].Epoch)
 		}
-		if typ, ok := controlType(v); ok && typ == batch.ControlMirrorPidReset {
+		if v.IsBarrier() {
 			barriers = append(barriers, v.BaseOffset())
 		}
 		m.Begin(&a, producerstate.Replay, now)
@@ -365,8 +347,8 @@ func newestSnapshotAtOrBelow(dir string, limit int64) (int64, error) {
 	}
 	best := int64(-1)
 	for _, e := range entries {
-		n, err := segment.ParseFileName(e.Name())
-		if err == nil && n.Kind == segment.SnapshotSuffix && n.Transient == "" && n.Offset <= limit && n.Offset > best {
+		n, err := filenames.Parse(e.Name())
+		if err == nil && n.Kind == filenames.Snapshot && n.Transient == "" && n.Offset <= limit && n.Offset > best {
 			best = n.Offset
 		}
 	}
@@ -412,13 +394,13 @@ func diffProducers(have, want []ProducerEntry) string {
 // sanityIndexes opens a segment's offset and time index read-only and
 // runs Sanity on them.
 func sanityIndexes(dir string, base int64) error {
-	oi, err := index.OpenOffsetIndex(segment.Path(dir, base, segment.IndexSuffix), base, true)
+	oi, err := index.OpenOffsetIndex(filenames.Path(dir, base, filenames.Index), base, true)
 	if err != nil {
 		return err
 	}
 	err = oi.Sanity()
 	err = errors.Join(err, oi.Close())
-	ti, terr := index.OpenTimeIndex(segment.Path(dir, base, segment.TimeIndexSuffix), base, true)
+	ti, terr := index.OpenTimeIndex(filenames.Path(dir, base, filenames.TimeIndex), base, true)
 	if terr != nil {
 		return errors.Join(err, terr)
 	}
@@ -443,21 +425,21 @@ func checkClosedDir(t *testing.T, dir string) {
 	}
 	var bases []int64
 	for _, e := range entries {
-		n, err := segment.ParseFileName(e.Name())
+		n, err := filenames.Parse(e.Name())
 		if err != nil {
 			continue
 		}
 		if n.Transient != "" || strings.HasSuffix(e.Name(), ".tmp") {
 			t.Errorf("leftover file %s after a clean close", e.Name())
 		}
-		if n.Kind == segment.LogSuffix && n.Transient == "" {
+		if n.Kind == filenames.Log && n.Transient == "" {
 			bases = append(bases, n.Offset)
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	next := int64(-1)
 	for i, base := range bases {
-		data, err := os.ReadFile(segment.Path(dir, base, segment.LogSuffix))
+		data, err := os.ReadFile(filenames.Path(dir, base, filenames.Log))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -508,7 +490,7 @@ func checkIndexTargets(t *testing.T, dir string, base int64, bs []segmentBatch) 
 	if len(bs) > 0 {
 		segLast = bs[len(bs)-1].last
 	}
-	oi, err := index.OpenOffsetIndex(segment.Path(dir, base, segment.IndexSuffix), base, true)
+	oi, err := index.OpenOffsetIndex(filenames.Path(dir, base, filenames.Index), base, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +504,7 @@ func checkIndexTargets(t *testing.T, dir string, base int64, bs []segmentBatch) 
 			t.Errorf("segment %d: offset index entry %+v does not match the batch at %d (%d..%d)", base, e, e.Position, bs[j].base, bs[j].last)
 		}
 	}
-	ti, err := index.OpenTimeIndex(segment.Path(dir, base, segment.TimeIndexSuffix), base, true)
+	ti, err := index.OpenTimeIndex(filenames.Path(dir, base, filenames.TimeIndex), base, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -683,7 +665,7 @@ func TestCrashKill(t *testing.T) {
 	}
 	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
 	last, _, _ := readLastAck(acks)
-	t.Logf("%d kills in %v, %d acknowledged flushes, %d recoveries cut (%v), %d started from a snapshot; final log end %d, %d segments, %d barriers; %d checkpoint temporaries removed (TestRegression_CheckpointTempBlocksOpen)",
+	t.Logf("%d kills in %v, %d acknowledged flushes, %d recoveries cut (%v), %d started from a snapshot; final log end %d, %d segments, %d barriers; %d checkpoint temporaries removed (TestCheckpointTempDoesNotBlockOpen)",
 		kills, time.Since(began).Round(time.Millisecond), ackedFlushes, truncations, classes, snapshots, last.offset, len(segs), barriers, tempsRemoved)
 }
 
@@ -700,7 +682,7 @@ func countAcks(path string) (int, error) {
 // leave (leader-epoch-checkpoint.tmp, written by the epoch cache before
 // its rename) and returns how many there were. Recovery ignores them
 // (recovery.md §8 H2) but Log.load refuses any *.tmp, so without this an
-// unclean Open fails for ever: see TestRegression_CheckpointTempBlocksOpen. The
+// unclean Open fails for ever: see TestCheckpointTempDoesNotBlockOpen. The
 // harness removes them, as the next checkpoint write would truncate them,
 // so that it keeps checking everything else.
 func removeCheckpointTemps(dir string) (int, error) {
@@ -716,15 +698,10 @@ func removeCheckpointTemps(dir string) (int, error) {
 	return len(temps), nil
 }
 
-// TestRegression_CheckpointTempBlocksOpen: a process killed while it rewrites
-// leader-epoch-checkpoint (temp file, fsync, rename) leaves
-// leader-epoch-checkpoint.tmp. recovery.Run ignores checkpoint temporaries
-// (leftovers.go, recovery.md §8 H2 "ignored; never read as checkpoints"),
-// and then Log.load (log.go) fails on any name ending in ".tmp" with
-// ErrNeedsRecovery "leftover temporary file". Every later Open, clean or
-// not, fails the same way: the partition cannot be opened again after a
-// crash at that point. TestCrashKill hit it on its first iteration.
-func TestRegression_CheckpointTempBlocksOpen(t *testing.T) {
+// TestCheckpointTempDoesNotBlockOpen: a leader-epoch-checkpoint.tmp
+// left by a process killed while it rewrote the checkpoint is ignored
+// by recovery (recovery.md §8 H2) and by the load, which opens the log.
+func TestCheckpointTempDoesNotBlockOpen(t *testing.T) {
 	dir := t.TempDir()
 	l, err := Open(dir, smallOpts(t))
 	if err != nil {
@@ -750,13 +727,11 @@ func TestRegression_CheckpointTempBlocksOpen(t *testing.T) {
 	_ = l.Close()
 }
 
-// TestRegression_CoordinatorMultiBatchOffsets: AppendAsCoordinator assigns
-// offsets "as for a leader", so the follower rule "each batch's base offset
-// above the previous batch's last offset" must not apply to the offsets as
-// received: two barriers both built at base offset 0, as a leader's input
-// always is, are appended at 0 and 1 (Kafka checks monotonic offsets only
-// when it does not assign them).
-func TestRegression_CoordinatorMultiBatchOffsets(t *testing.T) {
+// TestCoordinatorAssignsEveryBatchItsOffsets: AppendAsCoordinator
+// assigns offsets as a leader does, so two control batches built at
+// base offset 0 are appended at 0 and 1: the follower rule on offsets
+// as received does not apply.
+func TestCoordinatorAssignsEveryBatchItsOffsets(t *testing.T) {
 	l, _ := openTestLog(t, smallOpts(t))
 	b := batch.AppendMirrorPidResetBatch(nil, batch.ControlSpec{PartitionLeaderEpoch: batch.NoLeaderEpoch, Timestamp: 1000}, "src")
 	b = batch.AppendMirrorPidResetBatch(b, batch.ControlSpec{PartitionLeaderEpoch: batch.NoLeaderEpoch, Timestamp: 1000}, "src")
@@ -879,7 +854,7 @@ func crashImageRound(t *testing.T, seed uint64) {
 	}
 	current := readDirFiles(t, src)
 	_, newSize := l.activeSegment()
-	logName := segment.MakeFileName(activeBase, segment.LogSuffix)
+	logName := filenames.Make(activeBase, filenames.Log)
 	tail := current[logName][flushedSize:newSize]
 	var tbs []tailBatch
 	h := digest
@@ -975,7 +950,7 @@ func crashImageRound(t *testing.T, seed uint64) {
 			files := maps.Clone(synced)
 			if meta == "current" {
 				for name, b := range current {
-					if !strings.HasSuffix(name, segment.LogSuffix) {
+					if !strings.HasSuffix(name, filenames.Log) {
 						files[name] = b
 					}
 				}

@@ -28,9 +28,8 @@ type DirOptions struct {
 	// from the log directory's files instead.
 	Log *Options
 	// Parallelism is how many partitions load at once. Default: four per
-	// CPU, at least 8 (a load mostly waits on the file system; with 1 000
-	// fresh partitions on the 2-vCPU reference VM, 16 at once took 0.2–0.9x
-	// the time of 2 in three interleaved rounds).
+	// CPU, at least 8: a load mostly waits on the file system
+	// (bench/RESULTS.md, DirOptions.Parallelism).
 	Parallelism int
 	// BrokerEpoch is written into the clean-shutdown marker by Close.
 	// Default -1 (none).
@@ -40,6 +39,13 @@ type DirOptions struct {
 	// Log). The fields taken from the log directory's files are set as
 	// for Log.
 	PartitionOptions func(TopicPartition) *Options
+	// Quarantine, if set, is where the recovery of a partition at open
+	// places every byte it removes (cut tails, dropped segments, replaced
+	// indexes; recovery.Options.Quarantine), a relative path being taken
+	// inside the partition directory, which recovery and Kafka's loader
+	// skip as a subdirectory. Default "": removed bytes are deleted, as
+	// Kafka deletes them.
+	Quarantine string
 }
 
 // ErrDirLocked is returned by OpenDir when another holder (a running
@@ -56,7 +62,12 @@ type DirProblem struct {
 	// suffixed directories, left alone), "metadata-log" (KRaft's
 	// __cluster_metadata-0, which Kafka's log manager does not load
 	// either), "bad-checkpoint", "inconsistent-topic-id"
-	// (partition.metadata names another id than the partition's Options)
+	// (partition.metadata names another id than the partition's Options),
+	// "not-a-directory" (an entry named like a partition directory that
+	// is a regular file or another non-directory; left alone),
+	// "flushed-damage" (a cleanly shut down partition whose repair would
+	// cut data below its recovery point: ErrFlushedDamage), "read-only"
+	// (Name "."; the checkpoints could not be written at open: Dir.ReadOnly)
 	// or "failed".
 	Kind string
 	// Detail says more.
@@ -79,8 +90,13 @@ type Dir struct {
 	// there are any, Close writes no clean-shutdown marker.
 	unloaded map[TopicPartition]unloadedEntry
 	clean    bool
-	mu       sync.Mutex // serializes Checkpoint, Close, Create and Delete
-	closed   bool
+	// readOnly is why every write is refused (ReadOnly), set by OpenDir.
+	readOnly error
+	// cleanerFile: cleaner-offset-checkpoint exists (it is written once
+	// a partition has a cleaner checkpoint, and kept from then on).
+	cleanerFile bool
+	mu          sync.Mutex // serializes Checkpoint, Close, Create and Delete
+	closed      bool
 	// lmu guards logs against Create and Delete (which also hold mu) for
 	// Logs, Log and Reports.
 	lmu       sync.RWMutex
@@ -93,8 +109,11 @@ var kafkaSuffixedDirRE = regexp.MustCompile(`^(\S+)-(\S+)\.(\S+)-(delete|future|
 // unloadedEntry is what the checkpoints said of a partition that failed
 // to load.
 type unloadedEntry struct {
-	recoveryPoint, logStart, highWatermark          int64
-	hasRecoveryPoint, hasLogStart, hasHighWatermark bool
+	recoveryPoint, logStart, highWatermark, firstDirty             int64
+	hasRecoveryPoint, hasLogStart, hasHighWatermark, hasFirstDirty bool
+	// unchanged: the partition was refused before anything of it changed
+	// (ErrFlushedDamage), so it does not stop the clean-shutdown marker.
+	unchanged bool
 }
 
 // OpenDir opens a Kafka log directory: it takes the directory's .lock
@@ -221,6 +240,9 @@ func (d *Dir) load() error {
 	rps := d.readOffsets(checkpoint.RecoveryPointFile)
 	starts := d.readOffsets(checkpoint.LogStartOffsetFile)
 	hws := d.readOffsets(checkpoint.ReplicationOffsetFile)
+	dirty := d.readOffsets(checkpoint.CleanerOffsetFile)
+	_, err = os.Lstat(filepath.Join(d.path, checkpoint.CleanerOffsetFile))
+	d.cleanerFile = err == nil
 	entries, err := os.ReadDir(d.path)
 	if err != nil {
 		return err
@@ -240,6 +262,10 @@ func (d *Dir) load() error {
 			continue
 		}
 		if !e.IsDir() {
+			if _, ok := ParsePartitionDir(name); ok {
+				d.problems = append(d.problems, DirProblem{Name: name, Kind: "not-a-directory",
+					Detail: "named like a partition directory but not a directory; left alone"})
+			}
 			continue // checkpoints, the marker, .lock, foreign files
 		}
 		if m := kafkaSuffixedDirRE.FindStringSubmatch(name); m != nil {
@@ -275,19 +301,27 @@ func (d *Dir) load() error {
 				o.RecoveryPoint = rp
 			}
 			o.LogStartOffset = starts[j.tp]
-			l, err := Open(filepath.Join(d.path, j.name), &o)
+			o.FirstDirtyOffset = dirty[j.tp]
+			l, err := openLog(filepath.Join(d.path, j.name), &o, d.opts.Quarantine)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				kind := "failed"
-				if errors.Is(err, ErrInconsistentTopicID) {
+				u := unloadedEntry{}
+				switch {
+				case errors.Is(err, ErrInconsistentTopicID):
 					kind = "inconsistent-topic-id"
+				case errors.Is(err, ErrFlushedDamage):
+					// Left exactly as the clean shutdown left it: the
+					// next open is clean for it too, and refuses again
+					// instead of cutting after an unclean open.
+					kind, u.unchanged = "flushed-damage", true
 				}
 				d.problems = append(d.problems, DirProblem{Name: j.name, Kind: kind, Detail: err.Error()})
-				u := unloadedEntry{}
 				u.recoveryPoint, u.hasRecoveryPoint = rps[j.tp]
 				u.logStart, u.hasLogStart = starts[j.tp]
 				u.highWatermark, u.hasHighWatermark = hws[j.tp]
+				u.firstDirty, u.hasFirstDirty = dirty[j.tp]
 				d.unloaded[j.tp] = u
 				return
 			}
@@ -295,12 +329,30 @@ func (d *Dir) load() error {
 		}()
 	}
 	wg.Wait()
-	sort.Slice(d.problems, func(i, k int) bool { return d.problems[i].Name < d.problems[k].Name })
 	// The recovery points of recovered partitions were lowered to what is
 	// known durable: persist that before anything new is appended
-	// (recovery.md §2.14).
-	return d.Checkpoint()
+	// (recovery.md §2.14). On a full disk nothing may be appended then,
+	// but the partitions can still be read: the directory opens read-only
+	// (a broker killed on a full disk could not start at all).
+	if err := d.Checkpoint(); err != nil {
+		if !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.EDQUOT) {
+			return err
+		}
+		cause := fmt.Errorf("the log directory opened read-only: its checkpoints could not be written (%w); reopen it with space to write", err)
+		d.readOnly = fmt.Errorf("%w: %w", ErrFailed, cause)
+		for _, l := range d.logs {
+			l.refuseWrites(cause)
+		}
+		d.problems = append(d.problems, DirProblem{Name: ".", Kind: "read-only", Detail: d.readOnly.Error()})
+	}
+	sort.Slice(d.problems, func(i, k int) bool { return d.problems[i].Name < d.problems[k].Name })
+	return nil
 }
+
+// ReadOnly returns why the directory refuses writes (its logs, Create),
+// or nil: OpenDir could not write the checkpoints it must write before
+// anything is appended (a full disk).
+func (d *Dir) ReadOnly() error { return d.readOnly }
 
 // readOffsets reads an offset checkpoint; a malformed one is reported and
 // treated as missing (everything recovered: the safe direction).
@@ -359,8 +411,11 @@ func (d *Dir) Reports() map[TopicPartition]*recovery.Report {
 // Checkpoint writes recovery-point-offset-checkpoint (every partition's
 // recovery point), log-start-offset-checkpoint (the partitions whose
 // log start is above their first segment's base offset, as Kafka lists
-// them) and replication-offset-checkpoint (every partition's high
-// watermark), each atomically. Kafka does this every minute and at shutdown.
+// them), replication-offset-checkpoint (every partition's high
+// watermark) and, once a partition has one, cleaner-offset-checkpoint
+// (each cleaned partition's first dirty offset), each atomically. Kafka
+// does this every minute and at shutdown (and writes the cleaner's after
+// each cleaning: a crash here only makes the next cleaning start earlier).
 func (d *Dir) Checkpoint() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -371,11 +426,15 @@ func (d *Dir) checkpointLocked() error {
 	rps := map[TopicPartition]int64{}
 	starts := map[TopicPartition]int64{}
 	hws := map[TopicPartition]int64{}
+	dirty := map[TopicPartition]int64{}
 	for tp, l := range d.logs {
 		rps[tp] = l.RecoveryPoint()
 		hws[tp] = l.HighWatermark()
 		if segs := l.Segments(); len(segs) > 0 && l.LogStartOffset() > segs[0] {
 			starts[tp] = l.LogStartOffset()
+		}
+		if o, ok := l.CleanerCheckpoint(); ok {
+			dirty[tp] = o
 		}
 	}
 	for tp, u := range d.unloaded {
@@ -388,11 +447,20 @@ func (d *Dir) checkpointLocked() error {
 		if u.hasHighWatermark {
 			hws[tp] = u.highWatermark
 		}
+		if u.hasFirstDirty {
+			dirty[tp] = u.firstDirty
+		}
 	}
-	return errors.Join(
+	errs := []error{
 		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.RecoveryPointFile), rps),
 		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.LogStartOffsetFile), starts),
-		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.ReplicationOffsetFile), hws))
+		checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.ReplicationOffsetFile), hws)}
+	if len(dirty) > 0 || d.cleanerFile {
+		// Kafka writes it once its cleaner has cleaned something.
+		errs = append(errs, checkpoint.WriteOffsets(filepath.Join(d.path, checkpoint.CleanerOffsetFile), dirty))
+		d.cleanerFile = true
+	}
+	return errors.Join(errs...)
 }
 
 // Close flushes and closes every partition, writes both checkpoints (the
@@ -407,14 +475,25 @@ func (d *Dir) Close() error {
 	}
 	d.closed = true
 	var errs []error
+	durable := true
 	for _, l := range d.logs {
 		errs = append(errs, l.Close())
+		durable = durable && l.closedDurable
 	}
-	errs = append(errs, d.checkpointLocked(), d.deletions.removeNow())
+	ckErr := d.checkpointLocked()
+	errs = append(errs, ckErr, d.deletions.removeNow())
 	// A partition that failed to load was not recovered: the next open
 	// must not trust the directory as cleanly shut down (Kafka takes the
-	// whole log directory offline instead).
-	if err := errors.Join(errs...); err == nil && len(d.unloaded) == 0 {
+	// whole log directory offline instead), unless it was refused
+	// untouched. A partition whose close failed after its data was
+	// flushed (a producer snapshot it could not write: an immutable
+	// directory, a full disk) does not withhold the marker from the
+	// others: the next open rebuilds what it lacks. Unflushed data does.
+	untouched := true
+	for _, u := range d.unloaded {
+		untouched = untouched && u.unchanged
+	}
+	if durable && ckErr == nil && untouched {
 		errs = append(errs, checkpoint.WriteCleanShutdown(filepath.Join(d.path, checkpoint.CleanShutdownFile), d.opts.BrokerEpoch))
 	}
 	errs = append(errs, d.lockFile.Close())

@@ -17,6 +17,13 @@ var (
 	// cleanly (a torn or padded tail, leftovers of interrupted renames,
 	// indexes failing their checks). Recovery opens it.
 	ErrNeedsRecovery = errors.New("partlog: directory needs crash recovery")
+	// ErrFlushedDamage: Open of a cleanly shut down directory found
+	// damage whose repair would cut data below the recovery point (a
+	// corrupt batch of the active segment, say). Kafka trusts such a
+	// directory and would not look; partlog cuts nothing and refuses the
+	// partition, naming the damage: `partlog recover --apply --force` cuts
+	// it as Kafka's crash recovery would.
+	ErrFlushedDamage = errors.New("partlog: damage below the recovery point of a cleanly shut down partition")
 	// ErrInvalidRecords: an append carried bytes that are not a sequence
 	// of valid batches; nothing was written. It wraps the batch package's
 	// ErrCorrupt or ErrTornTail with the position.
@@ -85,3 +92,27 @@ func (e *OffsetError) Error() string {
 }
 
 func (e *OffsetError) Unwrap() error { return e.Err }
+
+// RecordErrors is an append refused for some of its records (a
+// timestamp outside the accepted window): which ones and why, as Kafka's
+// produce response lists them (KIP-467). Err is the sentinel the refusal
+// answers to (ErrInvalidTimestamp, ErrInvalidRecords); errors.Is sees it.
+type RecordErrors struct {
+	Err     error
+	Records []RecordError
+}
+
+// RecordError is one refused record: its index in its batch and why.
+type RecordError struct {
+	Index   int
+	Message string
+}
+
+func (e *RecordErrors) Error() string {
+	if len(e.Records) == 0 {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("%v: record %d: %s (%d records refused)", e.Err, e.Records[0].Index, e.Records[0].Message, len(e.Records))
+}
+
+func (e *RecordErrors) Unwrap() error { return e.Err }

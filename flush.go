@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/internal/testhook"
 	"github.com/partlog/partlog/segment"
 )
@@ -105,7 +106,7 @@ func (l *Log) fsyncPlan(p *flushPlan) error {
 		}
 	}
 	if err == nil && p.dirDirty {
-		err = segment.SyncDir(l.dir)
+		err = fsutil.SyncDir(l.dir)
 	}
 	return err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/snapshot"
 )
 
@@ -63,7 +64,7 @@ func TestRollSnapshotNamedAfterNewSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(snapshot.FileName(100)); err == nil {
+	if _, err := os.Stat(filenames.Make(100, filenames.Snapshot)); err == nil {
 		t.Fatal("snapshot in the working directory")
 	}
 	snaps, err := snapshot.List(dir)
@@ -171,7 +172,7 @@ func TestReplayRefusalIsOneRule(t *testing.T) {
 	// The truncation rebuild starts below the refused batch (no snapshot
 	// between 0 and 3 but the one recovery left at the old log end 2,
 	// which is above the log start, so remove it to force a replay from 0).
-	if err := os.Remove(filepath.Join(dir, snapshot.FileName(2))); err != nil {
+	if err := os.Remove(filepath.Join(dir, filenames.Make(2, filenames.Snapshot))); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.TruncateTo(3); err != nil {

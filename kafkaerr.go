@@ -7,15 +7,16 @@ import (
 	"syscall"
 
 	"github.com/partlog/partlog/batch"
-	"github.com/partlog/partlog/index"
-	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/corrupt"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
 )
 
 // Errors of the packages below that a Log returns (wrapped), re-exported
 // so a broker tests them with errors.Is against one package. Their
-// documentation is in producerstate and batch.
+// documentation is in producerstate and batch; ErrCorrupt is the one
+// corruption marker, which every package's corruption error answers
+// (batch.ErrCorrupt, index.ErrCorrupt, snapshot.ErrCorrupt, ...).
 var (
 	ErrOutOfOrderSequence           = producerstate.ErrOutOfOrderSequence
 	ErrDuplicateSequence            = producerstate.ErrDuplicateSequence
@@ -26,7 +27,7 @@ var (
 	ErrControlFromClient            = producerstate.ErrControlFromClient
 	ErrInvalidSequence              = producerstate.ErrInvalidSequence
 	ErrUnknownControlType           = producerstate.ErrUnknownControlType
-	ErrCorrupt                      = batch.ErrCorrupt
+	ErrCorrupt                      = corrupt.ErrCorrupt
 	ErrTornTail                     = batch.ErrTornTail
 )
 
@@ -81,7 +82,8 @@ const (
 //	                                     retriable
 //	ErrTransactionCoordinatorFenced      TRANSACTION_COORDINATOR_FENCED (52)
 //	ErrLocked, ErrDirLocked,
-//	  ErrNeedsRecovery, ErrFailed, and
+//	  ErrNeedsRecovery, ErrFlushedDamage,
+//	  ErrFailed, and
 //	  file-system, index and checkpoint
 //	  errors                             KAFKA_STORAGE_ERROR (56)
 //	ErrStaleLeaderEpoch                  FENCED_LEADER_EPOCH (74)
@@ -91,7 +93,9 @@ const (
 //	ErrInconsistentTopicID               INCONSISTENT_TOPIC_ID (103)
 //	ErrUnexpectedOffset,
 //	  ErrUnknownControlType,
-//	  ErrNotBatchBoundary, anything else UNKNOWN_SERVER_ERROR (-1)
+//	  ErrNotBatchBoundary,
+//	  ErrCleaningStopped,
+//	  ErrUncleanable, anything else     UNKNOWN_SERVER_ERROR (-1)
 //
 // A duplicate (errors.Is(err, ErrDuplicateSequence)) is not a failure
 // for the producer: like Kafka, a broker answers it with NONE and the
@@ -116,7 +120,9 @@ func KafkaErrorCode(err error) int16 {
 	}
 	var pathErr *fs.PathError
 	var errno syscall.Errno
-	if errors.As(err, &pathErr) || errors.As(err, &errno) || index.IsCorrupt(err) || checkpoint.IsCorrupt(err) {
+	// Corrupt bytes other than a batch's (which matched batch.ErrCorrupt
+	// above): an index, a snapshot, a checkpoint of the storage.
+	if errors.As(err, &pathErr) || errors.As(err, &errno) || corrupt.Is(err) {
 		return codeKafkaStorageError
 	}
 	return codeUnknownServerError
@@ -145,6 +151,7 @@ var kafkaCodes = []struct {
 	{ErrLocked, codeKafkaStorageError},
 	{ErrDirLocked, codeKafkaStorageError},
 	{ErrNeedsRecovery, codeKafkaStorageError},
+	{ErrFlushedDamage, codeKafkaStorageError},
 	{ErrFailed, codeKafkaStorageError},
 	{segment.ErrClosed, codeKafkaStorageError},
 	{segment.ErrFull, codeKafkaStorageError},
@@ -154,4 +161,6 @@ var kafkaCodes = []struct {
 	{context.DeadlineExceeded, codeRequestTimedOut},
 	{ErrUnexpectedOffset, codeUnknownServerError},
 	{ErrNotBatchBoundary, codeUnknownServerError},
+	{ErrCleaningStopped, codeUnknownServerError},
+	{ErrUncleanable, codeUnknownServerError},
 }

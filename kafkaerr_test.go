@@ -15,7 +15,10 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/producerstate"
+	"github.com/partlog/partlog/snapshot"
 )
 
 // kafkaErrorTable is every exported error of the package (its own and
@@ -27,6 +30,7 @@ var kafkaErrorTable = map[string]struct {
 	"ErrClosed":                       {ErrClosed, 6},
 	"ErrLocked":                       {ErrLocked, 56},
 	"ErrNeedsRecovery":                {ErrNeedsRecovery, 56},
+	"ErrFlushedDamage":                {ErrFlushedDamage, 56},
 	"ErrInvalidRecords":               {ErrInvalidRecords, 2},
 	"ErrPolicy":                       {ErrPolicy, 87},
 	"ErrRecordTooLarge":               {ErrRecordTooLarge, 10},
@@ -52,8 +56,10 @@ var kafkaErrorTable = map[string]struct {
 	"ErrControlFromClient":            {ErrControlFromClient, 87},
 	"ErrInvalidSequence":              {ErrInvalidSequence, 87},
 	"ErrUnknownControlType":           {ErrUnknownControlType, -1},
-	"ErrCorrupt":                      {ErrCorrupt, 2},
+	"ErrCorrupt":                      {ErrCorrupt, 56},
 	"ErrTornTail":                     {ErrTornTail, 2},
+	"ErrCleaningStopped":              {ErrCleaningStopped, -1},
+	"ErrUncleanable":                  {ErrUncleanable, -1},
 }
 
 // TestKafkaErrorCodeEveryError: every exported Err* variable declared in
@@ -118,7 +124,7 @@ func TestKafkaErrorCodeReturned(t *testing.T) {
 		{"unexpected offset", &OffsetError{Err: ErrUnexpectedOffset, Offset: 9}, -1},
 		{"producer error", &producerstate.ProducerError{Err: producerstate.ErrInvalidProducerEpoch}, 47},
 		{"duplicate", &producerstate.DuplicateSequenceError{}, 46},
-		{"corrupt batch", fmt.Errorf("%w: %w", ErrInvalidRecords, &batch.CorruptionError{Reason: "crc"}), 2},
+		{"corrupt batch", fmt.Errorf("%w: %w", ErrInvalidRecords, &batch.CorruptionError{Kind: batch.ErrCorrupt, Reason: "crc"}), 2},
 		{"torn", &batch.TornTailError{}, 2},
 		{"path error", statErr, 56},
 		{"ENOSPC", fmt.Errorf("write: %w", syscall.ENOSPC), 56},
@@ -149,5 +155,45 @@ func TestKafkaErrorCodeReturned(t *testing.T) {
 	_, err = l2.AppendAsLeader(big, 0)
 	if !errors.Is(err, ErrRecordListTooLarge) || KafkaErrorCode(err) != 18 {
 		t.Errorf("append over SegmentBytes: %v (code %d)", err, KafkaErrorCode(err))
+	}
+}
+
+// TestErrCorruptMarksEveryPackage: the one corruption marker answers for
+// the corruption errors of every package that decodes bytes, each package's
+// own sentinel keeps answering for its errors only, and KafkaErrorCode
+// still tells a corrupt batch (CORRUPT_MESSAGE) from a corrupt file
+// (KAFKA_STORAGE_ERROR; a corrupt snapshot was UNKNOWN_SERVER_ERROR).
+func TestErrCorruptMarksEveryPackage(t *testing.T) {
+	bad := make([]byte, 70)
+	bad[0], bad[11] = 1, 5 // a length field below the smallest entry, not zeros
+	_, batchErr := batch.Check(bad)
+	_, indexErr := index.DecodeOffsetIndex(make([]byte, 9), 0)
+	_, snapErr := snapshot.Decode([]byte{0, 9})
+	_, ckptErr := checkpoint.ParseOffsets([]byte("0\n1\nbad line here\n"))
+	for _, tc := range []struct {
+		name     string
+		err      error
+		sentinel error
+		code     int16
+	}{
+		{"batch", batchErr, batch.ErrCorrupt, 2},
+		{"index", indexErr, index.ErrCorrupt, 56},
+		{"snapshot", snapErr, snapshot.ErrCorrupt, 56},
+		{"checkpoint", ckptErr, checkpoint.ErrCorrupt, 56},
+	} {
+		if tc.err == nil {
+			t.Fatalf("%s: the bytes decoded", tc.name)
+		}
+		if !errors.Is(tc.err, ErrCorrupt) || !errors.Is(tc.err, tc.sentinel) {
+			t.Errorf("%s: %v: Is(ErrCorrupt) %v, Is(its sentinel) %v", tc.name, tc.err, errors.Is(tc.err, ErrCorrupt), errors.Is(tc.err, tc.sentinel))
+		}
+		for _, other := range []error{batch.ErrCorrupt, index.ErrCorrupt, snapshot.ErrCorrupt, checkpoint.ErrCorrupt} {
+			if other != tc.sentinel && errors.Is(tc.err, other) {
+				t.Errorf("%s: %v answers another package's sentinel %v", tc.name, tc.err, other)
+			}
+		}
+		if c := KafkaErrorCode(tc.err); c != tc.code {
+			t.Errorf("%s: KafkaErrorCode %d, want %d", tc.name, c, tc.code)
+		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/batch"
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // TestCrashBeforeFirstIndexEntry: a new active segment makes its index
@@ -48,8 +48,8 @@ func TestCrashBeforeFirstIndexEntry(t *testing.T) {
 			}
 			leo := l.LogEndOffset()
 			base, _ := l.activeSegment()
-			for _, kind := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
-				if _, err := os.Lstat(segment.Path(dir, base, kind)); !errors.Is(err, fs.ErrNotExist) {
+			for _, kind := range []string{filenames.Index, filenames.TimeIndex} {
+				if _, err := os.Lstat(filenames.Path(dir, base, kind)); !errors.Is(err, fs.ErrNotExist) {
 					t.Fatalf("active %s exists before its first entry: %v", kind, err)
 				}
 			}
@@ -81,8 +81,8 @@ func TestCrashBeforeFirstIndexEntry(t *testing.T) {
 			if err := r.Close(); err != nil {
 				t.Fatal(err)
 			}
-			for _, kind := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
-				if _, err := os.Stat(segment.Path(img, base, kind)); err != nil {
+			for _, kind := range []string{filenames.Index, filenames.TimeIndex} {
+				if _, err := os.Stat(filenames.Path(img, base, kind)); err != nil {
 					t.Fatalf("after a clean close: %v", err)
 				}
 			}

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // nonRegularFixture builds a cleanly closed partition of three segments
@@ -113,7 +113,7 @@ func TestNonRegularSegmentNames(t *testing.T) {
 	// replaceByLink moves a segment file outside and links to it.
 	replaceByLink := func(seg int, kind string) setup {
 		return func(t *testing.T, dir, outside string, segs []int64) []string {
-			name := segment.MakeFileName(segs[(seg+len(segs))%len(segs)], kind)
+			name := filenames.Make(segs[(seg+len(segs))%len(segs)], kind)
 			p := filepath.Join(outside, name)
 			if err := os.Rename(filepath.Join(dir, name), p); err != nil {
 				t.Fatal(err)
@@ -152,9 +152,9 @@ func TestNonRegularSegmentNames(t *testing.T) {
 		{"index-link-beyond-data", link(far+".index", "file"), false},
 		{"snapshot-link", link(far+".snapshot", "file"), false},
 		{"dangling-log-link", link(far+".log", "absent/file"), false},
-		{"active-index-link", replaceByLink(-1, segment.IndexSuffix), true},
-		{"active-timeindex-link", replaceByLink(-1, segment.TimeIndexSuffix), true},
-		{"sealed-index-link", replaceByLink(0, segment.IndexSuffix), true},
+		{"active-index-link", replaceByLink(-1, filenames.Index), true},
+		{"active-timeindex-link", replaceByLink(-1, filenames.TimeIndex), true},
+		{"sealed-index-link", replaceByLink(0, filenames.Index), true},
 		{"log-dir", mkdir(far + ".log"), false},
 		{"deleted-and-tmp-dirs", mkdir("00000000000000000000.log.deleted", "00000000000000000000.log.tmp",
 			"00000000000000000000.index.swap", "00000000000000000000.snapshot"), false},
@@ -191,7 +191,7 @@ func TestNonRegularSegmentNames(t *testing.T) {
 				if _, err := l.AppendAsLeader(makeBatch(t, 2, 100, 1), 0); err != nil {
 					t.Fatalf("append: %v", err)
 				}
-				if err := verifyLog(l); err != nil {
+				if err := l.Check(); err != nil {
 					t.Fatalf("read back: %v", err)
 				}
 				if err := l.Close(); err != nil {
@@ -218,7 +218,7 @@ func TestNonRegularSegmentNames(t *testing.T) {
 					if l.LogEndOffset() != leo+2 {
 						t.Fatalf("reopen: LEO %d, want %d", l.LogEndOffset(), leo+2)
 					}
-					if err := verifyLog(l); err != nil {
+					if err := l.Check(); err != nil {
 						t.Fatalf("reopen: read back: %v", err)
 					}
 					if err := l.Close(); err != nil {
@@ -239,7 +239,7 @@ func segmentBases(t *testing.T, dir string) []int64 {
 	}
 	var bases []int64
 	for _, de := range des {
-		if n, err := segment.ParseFileName(de.Name()); err == nil && n.Kind == segment.LogSuffix && n.Transient == "" {
+		if n, err := filenames.Parse(de.Name()); err == nil && n.Kind == filenames.Log && n.Transient == "" {
 			bases = append(bases, n.Offset)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/batch"
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // openCopyDir copies every regular file of src into a new directory.
@@ -162,7 +162,7 @@ func TestOpenUncleanTail(t *testing.T) {
 	activeLog := func(dir string) string {
 		segs := []int64{}
 		for _, name := range ltNames(t, dir) {
-			if n, err := segment.ParseFileName(name); err == nil && n.Kind == segment.LogSuffix && n.Transient == "" {
+			if n, err := filenames.Parse(name); err == nil && n.Kind == filenames.Log && n.Transient == "" {
 				segs = append(segs, n.Offset)
 			}
 		}
@@ -170,7 +170,7 @@ func TestOpenUncleanTail(t *testing.T) {
 		for _, s := range segs {
 			last = max(last, s)
 		}
-		return segment.Path(dir, last, segment.LogSuffix)
+		return filenames.Path(dir, last, filenames.Log)
 	}
 	appendBytes := func(t *testing.T, path string, b []byte) {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
@@ -317,7 +317,7 @@ func TestOpenCorruptSealedIndex(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir, st := openBuild(t, opts, 30)
 			bad := st.Segs[1]
-			if err := os.WriteFile(segment.Path(dir, bad, segment.IndexSuffix), garbage, 0o644); err != nil {
+			if err := os.WriteFile(filenames.Path(dir, bad, filenames.Index), garbage, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			l, err := Open(dir, opts)
@@ -445,12 +445,11 @@ func TestCloseIdempotentAndClosedErrors(t *testing.T) {
 	ltSameState(t, "reopened", ltCapture(t, l2), want)
 }
 
-// TestRegression_LogStartOffsetNotPersisted: a log start offset raised with
-// SetLogStartOffset to a point inside a segment is lost by Close: the
-// reopened log starts at the first segment's base, so offsets that were
-// out of range (deleted records) can be read again. Kafka keeps it in
-// log-start-offset-checkpoint.
-func TestRegression_LogStartOffsetNotPersisted(t *testing.T) {
+// TestLogStartOffsetPersisted: a log start offset raised inside a
+// segment survives Close and reopen (Kafka keeps it in
+// log-start-offset-checkpoint): deleted records are never readable
+// again.
+func TestLogStartOffsetPersisted(t *testing.T) {
 	opts := ltOpts(t)
 	l, dir := openTestLog(t, opts)
 	ltAppend(t, l, 30, ltEpochOf)

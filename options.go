@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/partlog/partlog/cleaner"
 )
 
 // Options configure a Log. A nil *Options, or a zero field, means Kafka's
@@ -39,6 +41,26 @@ type Options struct {
 	// the bytes are the producer's, and the record walk costs several
 	// times the CRC on small records (see BenchmarkValidate in batch).
 	ValidateRecords bool
+	// The four small fields below sit beside ValidateRecords, in the
+	// padding after it (a Log embeds its Options: TestLogColdApart).
+
+	// CleanShutdown says the log directory's .kafka_cleanshutdown marker
+	// was present: the directory is trusted as closed cleanly (only the
+	// active segment's tail is validated). Default false: recovery runs
+	// from RecoveryPoint on at every Open. OpenDir sets it.
+	CleanShutdown bool
+	// Strict makes Open fail with ErrNeedsRecovery instead of repairing
+	// a directory.
+	Strict bool
+	// MessageTimestampType is CreateTime (the default: the producer's
+	// timestamps are kept and the append is zero-copy) or LogAppendTime
+	// (message.timestamp.type): see AppendAsLeader.
+	MessageTimestampType TimestampType
+	// CleanupPolicy is cleanup.policy: Delete (the default: retention by
+	// DeleteOldSegments), Compact (the log cleaner keeps the last record
+	// of each key; DeleteOldSegments then only deletes segments below the
+	// log start) or CompactDelete (both).
+	CleanupPolicy CleanupPolicy
 	// ReserveMaxBytes bounds the steps by which the active segment's disk
 	// reservation grows. The .log is extended with fallocate ahead of the
 	// write position (so a full disk is the error of an append, never a
@@ -83,18 +105,10 @@ type Options struct {
 	// its share of the budget back (the pages stay in the page cache).
 	// Default 8 MiB; negative disables it.
 	PrefaultBytes int64
-	// CleanShutdown says the log directory's .kafka_cleanshutdown marker
-	// was present: the directory is trusted as closed cleanly (only the
-	// active segment's tail is validated). Default false: recovery runs
-	// from RecoveryPoint on at every Open. OpenDir sets it.
-	CleanShutdown bool
 	// RecoveryPoint is the partition's recovery-point-offset-checkpoint
 	// value; recovery validates from the segment holding it. Default 0:
 	// the whole log is validated.
 	RecoveryPoint int64
-	// Strict makes Open fail with ErrNeedsRecovery instead of repairing
-	// a directory.
-	Strict bool
 	// ProducerIDExpirationMs is how long a producer with no open
 	// transaction is remembered after its last write
 	// (producer.id.expiration.ms). Default 86 400 000 (1 day).
@@ -121,10 +135,6 @@ type Options struct {
 	// (-delete) suffix before they are removed (file.delete.delay.ms).
 	// Default 60 000; negative removes them at once.
 	FileDeleteDelayMs int64
-	// MessageTimestampType is CreateTime (the default: the producer's
-	// timestamps are kept and the append is zero-copy) or LogAppendTime
-	// (message.timestamp.type): see AppendAsLeader.
-	MessageTimestampType TimestampType
 	// MessageTimestampBeforeMaxMs and MessageTimestampAfterMaxMs bound
 	// how far a CreateTime batch's timestamps may lie before or after
 	// the leader's clock (message.timestamp.before.max.ms /
@@ -135,6 +145,30 @@ type Options struct {
 	// MappingCache bounds the mappings of sealed segments across logs.
 	// Default: DefaultMappingCache(), shared by the process.
 	MappingCache *MappingCache
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio: a compacted
+	// log is cleaned when its dirty section is more than this fraction of
+	// its cleanable bytes. Default 0.5. CleanAnyDirt (any negative value)
+	// is Kafka's 0: clean whenever something is dirty.
+	MinCleanableDirtyRatio float64
+	// MinCompactionLagMs is min.compaction.lag.ms: segments holding a
+	// record newer than this are not cleaned. Default 0.
+	MinCompactionLagMs int64
+	// MaxCompactionLagMs is max.compaction.lag.ms: a compacted log whose
+	// oldest dirty segment is older than this is cleaned whatever its
+	// dirty ratio. Default (0): unbounded (Kafka's Long.MAX_VALUE).
+	MaxCompactionLagMs int64
+	// DeleteRetentionMs is delete.retention.ms: how long the cleaner keeps
+	// tombstones and transaction markers after it first found them
+	// removable. Default 86 400 000 (1 day); negative is Kafka's 0.
+	DeleteRetentionMs int64
+	// Cleaner runs the cleanings of compacted logs on workers shared by
+	// every log that uses it. Default: DefaultCleaner(), shared by the
+	// process.
+	Cleaner *Cleaner
+	// FirstDirtyOffset is the partition's cleaner-offset-checkpoint entry
+	// (where its next cleaning starts reading new keys; OpenDir sets it).
+	// Default (0): none, the log start.
+	FirstDirtyOffset int64
 	// Now is the clock (time-based rolling). Default time.Now.
 	Now func() time.Time
 }
@@ -190,7 +224,41 @@ const (
 	// IndexEveryAppend is the IndexIntervalBytes that indexes every append
 	// (Kafka's index.interval.bytes = 0).
 	IndexEveryAppend = -1
+	// CleanAnyDirt is the MinCleanableDirtyRatio of Kafka's
+	// min.cleanable.dirty.ratio = 0.
+	CleanAnyDirt = -1
 )
+
+// Zero stands for Kafka's value 0 in the fields whose zero value means
+// the default: RetentionMs (every sealed segment is past retention),
+// RetentionBytes (every sealed segment is over the limit), MaxBatchBytes
+// (every batch is too large), MessageTimestampBeforeMaxMs and
+// MessageTimestampAfterMaxMs (only timestamps at the leader's clock are
+// accepted) and FileDeleteDelayMs (files are removed at once). Effective
+// keeps it; docs/options.md maps every field.
+const Zero int64 = math.MinInt64
+
+// zeroOr is the value of a field that may hold Zero: 0 for Zero.
+func zeroOr(v int64) int64 {
+	if v == Zero {
+		return 0
+	}
+	return v
+}
+
+// CleanupPolicy is Kafka's cleanup.policy (see Options.CleanupPolicy).
+type CleanupPolicy = cleaner.Policy
+
+// Cleanup policies.
+const (
+	Delete        = cleaner.Delete
+	Compact       = cleaner.Compact
+	CompactDelete = cleaner.CompactDelete
+)
+
+// ParseCleanupPolicy reads cleanup.policy as Kafka lists it ("delete",
+// "compact", "compact,delete").
+func ParseCleanupPolicy(s string) (CleanupPolicy, error) { return cleaner.ParsePolicy(s) }
 
 // withDefaults returns a copy of o (nil allowed) with defaults filled in.
 func (o *Options) withDefaults() Options {
@@ -228,7 +296,32 @@ func (o *Options) withDefaults() Options {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
+	if r.CleanupPolicy == 0 {
+		r.CleanupPolicy = Delete
+	}
+	switch {
+	case r.MinCleanableDirtyRatio == 0:
+		r.MinCleanableDirtyRatio = cleaner.DefaultMinCleanableRatio
+	case r.MinCleanableDirtyRatio < 0:
+		r.MinCleanableDirtyRatio = 0
+	}
+	if r.MaxCompactionLagMs == 0 {
+		r.MaxCompactionLagMs = cleaner.DefaultMaxCompactionLag
+	}
+	switch {
+	case r.DeleteRetentionMs == 0:
+		r.DeleteRetentionMs = cleaner.DefaultDeleteRetentionMs
+	case r.DeleteRetentionMs < 0:
+		r.DeleteRetentionMs = 0
+	}
 	return r
+}
+
+// Validate returns why Open would refuse o (defaults filled in first):
+// the settings Kafka refuses.
+func (o *Options) Validate() error {
+	e := o.withDefaults()
+	return e.validate()
 }
 
 // validate rejects settings Kafka would reject.
@@ -246,12 +339,15 @@ func (o *Options) validate() error {
 		return fmt.Errorf("partlog: unknown MessageTimestampType %d", o.MessageTimestampType)
 	case o.HighWatermark < 0:
 		return fmt.Errorf("partlog: negative HighWatermark %d", o.HighWatermark)
-	case o.MaxBatchBytes < 0:
+	case o.MaxBatchBytes < 0 && o.MaxBatchBytes != Zero:
 		return fmt.Errorf("partlog: negative MaxBatchBytes %d", o.MaxBatchBytes)
 	case o.WritePath < WriteAuto || o.WritePath > WritePwrite:
 		return fmt.Errorf("partlog: unknown WritePath %d", o.WritePath)
+	case o.CleanupPolicy&^cleaner.CompactDelete != 0:
+		return fmt.Errorf("partlog: unknown CleanupPolicy %d", o.CleanupPolicy)
 	}
-	return nil
+	c := o.cleanerConfig()
+	return c.Validate()
 }
 
 // Effective returns the options a Log opened with o runs with: a copy of o

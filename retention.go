@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
 )
@@ -66,9 +67,10 @@ func (l *Log) SegmentInfos() ([]SegmentInfo, error) {
 	return out, errors.Join(errs...)
 }
 
-// DeleteOldSegments applies retention as Kafka's deleteOldSegments does
-// for cleanup.policy=delete, and returns how many segments it deleted:
-// first the segments wholly below the log start offset, then the oldest
+// DeleteOldSegments applies retention as Kafka's deleteOldSegments does,
+// and returns how many segments it deleted: first the segments wholly
+// below the log start offset, then (unless Options.CleanupPolicy is
+// Compact alone) the oldest
 // segments while the log exceeds Options.RetentionBytes, then those
 // whose largest timestamp (the .log's modification time when it has
 // none) is more than Options.RetentionMs before now. Only a prefix of
@@ -92,10 +94,13 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 		return next != nil && next.BaseOffset() <= start, nil
 	})
 	total += n
-	if err != nil {
+	if err != nil || l.opts.CleanupPolicy&Delete == 0 {
+		// A compact-only log deletes nothing but what lies below its log
+		// start (Kafka's deleteOldSegments).
 		return total, err
 	}
-	if rb := l.opts.RetentionBytes; rb > 0 {
+	if rb := l.opts.RetentionBytes; rb > 0 || rb == Zero {
+		rb = zeroOr(rb)
 		var size int64
 		for _, s := range l.segments {
 			size += s.Size()
@@ -114,7 +119,8 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 			}
 		}
 	}
-	if rm := l.opts.RetentionMs; rm >= 0 {
+	if rm := l.opts.RetentionMs; rm >= 0 || rm == Zero {
+		rm = zeroOr(rm)
 		nowMs := now.UnixMilli()
 		n, err = l.deleteSegmentsLocked(func(s, _ *segment.Segment) (bool, error) {
 			ts, _, err := s.MaxTimestampSoFar()
@@ -163,6 +169,7 @@ func (l *Log) deleteSegmentsLocked(predicate func(s, next *segment.Segment) (boo
 	if len(doomed) == 0 {
 		return 0, nil
 	}
+	l.clean.removals.Add(1)
 	if len(doomed) == len(l.segments) {
 		// The active segment goes too: roll, so the log keeps one.
 		if err := l.rollLocked(l.logEndOffset.Load()); err != nil {
@@ -194,7 +201,7 @@ func (l *Log) deleteSegmentsLocked(predicate func(s, next *segment.Segment) (boo
 	}
 	l.setSegments(slices.Clone(l.segments[len(doomed):]))
 	l.mu.Unlock()
-	errs = append(errs, segment.SyncDir(l.dir))
+	errs = append(errs, fsutil.SyncDir(l.dir))
 	if err := errors.Join(errs...); err != nil {
 		// Renamed files stay .deleted; the next open removes them.
 		l.failed = err

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // retLog builds a log of five segments of four one-record batches (each
@@ -41,7 +41,7 @@ func deletedFiles(t *testing.T, dir string) []string {
 	}
 	var out []string
 	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), segment.DeletedSuffix) {
+		if strings.HasSuffix(e.Name(), filenames.Deleted) {
 			out = append(out, e.Name())
 		}
 	}
@@ -74,6 +74,8 @@ func TestDeleteOldSegments(t *testing.T) {
 		{"retention.bytes below one segment: the last stays", -1, 1, 20, 0, 4, 16, 1},
 		{"retention.bytes not reached", -1, 1 << 30, 20, 0, 0, 0, 5},
 		{"both: size first, then time", 3*hour + hour/2, 4 * 1100, 20, 4, 1, 4, 4},
+		{"retention.ms Zero: every segment older than now", Zero, 0, 20, 10, 5, 20, 1},
+		{"retention.bytes Zero: every segment, the active rolled", -1, Zero, 20, 0, 5, 20, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := smallOpts(t)
@@ -104,7 +106,7 @@ func TestDeleteOldSegments(t *testing.T) {
 			}
 			for _, seg := range []string{"log", "index", "timeindex"} {
 				for i := 0; i < n && i < 5; i++ {
-					p := filepath.Join(dir, segment.MakeFileName(int64(4*i), "."+seg))
+					p := filepath.Join(dir, filenames.Make(int64(4*i), "."+seg))
 					if _, err := os.Stat(p); err == nil && int64(4*i) < l.Segments()[0] {
 						t.Fatalf("%s still there", p)
 					}
@@ -150,7 +152,7 @@ func TestDeleteOldSegmentsAsync(t *testing.T) {
 	}
 	snaps, _ := filepath.Glob(filepath.Join(dir, "*.snapshot"))
 	for _, s := range snaps {
-		if filepath.Base(s) < segment.MakeFileName(8, ".snapshot") {
+		if filepath.Base(s) < filenames.Make(8, ".snapshot") {
 			t.Fatalf("snapshot %s below the new log start 8", s)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // rollClock is a settable clock for Options.Now.
@@ -334,11 +334,10 @@ func TestRollOnTimeWithoutTimestamps(t *testing.T) {
 	}
 }
 
-// TestRegression_TruncateToEmptyUsesWallClock: a segment truncated to empty
-// restarts its age with time.Now instead of the log's Options.Now, so a
-// log on a fake (or any non-wall) clock never rolls it on time afterwards
-// (or rolls it at once, with a clock ahead of the wall clock).
-func TestRegression_TruncateToEmptyUsesWallClock(t *testing.T) {
+// TestTruncatedToEmptyAgesOnTheLogClock: a segment truncated to empty
+// restarts its age on the log's Options.Now, not on time.Now, so a log
+// on any clock rolls it on time.
+func TestTruncatedToEmptyAgesOnTheLogClock(t *testing.T) {
 	clock := newRollClock(time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC))
 	opts := rollOpts(t)
 	opts.SegmentMs = 1000
@@ -376,7 +375,7 @@ func TestRollOnOffsetIndexFull(t *testing.T) {
 	opts := rollOpts(t)
 	opts.MaxIndexBytes = 80 // 10 offset entries; 6 time slots (5 usable)
 	// Every append after the first is indexed. (IndexIntervalBytes 0
-	// would mean the default 4096: see TestRegression_IndexIntervalBytesZero.)
+	// would mean the default 4096: see TestIndexIntervalBytesZeroIndexesEveryAppend.)
 	opts.IndexIntervalBytes = 1
 	l, dir := openTestLog(t, opts)
 	// Constant timestamps keep the time index at one entry, so only the
@@ -395,7 +394,7 @@ func TestRollOnOffsetIndexFull(t *testing.T) {
 	segs := l.Segments()
 	rollCheckSealed(t, dir, segs[:len(segs)-1], appends, 1)
 	for _, base := range segs[:len(segs)-1] {
-		if st, err := os.Stat(segment.Path(dir, base, segment.IndexSuffix)); err != nil || st.Size() != 80 {
+		if st, err := os.Stat(filenames.Path(dir, base, filenames.Index)); err != nil || st.Size() != 80 {
 			t.Fatalf("segment %d: full .index should be 80 bytes: %v", base, err)
 		}
 	}
@@ -581,7 +580,7 @@ func TestIndexPlacementGolden(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(segment.Path(dir, 0, segment.IndexSuffix))
+	b, err := os.ReadFile(filenames.Path(dir, 0, filenames.Index))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,11 +599,10 @@ func TestIndexPlacementGolden(t *testing.T) {
 	}
 }
 
-// TestRegression_IndexIntervalBytesZero: Kafka accepts index.interval.bytes = 0
-// (every append but the first of a segment is indexed), but Options
-// turns a zero IndexIntervalBytes into the default 4096 and rejects
-// negative values, so the setting cannot be expressed.
-func TestRegression_IndexIntervalBytesZero(t *testing.T) {
+// TestIndexIntervalBytesZeroIndexesEveryAppend: index.interval.bytes =
+// 0, which Kafka accepts, indexes every append but the first of a
+// segment (Options take it as Zero; negative values are refused).
+func TestIndexIntervalBytesZeroIndexesEveryAppend(t *testing.T) {
 	opts := rollOpts(t)
 	opts.IndexIntervalBytes = IndexEveryAppend
 	l, dir := openTestLog(t, opts)
@@ -615,7 +613,7 @@ func TestRegression_IndexIntervalBytesZero(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(segment.Path(dir, 0, segment.IndexSuffix))
+	b, err := os.ReadFile(filenames.Path(dir, 0, filenames.Index))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/batch"
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // Helpers shared by truncate_test.go, roll_test.go, open_test.go,
@@ -193,16 +193,16 @@ func ltCheckFiles(t testing.TB, dir string, segs []int64) {
 		if strings.HasSuffix(name, ".tmp") {
 			t.Fatalf("leftover %s", name)
 		}
-		n, err := segment.ParseFileName(name)
+		n, err := filenames.Parse(name)
 		if err != nil {
 			continue
 		}
 		if n.Transient != "" {
 			t.Fatalf("leftover %s", name)
 		}
-		if n.Kind == segment.LogSuffix {
+		if n.Kind == filenames.Log {
 			logs = append(logs, n.Offset)
-		} else if n.Kind == segment.SnapshotSuffix && n.Offset >= segs[len(segs)-1] {
+		} else if n.Kind == filenames.Snapshot && n.Offset >= segs[len(segs)-1] {
 			// The producer snapshot at the log end (written by a
 			// truncation, or at close) may follow the last segment base.
 			continue
@@ -229,7 +229,7 @@ func ltCheckZeroTail(t testing.TB, l *Log, dir string, batches []ltBatch) {
 			want = append(want, b.Bytes...)
 		}
 	}
-	data, err := os.ReadFile(segment.Path(dir, base, segment.LogSuffix))
+	data, err := os.ReadFile(filenames.Path(dir, base, filenames.Log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -669,12 +669,11 @@ func TestSetLogStartOffset(t *testing.T) {
 	}
 }
 
-// TestRegression_EpochTruncateFromStartAtEpochStart: raising the log start
-// offset to exactly the start offset of an epoch leaves two entries with
-// the same start offset. Kafka's truncateFromStart removes every entry
-// with start ≤ offset and re-adds the last one at offset, so only the
-// epoch that starts there remains.
-func TestRegression_EpochTruncateFromStartAtEpochStart(t *testing.T) {
+// TestEpochTruncateFromStartAtEpochStart: raising the log start offset
+// to exactly an epoch's start offset leaves one entry there, as Kafka's
+// truncateFromStart (remove every entry starting at or below the
+// offset, re-add the last one at it) does.
+func TestEpochTruncateFromStartAtEpochStart(t *testing.T) {
 	l, dir := openTestLog(t, ltOpts(t))
 	ltAppend(t, l, 40, ltEpochOf)
 	epochs := l.LeaderEpochs()

@@ -44,7 +44,7 @@ func TestValidateWalk(t *testing.T) {
 		{"two good batches", join(first, makeBatch(t, 2, 30, 2000)), false, nil, ""},
 		{"three good batches", join(first, first, first), false, nil, ""},
 		{"crc broken in the second", join(first, second(func(v batch.View) { v[len(v)-1] ^= 1 }, false)), false,
-			ErrInvalidRecords, "position " + strconv.Itoa(n)},
+			ErrInvalidRecords, "byte " + strconv.Itoa(n)},
 		{"second batch torn", join(first, makeBatch(t, 2, 30, 2000)[:40]), false, ErrInvalidRecords, "position " + strconv.Itoa(n)},
 		{"control batch second", join(first, second(func(v batch.View) {
 			binary.BigEndian.PutUint16(v[batch.OffAttributes:], uint16(v.Attributes())|0x20)

@@ -429,8 +429,8 @@ func TestCheckClassification(t *testing.T) {
 			case kindCorrupt:
 				var ce *CorruptionError
 				errors.As(err, &ce)
-				if ce.Position != 0 {
-					t.Errorf("Position = %d, want 0", ce.Position)
+				if ce.Pos != 0 {
+					t.Errorf("Position = %d, want 0", ce.Pos)
 				}
 			}
 			if tc.want != kindOK && v != nil {
@@ -552,8 +552,8 @@ func TestIteratorPositions(t *testing.T) {
 			case kindCorrupt:
 				var ce *CorruptionError
 				errors.As(err, &ce)
-				if ce.Position != base+int64(prefix) {
-					t.Errorf("CorruptionError.Position = %d, want %d", ce.Position, base+prefix)
+				if ce.Pos != base+int64(prefix) {
+					t.Errorf("CorruptionError.Position = %d, want %d", ce.Pos, base+prefix)
 				}
 			case kindTorn:
 				var te *TornTailError

@@ -87,12 +87,12 @@ func AppendCompressed(dst []byte, c Compression, src []byte) ([]byte, error) {
 
 // codecErr builds the *CorruptionError for a failed decompression.
 func codecErr(c Compression, reason string, err error) *CorruptionError {
-	return &CorruptionError{Reason: c.String() + ": " + reason, Err: err}
+	return &CorruptionError{Kind: ErrCorrupt, Reason: c.String() + ": " + reason, Err: err}
 }
 
 // limitErr builds the *CorruptionError for output that exceeds limit.
 func limitErr(c Compression, limit int) *CorruptionError {
-	return &CorruptionError{
+	return &CorruptionError{Kind: ErrCorrupt,
 		Reason: fmt.Sprintf("%s: output exceeds the %d-byte limit", c, limit),
 		Err:    errLimit,
 	}

@@ -65,8 +65,8 @@ func wantCorrupt(t testing.TB, err error, what string) *CorruptionError {
 	if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) {
 		t.Fatalf("%s: error %v (%T) is not a *CorruptionError", what, err, err)
 	}
-	if ce.Position != 0 {
-		t.Fatalf("%s: position %d, want 0", what, ce.Position)
+	if ce.Pos != 0 {
+		t.Fatalf("%s: position %d, want 0", what, ce.Pos)
 	}
 	if ce.Reason == "" {
 		t.Fatalf("%s: empty reason", what)
@@ -704,7 +704,7 @@ func FuzzDecompress(f *testing.F) {
 		}
 		if err != nil {
 			var ce *CorruptionError
-			if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.Position != 0 {
+			if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.Pos != 0 {
 				t.Fatalf("error %v (%T) is not a position-0 *CorruptionError", err, err)
 			}
 			if len(out) != len(prefix) {

@@ -16,7 +16,7 @@ func (v View) RecordData(scratch []byte, limit int) ([]byte, error) {
 	out, err := AppendDecompressed(scratch[:0], v.Compression(), v.RecordsSection(), limit)
 	if err != nil {
 		if ce, ok := err.(*CorruptionError); ok {
-			ce.Position += HeaderSize
+			ce.Pos += HeaderSize
 		}
 		return nil, err
 	}

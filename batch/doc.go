@@ -52,5 +52,5 @@
 // Concurrency: Views, Iterators and RecordIterators are plain values over
 // caller-owned bytes; they may be used from many goroutines as long as the
 // bytes are not written concurrently. A Builder is not safe for concurrent
-// use. The CRC-32C implementation is hash/crc32 (see BenchmarkCRC32C).
+// use. The CRC-32C is internal/crc32c's (hash/crc32; see BenchmarkCRC32C).
 package batch

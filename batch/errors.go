@@ -3,13 +3,16 @@ package batch
 import (
 	"errors"
 	"fmt"
+
+	"github.com/partlog/partlog/internal/corrupt"
 )
 
 // ErrCorrupt marks every failure to decode bytes that claim to be a record
 // batch (or a record, a control value, a compressed stream, a legacy
 // message). Test with errors.Is(err, ErrCorrupt); the concrete error is a
-// *CorruptionError that says where and why.
-var ErrCorrupt = errors.New("partlog/batch: corrupt record batch")
+// *CorruptionError that says where and why. It wraps partlog's one
+// corruption marker (internal/corrupt, partlog.ErrCorrupt).
+var ErrCorrupt = corrupt.Sentinel("partlog/batch: corrupt record batch")
 
 // ErrTornTail marks a region that ends inside a batch (fewer bytes remain
 // than the next batch needs) or in zero padding, which is what an
@@ -18,33 +21,12 @@ var ErrCorrupt = errors.New("partlog/batch: corrupt record batch")
 // *TornTailError.
 var ErrTornTail = errors.New("partlog/batch: torn tail")
 
-// CorruptionError says where bytes failed to decode and why.
-// errors.Is(err, ErrCorrupt) holds for every *CorruptionError.
-type CorruptionError struct {
-	// Position is the byte position of the offending batch (or record,
-	// or field) relative to the start of the region given to the decoder.
-	Position int64
-	// Reason is a short human-readable description, e.g.
-	// "crc mismatch (stored 443998212, computed 0)" (CRCs in unsigned
-	// decimal, as Kafka prints them).
-	Reason string
-	// Err, if not nil, is an underlying cause (for example a
-	// decompressor's error).
-	Err error
-}
-
-func (e *CorruptionError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("partlog/batch: corrupt at position %d: %s: %v", e.Position, e.Reason, e.Err)
-	}
-	return fmt.Sprintf("partlog/batch: corrupt at position %d: %s", e.Position, e.Reason)
-}
-
-// Is reports whether target is ErrCorrupt.
-func (e *CorruptionError) Is(target error) bool { return target == ErrCorrupt }
-
-// Unwrap returns the underlying cause, if any.
-func (e *CorruptionError) Unwrap() error { return e.Err }
+// CorruptionError says where bytes failed to decode and why: Pos is the
+// byte position of the offending batch (or record, or field) relative to
+// the start of the region given to the decoder, Err an underlying cause
+// (a decompressor's error). errors.Is(err, ErrCorrupt) holds for every
+// *CorruptionError of this package.
+type CorruptionError = corrupt.Error
 
 // TornTailError says where a region stops holding whole batches.
 // errors.Is(err, ErrTornTail) holds for every *TornTailError.
@@ -75,5 +57,5 @@ func IsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
 
 // corruptf builds a *CorruptionError at pos.
 func corruptf(pos int64, format string, args ...any) *CorruptionError {
-	return &CorruptionError{Position: pos, Reason: fmt.Sprintf(format, args...)}
+	return &CorruptionError{Kind: ErrCorrupt, Pos: pos, Reason: fmt.Sprintf(format, args...)}
 }

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/partlog/partlog/internal/unsafeutil"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/partlog/partlog/internal/unsafeutil"
 )
 
 // fuzzBase is the region position used by the fuzz targets, so that
@@ -102,8 +103,8 @@ func FuzzIterator(f *testing.F) {
 			var te *TornTailError
 			switch {
 			case errors.As(err, &ce):
-				if ce.Position != it.Position() {
-					t.Fatalf("corruption at %d, iterator at %d", ce.Position, it.Position())
+				if ce.Pos != it.Position() {
+					t.Fatalf("corruption at %d, iterator at %d", ce.Pos, it.Position())
 				}
 			case errors.As(err, &te):
 				if te.Position != it.Position() || te.Remaining != int64(len(data)-off) {
@@ -198,7 +199,7 @@ func FuzzRecords(f *testing.F) {
 			}
 			if rerr != nil {
 				var ce *CorruptionError
-				if !errors.As(rerr, &ce) || ce.Position < 0 || ce.Position > int64(len(data)) {
+				if !errors.As(rerr, &ce) || ce.Pos < 0 || ce.Pos > int64(len(data)) {
 					t.Fatalf("record error %v: not a *CorruptionError inside the %d bytes", rerr, len(data))
 				}
 			}

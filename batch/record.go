@@ -135,7 +135,7 @@ func (it *RecordIterator) Next(r *Record) bool {
 	}
 	n, err := parseRecord(it.data[it.pos:], r)
 	if err != nil {
-		err.Position += int64(it.pos)
+		err.Pos += int64(it.pos)
 		it.err = err
 		return false
 	}

@@ -104,11 +104,11 @@ func TestRecordDecodeErrors(t *testing.T) {
 			if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) || IsTornTail(err) {
 				t.Fatalf("Err = %v (%T), want a *CorruptionError", err, err)
 			}
-			if ce.Position < 0 || ce.Position > int64(len(tc.data)) {
-				t.Errorf("Position %d outside the %d bytes of data", ce.Position, len(tc.data))
+			if ce.Pos < 0 || ce.Pos > int64(len(tc.data)) {
+				t.Errorf("Position %d outside the %d bytes of data", ce.Pos, len(tc.data))
 			}
-			if tc.pos >= 0 && ce.Position != tc.pos {
-				t.Errorf("Position = %d, want %d (%v)", ce.Position, tc.pos, err)
+			if tc.pos >= 0 && ce.Pos != tc.pos {
+				t.Errorf("Position = %d, want %d (%v)", ce.Pos, tc.pos, err)
 			}
 			if it.Next(&r) {
 				t.Error("Next succeeded after an error")

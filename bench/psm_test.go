@@ -12,6 +12,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/snapshot"
 )
@@ -261,7 +262,7 @@ func BenchmarkProducerSnapshot(b *testing.B) {
 			if err := snapshot.Write(dir, int64(n), m.SnapshotEntries()); err != nil {
 				b.Fatal(err)
 			}
-			path := filepath.Join(dir, snapshot.FileName(int64(n)))
+			path := filepath.Join(dir, filenames.Make(int64(n), filenames.Snapshot))
 			into := producerstate.New(producerstate.Config{})
 			now := time.Now().UnixMilli()
 			b.SetBytes(snapshot.FileSize(n))

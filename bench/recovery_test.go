@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/recovery"
 	"github.com/partlog/partlog/segment"
 )
@@ -43,7 +44,7 @@ func walkDir(b *testing.B, dir string) int64 {
 	}
 	var n int64
 	for _, de := range des {
-		if fn, err := segment.ParseFileName(de.Name()); err == nil && fn.Kind == segment.LogSuffix && fn.Transient == "" {
+		if fn, err := filenames.Parse(de.Name()); err == nil && fn.Kind == filenames.Log && fn.Transient == "" {
 			n += walkMapped(b, filepath.Join(dir, de.Name()))
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/partlog/partlog/internal/corrupt"
 )
 
 // TestGoldenTimeIndex decodes the vector segment's .timeindex and compares it
@@ -229,13 +231,15 @@ func TestEntryCodecs(t *testing.T) {
 	}
 }
 
+// TestCorruptionErrorMessage: the message names the file and the byte,
+// and the error answers this package's sentinel and partlog's marker.
 func TestCorruptionErrorMessage(t *testing.T) {
-	err := error(&CorruptionError{Path: "/x/0.index", FilePos: 16, Reason: "zero padding"})
+	err := error(&CorruptionError{Kind: ErrCorrupt, Path: "/x/0.index", Pos: 16, Reason: "zero padding"})
 	if got := err.Error(); got != "partlog/index: corrupt index /x/0.index at byte 16: zero padding" {
 		t.Fatal(got)
 	}
-	err = fmt.Errorf("segment 0: %w", &CorruptionError{FilePos: -1, Reason: "bad length"})
-	if !errors.Is(err, ErrCorrupt) || err.Error() != "segment 0: partlog/index: corrupt index entry bytes: bad length" {
+	err = fmt.Errorf("segment 0: %w", &CorruptionError{Kind: ErrCorrupt, Pos: -1, Reason: "bad length"})
+	if !errors.Is(err, ErrCorrupt) || !corrupt.Is(err) || err.Error() != "segment 0: partlog/index: corrupt index: bad length" {
 		t.Fatal(err)
 	}
 	if IsCorrupt(ErrFull) {

@@ -3,13 +3,15 @@ package index
 import (
 	"errors"
 	"fmt"
+
+	"github.com/partlog/partlog/internal/corrupt"
 )
 
 // ErrCorrupt marks every error caused by the bytes of an index: a damaged or
 // padded file, an entry that breaks the ordering rules, a short or
 // unsupported entry given to a decoder. Test with errors.Is(err, ErrCorrupt)
 // or IsCorrupt; the concrete error is a *CorruptionError.
-var ErrCorrupt = errors.New("partlog/index: corrupt index")
+var ErrCorrupt = corrupt.Sentinel("partlog/index: corrupt index")
 
 // Errors returned by the append and maintenance methods. They describe a
 // misuse by the caller, not damaged bytes.
@@ -43,36 +45,16 @@ var (
 	ErrPastCapacity = errors.New("partlog/index: index file longer than its capacity")
 )
 
-// CorruptionError says where an index's bytes break the format.
-type CorruptionError struct {
-	// Path is the index file, or empty when a decoder was given bytes.
-	Path string
-	// FilePos is the byte position in the file (or in the decoded slice) of
-	// the offending entry, or -1 when the problem is the file as a whole.
-	FilePos int64
-	// Reason describes the problem in a few words.
-	Reason string
-}
-
-// Error implements error.
-func (e *CorruptionError) Error() string {
-	where := e.Path
-	if where == "" {
-		where = "entry bytes"
-	}
-	if e.FilePos >= 0 {
-		return fmt.Sprintf("partlog/index: corrupt index %s at byte %d: %s", where, e.FilePos, e.Reason)
-	}
-	return fmt.Sprintf("partlog/index: corrupt index %s: %s", where, e.Reason)
-}
-
-// Is makes errors.Is(err, ErrCorrupt) hold for every CorruptionError.
-func (e *CorruptionError) Is(target error) bool { return target == ErrCorrupt }
+// CorruptionError says where an index's bytes break the format: Path is
+// the index file (empty when a decoder was given bytes), Pos the byte
+// position in it (or in the decoded slice) of the offending entry, -1 when
+// the problem is the file as a whole. errors.Is(err, ErrCorrupt) holds.
+type CorruptionError = corrupt.Error
 
 // IsCorrupt reports whether err was caused by damaged index bytes, as
 // opposed to an I/O error or a misuse.
 func IsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
 
 func corruptf(path string, pos int64, format string, args ...any) error {
-	return &CorruptionError{Path: path, FilePos: pos, Reason: fmt.Sprintf(format, args...)}
+	return &CorruptionError{Kind: ErrCorrupt, Path: path, Pos: pos, Reason: fmt.Sprintf(format, args...)}
 }

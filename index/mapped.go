@@ -100,7 +100,7 @@ func (m *mapped) create(path string, baseOffset, maxIndexBytes, entrySize int64)
 // segment's .log was created exclusively, so such a file is stale).
 // Caller holds mu exclusively.
 func (m *mapped) materialize() error {
-	f, err := mmapfile.CreateReserved(m.path, m.firstMap(), 0)
+	f, err := mmapfile.Open(m.path, mmapfile.Options{Create: true, Capacity: m.firstMap()})
 	if errors.Is(err, fs.ErrExist) {
 		st, serr := os.Lstat(m.path)
 		if serr != nil {
@@ -112,7 +112,7 @@ func (m *mapped) materialize() error {
 		if err := os.Remove(m.path); err != nil {
 			return err
 		}
-		f, err = mmapfile.CreateReserved(m.path, m.firstMap(), 0)
+		f, err = mmapfile.Open(m.path, mmapfile.Options{Create: true, Capacity: m.firstMap()})
 	}
 	if err != nil {
 		return err
@@ -161,7 +161,7 @@ const indexMapMin = 64 << 10
 // cached view moves to the new mapping here, since the old one is gone
 // even when the caller's next step (a Grow on a full disk) fails.
 func (m *mapped) mapAgain(length int64) error {
-	f, err := mmapfile.OpenReserved(m.path, length, 0)
+	f, err := mmapfile.Open(m.path, mmapfile.Options{Capacity: length})
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func (m *mapped) mapAgain(length int64) error {
 // mapRead maps a writable index that was read into memory (see mapped)
 // before its first change. Caller holds mu exclusively.
 func (m *mapped) mapRead() error {
-	f, err := mmapfile.OpenReserved(m.path, m.firstMap(), 0)
+	f, err := mmapfile.Open(m.path, mmapfile.Options{Capacity: m.firstMap()})
 	if err != nil {
 		return err
 	}
@@ -281,7 +281,7 @@ func (m *mapped) open(path string, baseOffset, entrySize int64, readOnly bool) e
 			return nil
 		}
 	}
-	f, err := mmapfile.Open(path, 0, !readOnly)
+	f, err := mmapfile.Open(path, mmapfile.Options{ReadOnly: readOnly})
 	if err != nil {
 		return err
 	}
@@ -331,7 +331,7 @@ func (m *mapped) openActive(path string, baseOffset, maxIndexBytes, entrySize in
 		m.entries.Store(size / entrySize)
 		return nil
 	}
-	f, err := mmapfile.MapReserved(path, fd, size, min(length, indexMapMin), 0)
+	f, err := mmapfile.Open(path, mmapfile.Options{FD: fd, Length: size, Capacity: min(length, indexMapMin)})
 	if err != nil {
 		return err
 	}

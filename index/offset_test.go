@@ -406,7 +406,7 @@ func TestOffsetIndexUntrimmed(t *testing.T) {
 		t.Fatalf("entries %d, want 100 (file length / 8)", y.Entries())
 	}
 	var ce *CorruptionError
-	if err := y.Sanity(); !errors.As(err, &ce) || ce.FilePos != 3*OffsetEntrySize {
+	if err := y.Sanity(); !errors.As(err, &ce) || ce.Pos != 3*OffsetEntrySize {
 		t.Fatalf("Sanity = %v, want padding at byte 24", err)
 	}
 }
@@ -428,7 +428,7 @@ func TestOffsetIndexSanity(t *testing.T) {
 	tests := []struct {
 		name string
 		file []byte
-		pos  int64 // expected FilePos, or -2 for "no error"
+		pos  int64 // expected Pos, or -2 for "no error"
 	}{
 		{"empty", nil, -2},
 		{"one zero entry", entry(0, 0), -2},
@@ -464,8 +464,8 @@ func TestOffsetIndexSanity(t *testing.T) {
 			t.Errorf("%s: got %v, want a CorruptionError", tc.name, err)
 			continue
 		}
-		if ce.FilePos != tc.pos || ce.Path != path {
-			t.Errorf("%s: %v: position %d, want %d", tc.name, err, ce.FilePos, tc.pos)
+		if ce.Pos != tc.pos || ce.Path != path {
+			t.Errorf("%s: %v: position %d, want %d", tc.name, err, ce.Pos, tc.pos)
 		}
 	}
 }

@@ -219,7 +219,7 @@ func TestTimeIndexSanity(t *testing.T) {
 			continue
 		}
 		var ce *CorruptionError
-		if !errors.As(err, &ce) || ce.FilePos != tc.pos {
+		if !errors.As(err, &ce) || ce.Pos != tc.pos {
 			t.Errorf("%s: got %v, want a CorruptionError at %d", tc.name, err, tc.pos)
 		}
 	}

@@ -215,7 +215,7 @@ func TestTxnIndexSanity(t *testing.T) {
 			}
 		} else {
 			var ce *CorruptionError
-			if !errors.As(err, &ce) || ce.FilePos != tc.pos || ce.Path != path {
+			if !errors.As(err, &ce) || ce.Pos != tc.pos || ce.Path != path {
 				t.Errorf("%s: got %v, want a CorruptionError at %d", tc.name, err, tc.pos)
 			}
 		}

@@ -43,7 +43,7 @@ func TestMirrorFromKafka(t *testing.T) {
 	kafkaTransaction(t, txn, partitions, "aborted-1", false)
 
 	dst := startServer(t, t.TempDir())
-	a, code := mirrorCLI(t, "start", "--server", dst.admin, "--source", src.Addr, "--topics", topic)
+	a, code := mirrorCLI(t, "start", "--server", dst.admin, "--dir", dst.dir, "--source", src.Addr, "--topics", topic)
 	if code != 0 || len(a.Partitions) != partitions {
 		t.Fatalf("mirror start from Kafka: exit %d, %+v\n%s", code, a, dst.log())
 	}
@@ -86,7 +86,7 @@ func TestMirrorFromKafka(t *testing.T) {
 	}
 
 	// Stop: one barrier per partition, at the mirrored log end.
-	a, code = mirrorCLI(t, "stop", "--server", dst.admin, "--topics", topic)
+	a, code = mirrorCLI(t, "stop", "--server", dst.admin, "--dir", dst.dir, "--topics", topic)
 	if code != 0 || len(a.Partitions) != partitions {
 		t.Fatalf("mirror stop: exit %d, %+v", code, a)
 	}
@@ -121,10 +121,17 @@ func TestMirrorFromKafka(t *testing.T) {
 
 // createKafkaTopic creates a topic on a Kafka broker and waits until it
 // has leaders.
-func createKafkaTopic(t *testing.T, b *kafka.Broker, topic string, partitions int32, configs map[string]string) {
+func createKafkaTopic(t testing.TB, b *kafka.Broker, topic string, partitions int32, configs map[string]string) {
 	t.Helper()
-	c := b.Client(t)
-	ctx := testContext(t, 30*time.Second)
+	createTopicOn(t, b.Client(t), topic, partitions, configs)
+}
+
+// createTopicOn creates a topic through c (Kafka or partlog serve) and
+// waits until every partition has a leader.
+func createTopicOn(t testing.TB, c *kgo.Client, topic string, partitions int32, configs map[string]string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 1
@@ -134,13 +141,13 @@ func createKafkaTopic(t *testing.T, b *kafka.Broker, topic string, partitions in
 		rt.Configs = append(rt.Configs, cfg)
 	}
 	req.Topics = append(req.Topics, rt)
-	req.TimeoutMillis = 20000
+	req.TimeoutMillis = 60000
 	resp, err := req.RequestWith(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-		t.Fatalf("create topic %s on Kafka: %v", topic, err)
+		t.Fatalf("create topic %s: %v", topic, err)
 	}
 	for {
 		m := kmsg.NewPtrMetadataRequest()

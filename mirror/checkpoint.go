@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"path/filepath"
 	"strconv"
@@ -12,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/corrupt"
+	"github.com/partlog/partlog/internal/crc32c"
 	"github.com/partlog/partlog/internal/fsutil"
 )
 
@@ -32,8 +33,6 @@ var checkpointKeys = [...]string{
 	"align_target_epoch", "align_target_offset", "last_mirror_epoch", "last_mirror_offset",
 	"stop_policy", "stop_leader_epoch", "barrier_offset", "updated_ms",
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // TopicID is a topic's 128-bit UUID, printed as 22 characters of URL-safe
 // base64 without padding.
@@ -84,40 +83,20 @@ func newCheckpoint() Checkpoint {
 }
 
 // ErrCorruptCheckpoint marks every failure to decode mirror.checkpoint;
-// the concrete error is a *CheckpointError.
-var ErrCorruptCheckpoint = errors.New("partlog/mirror: corrupt mirror.checkpoint")
+// the concrete error is a *CheckpointError. It wraps partlog's one
+// corruption marker (partlog.ErrCorrupt).
+var ErrCorruptCheckpoint = corrupt.Sentinel("partlog/mirror: corrupt mirror.checkpoint")
 
 // CheckpointError says why mirror.checkpoint could not be decoded, and
-// where. errors.Is(err, ErrCorruptCheckpoint) holds for it.
-type CheckpointError struct {
-	// Path is the file (empty when bytes were decoded directly).
-	Path string
-	// Line is the 1-based line of the problem, 0 when it concerns the
-	// whole file (CRC, length, encoding).
-	Line int
-	// Reason is a short description.
-	Reason string
-}
-
-// Error describes the corruption, with the file and line if known.
-func (e *CheckpointError) Error() string {
-	where := e.Path
-	if where == "" {
-		where = CheckpointFile
-	}
-	if e.Line > 0 {
-		return fmt.Sprintf("partlog/mirror: corrupt %s, line %d: %s", where, e.Line, e.Reason)
-	}
-	return fmt.Sprintf("partlog/mirror: corrupt %s: %s", where, e.Reason)
-}
-
-// Is reports whether target is ErrCorruptCheckpoint.
-func (e *CheckpointError) Is(target error) bool { return target == ErrCorruptCheckpoint }
+// where: Path is the file (empty when bytes were decoded directly), Line
+// the 1-based line of the problem, 0 when it concerns the whole file (CRC,
+// length, encoding). errors.Is(err, ErrCorruptCheckpoint) holds for it.
+type CheckpointError = corrupt.Error
 
 // corruptCheckpoint builds a *CheckpointError; string and []byte
 // arguments (bad input) are shortened to an excerpt of ~100 bytes.
 func corruptCheckpoint(line int, format string, args ...any) *CheckpointError {
-	return &CheckpointError{Line: line, Reason: fmt.Sprintf(format, fsutil.Clip(args)...)}
+	return &CheckpointError{Kind: ErrCorruptCheckpoint, Pos: -1, Line: line, Reason: fmt.Sprintf(format, fsutil.Clip(args)...)}
 }
 
 // maxCheckpointSize bounds what ParseCheckpoint accepts; a valid file is
@@ -160,7 +139,7 @@ func AppendCheckpoint(dst []byte, c *Checkpoint) ([]byte, error) {
 		dst = append(dst, c.value(i)...)
 		dst = append(dst, '\n')
 	}
-	sum := crc32.Checksum(dst[start:], castagnoli)
+	sum := crc32c.Checksum(dst[start:])
 	return fmt.Appendf(dst, "crc32c %08x\n", sum), nil
 }
 
@@ -269,7 +248,7 @@ func ParseCheckpoint(data []byte) (Checkpoint, error) {
 	}
 	stored := uint32(sumBytes[0])<<24 | uint32(sumBytes[1])<<16 | uint32(sumBytes[2])<<8 | uint32(sumBytes[3])
 	covered := len(data) - len(crcLine) - 1
-	if got := crc32.Checksum(data[:covered], castagnoli); got != stored {
+	if got := crc32c.Checksum(data[:covered]); got != stored {
 		return c, corruptCheckpoint(0, "crc32c mismatch: stored %08x, computed %08x", stored, got)
 	}
 	header := strings.TrimSuffix(lines[0], "\n")
@@ -374,7 +353,7 @@ func ReadCheckpoint(dir string) (c Checkpoint, found bool, err error) {
 		return newCheckpoint(), false, nil
 	}
 	if pe := (*fs.PathError)(nil); errors.Is(err, fsutil.ErrTooLarge) && errors.As(err, &pe) {
-		return newCheckpoint(), true, &CheckpointError{Path: path, Reason: pe.Err.Error()}
+		return newCheckpoint(), true, &CheckpointError{Kind: ErrCorruptCheckpoint, Path: path, Pos: -1, Reason: pe.Err.Error()}
 	}
 	if err != nil {
 		return newCheckpoint(), false, fmt.Errorf("partlog/mirror: read %s: %w", path, err)
@@ -394,5 +373,5 @@ func WriteCheckpoint(dir string, c *Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	return checkpoint.WriteFileAtomic(filepath.Join(dir, CheckpointFile), data)
+	return fsutil.WriteFileAtomic(filepath.Join(dir, CheckpointFile), data)
 }

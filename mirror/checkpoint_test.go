@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/partlog/partlog/internal/crc32c"
 )
 
 // TestCheckpointSpecVector decodes the example of mirror.md §2.4 (exact,
@@ -40,7 +41,7 @@ func TestCheckpointSpecVector(t *testing.T) {
 
 // withCRC appends the crc32c line to body (the lines before it).
 func withCRC(body string) []byte {
-	return fmt.Appendf([]byte(body), "crc32c %08x\n", crc32.Checksum([]byte(body), castagnoli))
+	return fmt.Appendf([]byte(body), "crc32c %08x\n", crc32c.Checksum([]byte(body)))
 }
 
 func specBody(t testing.TB) string {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/snapshot"
 )
 
@@ -190,7 +191,7 @@ func TestLoadLatest(t *testing.T) {
 		dir := t.TempDir()
 		write(t, dir, 200, 2)
 		write(t, dir, 300, 3)
-		p := filepath.Join(dir, snapshot.FileName(300))
+		p := filepath.Join(dir, filenames.Make(300, filenames.Snapshot))
 		b, _ := os.ReadFile(p)
 		b[len(b)-1] ^= 0xff
 		os.WriteFile(p, b, 0o644)
@@ -212,7 +213,7 @@ func TestLoadLatest(t *testing.T) {
 	})
 	t.Run("truncated_file_is_corrupt", func(t *testing.T) {
 		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, snapshot.FileName(50)), nil, 0o644)
+		os.WriteFile(filepath.Join(dir, filenames.Make(50, filenames.Snapshot)), nil, 0o644)
 		_, _, found, err := LoadLatest(dir, 100, 0)
 		if err != nil || found {
 			t.Fatalf("%v %v", err, found)
@@ -226,7 +227,7 @@ func TestLoadLatest(t *testing.T) {
 		if err := m.TakeSnapshot(dir); err != nil {
 			t.Fatal(err)
 		}
-		os.Remove(filepath.Join(dir, snapshot.FileName(300)))
+		os.Remove(filepath.Join(dir, filenames.Make(300, filenames.Snapshot)))
 		if err := m.TakeSnapshot(dir); err != nil {
 			t.Fatal(err)
 		}
@@ -239,4 +240,28 @@ func TestLoadLatest(t *testing.T) {
 			t.Fatal("full truncation")
 		}
 	})
+}
+
+// TestLoadSnapshotReplacesState: loading a snapshot into a manager that
+// holds state replaces that state; and the open transactions it loads are
+// ordered by first offset whatever the order of the entries.
+func TestLoadSnapshotReplacesState(t *testing.T) {
+	m := New(Config{Shards: 1})
+	l := newLog(t, m)
+	l.must(Client, txnData(1, 0, 0, 2))
+	entries := []snapshot.Entry{
+		{ProducerID: 7, LastOffset: 60, Timestamp: 1000, CurrentTxnFirstOffset: 50, LastSequence: 0, ProducerEpoch: 0, CoordinatorEpoch: -1},
+		{ProducerID: 8, LastOffset: 12, Timestamp: 1000, CurrentTxnFirstOffset: 10, LastSequence: 2, ProducerEpoch: 0, CoordinatorEpoch: -1},
+	}
+	m.LoadSnapshot(entries, 70, 1000)
+	if _, ok := m.Producer(1); ok || m.Len() != 2 {
+		t.Fatalf("after LoadSnapshot: producer 1 kept (%v), %d producers; want only 7 and 8", ok, m.Len())
+	}
+	got := m.OngoingTransactions()
+	if len(got) != 2 || got[0].ProducerID != 8 || got[1].ProducerID != 7 {
+		t.Fatalf("ongoing %+v, want 8 (at 10) before 7 (at 50)", got)
+	}
+	if fuo, ok := m.FirstUnstableOffset(); !ok || fuo != 10 {
+		t.Fatalf("FUO %d %v, want 10", fuo, ok)
+	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // logBounds applies recovery.md §2.5 steps 4–5: the segments that remain,
@@ -94,7 +94,7 @@ func (x *run) dropUnusableTail(kept []*seg) []*seg {
 func (x *run) newEmpty(base int64) *seg {
 	s := &seg{base: base, created: true, firstBase: -1, lastOffset: -1, lastPos: -1,
 		lastEpoch: -1, prevEpoch: -1, firstEpoch: -1, recover: true}
-	s.logName = s.name(segment.LogSuffix)
+	s.logName = s.name(filenames.Log)
 	s.logPath = x.path(s.logName)
 	return s
 }
@@ -142,56 +142,15 @@ func (x *run) applyData(kept []*seg) error {
 	return x.syncDir()
 }
 
-// indexBuilder computes a segment's offset and time index with Kafka's
-// per-batch rule (recovery.md §2.6), one batch at a time in position order:
-// an entry for a batch that starts more than interval bytes after the last
-// indexed batch, a time entry beside it when the largest timestamp grew,
-// and (finish) a final time entry with the segment's largest timestamp.
-type indexBuilder struct {
-	base, interval      int64
-	offsets, times      []byte
-	maxTs, offMax       int64
-	lastTs, lastIndexed int64
-}
-
-func newIndexBuilder(base, interval int64) indexBuilder {
-	return indexBuilder{base: base, interval: interval, offsets: []byte{}, times: []byte{},
-		maxTs: batch.NoTimestamp, offMax: base, lastTs: index.NoTimestamp}
-}
-
-// add accounts for the batch v at position pos.
-func (b *indexBuilder) add(pos int64, v batch.View) {
-	if ts := v.MaxTimestamp(); ts > b.maxTs {
-		b.maxTs, b.offMax = ts, v.LastOffset()
-	}
-	if pos-b.lastIndexed > b.interval {
-		b.offsets, _ = index.AppendOffsetEntry(b.offsets, b.base, index.OffsetEntry{Offset: v.LastOffset(), Position: int32(pos)})
-		if b.maxTs > b.lastTs {
-			b.times, _ = index.AppendTimeEntry(b.times, b.base, index.TimeEntry{Timestamp: b.maxTs, Offset: b.offMax})
-			b.lastTs = b.maxTs
-		}
-		b.lastIndexed = pos
-	}
-}
-
-// finish returns the two indexes of the batches added; b is not used
-// afterwards.
-func (b *indexBuilder) finish() (offsets, times []byte) {
-	if b.maxTs > b.lastTs {
-		b.times, _ = index.AppendTimeEntry(b.times, b.base, index.TimeEntry{Timestamp: b.maxTs, Offset: b.offMax})
-	}
-	return b.offsets, b.times
-}
-
 // buildIndexes returns the offset and time index of a segment's kept data,
-// rebuilt with Kafka's per-batch rule (indexBuilder).
+// rebuilt with Kafka's per-batch rule (index.Builder).
 func buildIndexes(data []byte, base, interval int64) (offsets, times []byte) {
-	b := newIndexBuilder(base, interval)
+	b := index.NewBuilder(base, interval)
 	walk(data, func(pos int64, v batch.View) bool {
-		b.add(pos, v)
+		b.Add(pos, v.LastOffset(), v.MaxTimestamp())
 		return true
 	})
-	return b.finish()
+	return b.Finish()
 }
 
 // rebuildIndexes rewrites the offset and time index of every recovered
@@ -245,10 +204,14 @@ func (x *run) rebuildIndexes(kept []*seg) error {
 		for _, f := range []struct {
 			kind, what string
 			data       []byte
-		}{{segment.IndexSuffix, "offset index", offsets}, {segment.TimeIndexSuffix, "time index", times}} {
+			entrySize  int64
+		}{{filenames.Index, "offset index", offsets, index.OffsetEntrySize}, {filenames.TimeIndex, "time index", times, index.TimeEntrySize}} {
 			name := s.name(f.kind)
 			if s.flushedDamage && x.exists(name) {
 				continue
+			}
+			if err := x.checkIndexLength(s, name, f.what, f.entrySize); err != nil {
+				return err
 			}
 			same, err := x.sameContent(name, f.data)
 			if err != nil {
@@ -267,6 +230,26 @@ func (x *run) rebuildIndexes(kept []*seg) error {
 		}
 	}
 	return x.syncDir()
+}
+
+// checkIndexLength reports an index of a recovered segment whose length
+// is not a multiple of its entry size as a problem before it is rebuilt:
+// Kafka's sanity check calls such an index corrupt, where a rebuild of a
+// recovered segment's index is routine. An index whose failed sanity
+// check made the segment recovered is reported already.
+func (x *run) checkIndexLength(s *seg, name, what string, entrySize int64) error {
+	if s.whyFile == name || !x.exists(name) {
+		return nil
+	}
+	fi, err := os.Lstat(x.path(name))
+	if err != nil {
+		return fmt.Errorf("partlog/recovery: %w", err)
+	}
+	if n := fi.Size(); n%entrySize != 0 {
+		x.r.problem(name, -1, kindIndex, "%s of segment %d: length %d is not a multiple of %d (Kafka's sanity check calls it corrupt); rebuilt from the data",
+			what, s.base, n, entrySize)
+	}
+	return nil
 }
 
 // rebuildReason says why the index name (what) of the recovered segment s

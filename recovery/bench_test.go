@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/segment"
 )
 
@@ -31,7 +32,7 @@ func writeBenchLog(b *testing.B, dir string, total, segBytes int64) {
 			}
 			offset += 10
 		}
-		if err := os.WriteFile(segPath(dir, base, segment.LogSuffix), buf, 0o644); err != nil {
+		if err := os.WriteFile(segPath(dir, base, filenames.Log), buf, 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -42,8 +43,8 @@ func writeBenchLog(b *testing.B, dir string, total, segBytes int64) {
 func baseline(b *testing.B, dir string) {
 	des, _ := os.ReadDir(dir)
 	for _, de := range des {
-		n, err := segment.ParseFileName(de.Name())
-		if err != nil || n.Kind != segment.LogSuffix {
+		n, err := filenames.Parse(de.Name())
+		if err != nil || n.Kind != filenames.Log {
 			continue
 		}
 		o := Options{}

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // TestRunHugeZeroFilledTxnIndex: a zero-filled .txnindex far larger than
@@ -13,7 +13,7 @@ import (
 // replaced without being read whole into memory.
 func TestRunHugeZeroFilledTxnIndex(t *testing.T) {
 	dir := fixture(t)
-	p := segPath(dir, 0, segment.TxnIndexSuffix)
+	p := segPath(dir, 0, filenames.TxnIndex)
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)

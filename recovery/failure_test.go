@@ -10,15 +10,16 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // TestI1ReadErrorCutsNothing injects EIO when S2's .log is opened: Run
 // fails naming the file and the directory is unchanged.
 func TestI1ReadErrorCutsNothing(t *testing.T) {
 	dir := fixture(t)
-	appendBytes(t, segPath(dir, 600, segment.LogSuffix), []byte("torn"))
-	before := hashDir(t, dir)
+	appendBytes(t, segPath(dir, 600, filenames.Log), []byte("torn"))
+	before := testutil.HashTree(t, dir)
 	o := unclean(600)
 	o.hooks = &hooks{open: func(p string) error {
 		if strings.HasSuffix(p, "00000000000000000600.log") {
@@ -30,7 +31,7 @@ func TestI1ReadErrorCutsNothing(t *testing.T) {
 	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "00000000000000000600.log") {
 		t.Fatalf("err %v", err)
 	}
-	if d := diffHashes(before, hashDir(t, dir)); len(d) > 0 {
+	if d := diffHashes(before, testutil.HashTree(t, dir)); len(d) > 0 {
 		t.Fatalf("changed %v", d)
 	}
 }
@@ -39,8 +40,8 @@ func TestI1ReadErrorCutsNothing(t *testing.T) {
 // Run fails and the original index is unchanged.
 func TestI2NoSpaceKeepsOriginals(t *testing.T) {
 	dir := fixture(t)
-	appendBytes(t, segPath(dir, 300, segment.IndexSuffix), make([]byte, 80))
-	idx := segPath(dir, 300, segment.IndexSuffix)
+	appendBytes(t, segPath(dir, 300, filenames.Index), make([]byte, 80))
+	idx := segPath(dir, 300, filenames.Index)
 	orig, _ := os.ReadFile(idx)
 	o := clean()
 	o.hooks = &hooks{write: func(p string) error {
@@ -56,7 +57,7 @@ func TestI2NoSpaceKeepsOriginals(t *testing.T) {
 	if string(now) != string(orig) {
 		t.Fatal("original index changed")
 	}
-	if _, err := os.Stat(idx + tempSuffix); err == nil {
+	if _, err := os.Stat(idx + filenames.Temp); err == nil {
 		t.Fatal("temporary file left")
 	}
 }
@@ -70,7 +71,7 @@ func TestJ1CrashAfterEachStep(t *testing.T) {
 			setField(t, dir, 300, batchAt(t, dir, 300, 500).pos, 17, []byte{9, 9, 9, 9})
 		},
 		"B1": func(t testing.TB, dir string) {
-			_ = os.Truncate(segPath(dir, 600, segment.LogSuffix), batchAt(t, dir, 600, 740).pos+100)
+			_ = os.Truncate(segPath(dir, 600, filenames.Log), batchAt(t, dir, 600, 740).pos+100)
 		},
 		"E9": nil,
 	}
@@ -84,7 +85,7 @@ func TestJ1CrashAfterEachStep(t *testing.T) {
 			damage(t, ref)
 		}
 		want := mustRun(t, ref, o)
-		wantHash := hashDir(t, ref)
+		wantHash := testutil.HashTree(t, ref)
 		for _, crashAt := range []string{"leftovers", "remove", "data", "indexes", "producers", "epochs"} {
 			t.Run(fmt.Sprintf("%s/%s", name, crashAt), func(t *testing.T) {
 				dir := fixture(t)
@@ -106,7 +107,7 @@ func TestJ1CrashAfterEachStep(t *testing.T) {
 				if got.LogEndOffset != want.LogEndOffset {
 					t.Errorf("LEO %d, want %d", got.LogEndOffset, want.LogEndOffset)
 				}
-				if d := diffHashes(wantHash, hashDir(t, dir)); len(d) > 0 {
+				if d := diffHashes(wantHash, testutil.HashTree(t, dir)); len(d) > 0 {
 					t.Errorf("differs from an uninterrupted run: %v", d)
 				}
 				checkLoadable(t, dir)
@@ -120,7 +121,7 @@ func TestJ1CrashAfterEachStep(t *testing.T) {
 func TestQuarantineKeepsEveryByte(t *testing.T) {
 	dir := fixture(t)
 	setField(t, dir, 300, batchAt(t, dir, 300, 500).pos, 17, []byte{9, 9, 9, 9})
-	s1, _ := os.Stat(segPath(dir, 300, segment.LogSuffix))
+	s1, _ := os.Stat(segPath(dir, 300, filenames.Log))
 	o := unclean(300)
 	o.Quarantine = filepath.Join(dir, quarantineDirName, "run1")
 	r := mustRun(t, dir, o)
@@ -151,7 +152,7 @@ func TestQuarantineKeepsEveryByte(t *testing.T) {
 // cut is a note, not a problem.
 func TestQuarantineZeroTailIsSparse(t *testing.T) {
 	dir := fixture(t)
-	p := segPath(dir, 600, segment.LogSuffix)
+	p := segPath(dir, 600, filenames.Log)
 	st, err := os.Stat(p)
 	if err != nil {
 		t.Fatal(err)

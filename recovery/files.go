@@ -13,6 +13,8 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/filenames"
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
 )
@@ -25,10 +27,6 @@ func sprintf(format string, args ...any) string {
 	}
 	return fmt.Sprintf(format, args...)
 }
-
-// tempSuffix ends the files Run writes beside the file they replace. The
-// leftover step removes such files left by a crash.
-const tempSuffix = ".tmp"
 
 // run is the state of one Run.
 type run struct {
@@ -82,16 +80,8 @@ func (x *run) syncDir() error {
 	if !x.dirDirty || x.o.DryRun {
 		return nil
 	}
-	d, err := os.Open(x.dir)
-	if err != nil {
-		return fmt.Errorf("partlog/recovery: open directory %s: %w", x.dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("partlog/recovery: fsync directory %s: %w", x.dir, err)
+	if err := fsutil.SyncDir(x.dir); err != nil {
+		return fmt.Errorf("partlog/recovery: %w", err)
 	}
 	x.dirDirty = false
 	return nil
@@ -158,7 +148,7 @@ func (x *run) removePath(name, p, kind, reason string) error {
 }
 
 // copyFile copies [from, from+n) of src (n < 0: to the end) to a new file
-// dst with checkpoint.WriteFileAtomicFunc (a temporary file, fsynced, then
+// dst with fsutil.WriteFileAtomicFunc (a temporary file, fsynced, then
 // renamed): a copy cut short by a full disk or a crash leaves no partial
 // file under dst's name beside the complete copy of the next run.
 func (x *run) copyFile(src, dst string, from, n int64) error {
@@ -171,15 +161,12 @@ func (x *run) copyFile(src, dst string, from, n int64) error {
 	if n >= 0 {
 		r = io.NewSectionReader(in, from, n)
 	}
-	err = checkpoint.WriteFileAtomicFunc(dst, func(w io.Writer) error {
+	err = fsutil.WriteFileAtomicFunc(dst, func(f *os.File) error {
 		if x.o.hooks != nil && x.o.hooks.copy != nil {
-			w = &hookedWriter{w: w, hook: x.o.hooks.copy, path: dst}
+			_, err := io.Copy(&hookedWriter{w: f, hook: x.o.hooks.copy, path: dst}, r)
+			return err
 		}
-		if f, ok := w.(*os.File); ok {
-			return sparseCopy(f, r)
-		}
-		_, err := io.Copy(w, r)
-		return err
+		return sparseCopy(f, r)
 	})
 	if err != nil {
 		return fmt.Errorf("partlog/recovery: quarantine %s: %w", dst, err)
@@ -241,7 +228,7 @@ func (x *run) livePath(name string) string {
 	if p, ok := x.files[name]; ok {
 		return p
 	}
-	if _, err := segment.ParseFileName(name); err == nil {
+	if _, err := filenames.Parse(name); err == nil {
 		return "" // listed in x.files while it is live
 	}
 	p := filepath.Join(x.dir, name)
@@ -309,7 +296,7 @@ func (x *run) rewrite(name, kind, reason string, write func(target string) error
 // the change.
 func (x *run) replace(name string, data []byte, kind, reason string) error {
 	err := x.rewrite(name, kind, reason, func(target string) error {
-		tmp := target + tempSuffix
+		tmp := target + filenames.Temp
 		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
 		if err != nil {
 			return fmt.Errorf("partlog/recovery: write %s: %w", tmp, err)
@@ -410,8 +397,8 @@ func IsNew(dir string) (bool, error) {
 // Options.Entries).
 func NewEntries(des []fs.DirEntry) bool {
 	for _, de := range des {
-		name := strings.TrimSuffix(de.Name(), tempSuffix)
-		if _, err := segment.ParseFileName(name); err == nil || looksLikeSegmentFile(name) {
+		name := strings.TrimSuffix(de.Name(), filenames.Temp)
+		if _, err := filenames.Parse(name); err == nil || looksLikeSegmentFile(name) {
 			return false
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // FuzzRecover damages the active segment of fixture F (byte flips,
@@ -19,7 +19,7 @@ func FuzzRecover(f *testing.F) {
 	f.Add(uint8(0), uint32(12), uint16(4), byte(0x80))
 	f.Fuzz(func(t *testing.T, kind uint8, pos uint32, n uint16, val byte) {
 		dir := fixture(t)
-		path := segPath(dir, 600, segment.LogSuffix)
+		path := segPath(dir, 600, filenames.Log)
 		orig, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -76,7 +76,7 @@ func FuzzRecoveryPointPosition(f *testing.F) {
 	f.Add(uint32(40000), uint16(5000), byte(2), uint16(450))
 	f.Fuzz(func(t *testing.T, pos uint32, n uint16, val byte, rp uint16) {
 		dir := fixture(t)
-		orig, err := os.ReadFile(segPath(dir, 300, segment.LogSuffix))
+		orig, err := os.ReadFile(segPath(dir, 300, filenames.Log))
 		if err != nil {
 			t.Fatal(err)
 		}

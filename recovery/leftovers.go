@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/fsutil"
-	"github.com/partlog/partlog/segment"
 )
 
 // quarantineDirName is the default quarantine directory inside a partition
@@ -16,16 +16,16 @@ import (
 const quarantineDirName = "partlog-quarantine"
 
 // segmentKinds are the suffixes of the files that make up a segment.
-var segmentKinds = []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix}
+var segmentKinds = []string{filenames.Log, filenames.Index, filenames.TimeIndex, filenames.TxnIndex}
 
 // kindSuffixes are every suffix a segment-family name may end with.
-var kindSuffixes = []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix,
-	segment.TxnIndexSuffix, segment.SnapshotSuffix}
+var kindSuffixes = []string{filenames.Log, filenames.Index, filenames.TimeIndex,
+	filenames.TxnIndex, filenames.Snapshot}
 
 // looksLikeSegmentFile reports whether name carries a segment-family kind
 // (with or without a transient suffix), whatever its offset part.
 func looksLikeSegmentFile(name string) bool {
-	for _, t := range []string{segment.DeletedSuffix, segment.CleanedSuffix, segment.SwapSuffix} {
+	for _, t := range []string{filenames.Deleted, filenames.Cleaned, filenames.Swap} {
 		name = strings.TrimSuffix(name, t)
 	}
 	for _, k := range kindSuffixes {
@@ -51,7 +51,7 @@ func (x *run) leftovers() error {
 	}
 	x.files = map[string]string{}
 	x.epochFile = epochAbsent
-	var cleaned, swaps []segment.FileName
+	var cleaned, swaps []filenames.Name
 	deleted := map[int64]bool{} // segments with a .deleted file: a deletion was interrupted
 	quarantine := filepath.Clean(x.o.Quarantine)
 	for _, de := range des {
@@ -72,15 +72,15 @@ func (x *run) leftovers() error {
 			x.r.problem(name, -1, kindForeignName, "%s ignored", what)
 			continue
 		}
-		if base, ok := strings.CutSuffix(name, tempSuffix); ok {
-			if n, err := segment.ParseFileName(base); err == nil && n.Transient == "" {
+		if base, ok := strings.CutSuffix(name, filenames.Temp); ok {
+			if n, err := filenames.Parse(base); err == nil && n.Transient == "" {
 				if err := x.removePath(name, p, kindLeftover, "temporary file of an interrupted write"); err != nil {
 					return err
 				}
 			}
 			continue // checkpoint temporaries are Kafka's and are ignored (H2)
 		}
-		n, err := segment.ParseFileName(name)
+		n, err := filenames.Parse(name)
 		if err != nil {
 			if looksLikeSegmentFile(name) {
 				x.r.problem(name, -1, kindForeignName, "not a canonical 20-digit segment file name; ignored")
@@ -88,15 +88,15 @@ func (x *run) leftovers() error {
 			continue
 		}
 		switch n.Transient {
-		case segment.DeletedSuffix:
+		case filenames.Deleted:
 			deleted[n.Offset] = true
 			if err := x.removePath(name, p, kindLeftover, "file scheduled for deletion (Kafka removes it on load)"); err != nil {
 				return err
 			}
-		case segment.CleanedSuffix:
+		case filenames.Cleaned:
 			cleaned = append(cleaned, n)
 			x.files[name] = p
-		case segment.SwapSuffix:
+		case filenames.Swap:
 			swaps = append(swaps, n)
 			x.files[name] = p
 		default:
@@ -113,10 +113,10 @@ func (x *run) leftovers() error {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		n, _ := segment.ParseFileName(name)
+		n, _ := filenames.Parse(name)
 		switch n.Kind {
-		case segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix:
-			if !x.exists(segment.MakeFileName(n.Offset, segment.LogSuffix)) {
+		case filenames.Index, filenames.TimeIndex, filenames.TxnIndex:
+			if !x.exists(filenames.Make(n.Offset, filenames.Log)) {
 				// Beside a .deleted file it is what an interrupted
 				// deletion leaves; otherwise the segment's data is
 				// missing. Kafka removes it either way.
@@ -136,7 +136,7 @@ func (x *run) leftovers() error {
 
 // resolveSwaps applies the replacement protocol to the leftovers of an
 // interrupted compaction or split.
-func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
+func (x *run) resolveSwaps(cleaned, swaps []filenames.Name) error {
 	if len(cleaned) == 0 && len(swaps) == 0 {
 		return nil
 	}
@@ -146,7 +146,7 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 			minCleaned = n.Offset
 		}
 	}
-	var valid []segment.FileName
+	var valid []filenames.Name
 	for _, n := range swaps {
 		if minCleaned >= 0 && n.Offset >= minCleaned {
 			if err := x.remove(n.String(), kindSwap, "incomplete replacement rolled back"); err != nil {
@@ -165,7 +165,7 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 	lo, hi := int64(-1), int64(-1)
 	rollback := false
 	for _, n := range valid {
-		if n.Kind != segment.LogSuffix {
+		if n.Kind != filenames.Log {
 			continue
 		}
 		m, err := x.o.openMapped(x.path(n.String()), true)
@@ -178,7 +178,7 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 		if ferr != nil {
 			return ferr
 		}
-		if res.fail != failNone && x.exists(segment.MakeFileName(n.Offset, segment.LogSuffix)) {
+		if res.fail != failNone && x.exists(filenames.Make(n.Offset, filenames.Log)) {
 			x.r.problem(n.String(), res.validEnd, kindSwap, "replacement segment invalid (%s); rolled back, originals kept", res.reason)
 			rollback = true
 			break
@@ -209,7 +209,7 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			n, err := segment.ParseFileName(name)
+			n, err := filenames.Parse(name)
 			if err != nil || n.Transient != "" || n.Offset < lo || n.Offset >= hi {
 				continue
 			}
@@ -220,7 +220,7 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 	}
 	for _, n := range valid {
 		from := n.String()
-		live := segment.FileName{Offset: n.Offset, Kind: n.Kind}.String()
+		live := filenames.Name{Offset: n.Offset, Kind: n.Kind}.String()
 		c := Change{File: from, Action: ActionRename, Kind: kindSwap, To: live, Reason: "replacement completed (as Kafka completes it on load)"}
 		p := x.files[from]
 		delete(x.files, from)
@@ -248,7 +248,7 @@ func (x *run) resolveSwaps(cleaned, swaps []segment.FileName) error {
 		x.dirDirty = true
 	}
 	for _, n := range valid {
-		if n.Kind == segment.LogSuffix {
+		if n.Kind == filenames.Log {
 			x.swapped[n.Offset] = true
 		}
 	}

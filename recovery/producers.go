@@ -1,15 +1,17 @@
 package recovery
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
+	"syscall"
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/producerstate"
-	"github.com/partlog/partlog/segment"
 	"github.com/partlog/partlog/snapshot"
 )
 
@@ -25,7 +27,7 @@ type snapshotFile struct {
 func (x *run) listSnapshots() []snapshotFile {
 	var out []snapshotFile
 	for name := range x.files {
-		if off, ok := snapshot.ParseFileName(name); ok {
+		if off, ok := filenames.ParseSnapshot(name); ok {
 			out = append(out, snapshotFile{offset: off, name: name})
 		}
 	}
@@ -188,7 +190,14 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 		}
 		replayProblems++
 	}
-	rb.Applied = func(_ batch.View, a *producerstate.Append) {
+	// ABORT markers the replay met, by offset: an aborted transaction the
+	// log cleaner removed the batches of keeps its marker (and, for a
+	// round, its .txnindex entry), which the replay completes nothing for.
+	abortMarkers := map[int64]int64{}
+	rb.Applied = func(v batch.View, a *producerstate.Append) {
+		if v.IsControl() && v.ProducerID() >= 0 && isAbortMarker(v) {
+			abortMarkers[v.BaseOffset()] = v.ProducerID()
+		}
 		for _, t := range a.CompletedTxns() {
 			if t.Aborted {
 				aborted[cur.base] = append(aborted[cur.base], index.AbortedTxn{ProducerID: t.ProducerID,
@@ -196,7 +205,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 			}
 		}
 	}
-	rb.Batches = func(start int64, yield func(batch.View) bool) error {
+	rb.Batches = func(start int64, yield func(batch.View, *batch.BatchHeader) bool) error {
 		for _, s := range kept {
 			if wiped || s.created || s.keepEnd == 0 || s.next() <= start {
 				s.releaseMap()
@@ -219,7 +228,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 		if !s.recover {
 			continue
 		}
-		name := s.name(segment.TxnIndexSuffix)
+		name := s.name(filenames.TxnIndex)
 		var want []byte
 		for _, e := range aborted[s.base] {
 			want = index.AppendAbortedTxn(want, e)
@@ -233,8 +242,15 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 				if empty {
 					continue
 				}
-				x.r.problem(name, -1, kindIndex, "transaction index of segment %d lists aborted transactions the log does not hold", s.base)
-				if err := x.remove(name, kindIndex, "transaction index lists aborted transactions the log does not hold"); err != nil {
+				reason := "transaction index lists aborted transactions the log does not hold"
+				if cleaned, err := x.onlyCleanedTxns(name, abortMarkers); err != nil {
+					return err
+				} else if cleaned {
+					reason = "transaction index lists only aborted transactions whose batches the log cleaner removed (their markers remain)"
+				} else {
+					x.r.problem(name, -1, kindIndex, "transaction index of segment %d lists aborted transactions the log does not hold", s.base)
+				}
+				if err := x.remove(name, kindIndex, reason); err != nil {
 					return err
 				}
 				x.markRebuilt(s.base)
@@ -269,7 +285,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 	if leo <= logStart || loadedAt == leo {
 		return nil
 	}
-	name := snapshot.FileName(leo)
+	name := filenames.Make(leo, filenames.Snapshot)
 	if x.exists(name) {
 		old, ok := read[leo]
 		if !ok {
@@ -296,6 +312,13 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 		}
 		return nil
 	})
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		// The snapshot is a shortcut, not data: on a full disk the log
+		// opens without it (it can still be read), and the next open
+		// replays from an earlier one.
+		x.r.note(name, kindProducerSnapshot, "producer snapshot at the log end offset %d not written: %v; the next open replays from an earlier one", leo, err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -305,7 +328,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 
 // replaySegment passes the batches of s that may change producer state
 // to yield, in order. It reports whether yield asked for more.
-func (x *run) replaySegment(s *seg, yield func(batch.View) bool) (bool, error) {
+func (x *run) replaySegment(s *seg, yield func(batch.View, *batch.BatchHeader) bool) (bool, error) {
 	defer s.releaseMap()
 	// A segment validated from byte 0 lists the positions of the batches
 	// with a producer id or the control flag: the only ones that change
@@ -331,21 +354,32 @@ func (x *run) replaySegment(s *seg, yield func(batch.View) bool) (bool, error) {
 	defer done()
 	data := mp.data[:s.keepEnd]
 	more := true
+	var h batch.BatchHeader
 	ferr := guard(s.logPath, func() {
 		switch {
 		case listed:
+			// Validated by the scan, which kept only their positions:
+			// each header is decoded here once, for the replay.
 			for _, p := range positions {
-				b := data[p:]
-				if more = yield(batch.View(b[:frameSize(b)])); !more {
+				w := batch.NewWalker(data[p:])
+				v, _ := w.Next()
+				v.DecodeHeader(&h)
+				if more = yield(v, &h); !more {
 					return
 				}
 			}
 		case s.recover:
-			walk(data, func(_ int64, v batch.View) bool { more = yield(v); return more })
+			w := batch.NewWalker(data)
+			for v, ok := w.Next(); ok; v, ok = w.Next() {
+				v.DecodeHeader(&h)
+				if more = yield(v, &h); !more {
+					return
+				}
+			}
 		default:
 			it := batch.NewIterator(data, 0)
 			for v, ok := it.Next(); ok; v, ok = it.Next() {
-				if more = yield(v); !more {
+				if more = yield(v, it.Header()); !more {
 					return
 				}
 			}
@@ -359,4 +393,39 @@ func (x *run) replaySegment(s *seg, yield func(batch.View) bool) (bool, error) {
 
 func sortEntries(e []snapshot.Entry) {
 	sort.Slice(e, func(i, j int) bool { return e[i].ProducerID < e[j].ProducerID })
+}
+
+// isAbortMarker reports whether the control batch v holds an ABORT marker.
+func isAbortMarker(v batch.View) bool {
+	if v.RecordsCount() <= 0 || v.Compression() != batch.CompressionNone {
+		return false
+	}
+	it := batch.NewRecordIterator(v, v.RecordsSection())
+	var r batch.Record
+	if !it.Next(&r) {
+		return false
+	}
+	_, typ, err := batch.ParseControlKey(r.Key)
+	return err == nil && typ == batch.ControlAbort
+}
+
+// onlyCleanedTxns reports whether every entry of the transaction index
+// name ends at an ABORT marker of its producer that the replay met: the
+// trace of a cleaning, which removed the transaction's batches and kept
+// its marker (package cleaner), not damage.
+func (x *run) onlyCleanedTxns(name string, markers map[int64]int64) (bool, error) {
+	b, fits, err := x.readFile(name, 1<<20)
+	if err != nil || !fits {
+		return false, err
+	}
+	entries, err := index.DecodeTxnIndex(b)
+	if err != nil || len(entries) == 0 {
+		return false, nil
+	}
+	for _, e := range entries {
+		if pid, ok := markers[e.LastOffset]; !ok || pid != e.ProducerID {
+			return false, nil
+		}
+	}
+	return true, nil
 }

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // TestQuarantineTailCopyNoSpace: a full disk in the middle of the copy of
@@ -19,7 +19,7 @@ import (
 func TestQuarantineTailCopyNoSpace(t *testing.T) {
 	dir := fixture(t)
 	setField(t, dir, 300, batchAt(t, dir, 300, 500).pos, 17, []byte{9, 9, 9, 9})
-	logPath := segPath(dir, 300, segment.LogSuffix)
+	logPath := segPath(dir, 300, filenames.Log)
 	s1, err := os.Stat(logPath)
 	if err != nil {
 		t.Fatal(err)

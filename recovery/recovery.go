@@ -11,6 +11,7 @@ import (
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
 )
@@ -24,6 +25,9 @@ type seg struct {
 
 	recover bool   // validated from byte 0 and indexes rebuilt
 	why     string // why a trusted segment is recovered after all
+	// whyFile is the index that failed its sanity check, when that is
+	// why (the problem names it).
+	whyFile string
 	scan    *scanResult
 	m       *mapped // the .log mapped by the scan, kept until the replay
 
@@ -59,7 +63,7 @@ func (s *seg) next() int64 {
 	return s.base
 }
 
-func (s *seg) name(kind string) string { return segment.MakeFileName(s.base, kind) }
+func (s *seg) name(kind string) string { return filenames.Make(s.base, kind) }
 
 // Run opens, checks and (unless opts.DryRun) repairs the partition
 // directory dir, following the steps listed in the package documentation.
@@ -111,7 +115,7 @@ func Load(dir string, opts Options) (*Loaded, error) {
 		// Plan first: a cut below the recovery point is refused before
 		// anything is changed.
 		plan := opts
-		plan.DryRun, plan.RefuseFlushedCut = true, false
+		plan.DryRun, plan.RefuseFlushedCut, plan.KeepFlushed = true, false, false
 		pr, err := Run(dir, plan)
 		if err != nil {
 			return nil, err
@@ -126,7 +130,7 @@ func Load(dir string, opts Options) (*Loaded, error) {
 		if t := pr.Truncation; t != nil && t.Class == ClassCorruptFlushed {
 			pr.Refused = fmt.Sprintf("the repair would cut data below the recovery point (%s in segment %d at position %d); nothing was changed",
 				t.Class, t.SegmentBaseOffset, t.Position)
-			pr.problem(segment.MakeFileName(t.SegmentBaseOffset, segment.LogSuffix), t.Position, kindRefused, "%s", pr.Refused)
+			pr.problem(filenames.Make(t.SegmentBaseOffset, filenames.Log), t.Position, kindRefused, "%s", pr.Refused)
 			pr.Changes = []Change{}
 			pr.finish(true)
 			return &Loaded{Report: pr}, nil
@@ -144,11 +148,23 @@ func Load(dir string, opts Options) (*Loaded, error) {
 		if x.active != nil {
 			_ = x.active.Close()
 		}
+		if errors.Is(err, errKeepFlushed) {
+			t := x.r.Truncation
+			file := filenames.Make(t.SegmentBaseOffset, filenames.Log)
+			x.r.Refused = fmt.Sprintf("the repair would cut %s at position %d (offset %d on, %d bytes), below the recovery point: %s; no segment was changed",
+				file, t.Position, t.Offset, t.BytesRemoved, t.Reason)
+			x.r.problem(file, t.Position, kindRefused, "%s", x.r.Refused)
+			x.r.finish(true)
+			return &Loaded{Report: x.r}, nil
+		}
 		return nil, err
 	}
 	x.r.finish(x.o.DryRun)
 	return &Loaded{Report: x.r, Producers: x.state, Epochs: x.epochList, Active: x.active}, nil
 }
+
+// errKeepFlushed stops a Run with Options.KeepFlushed before its cut.
+var errKeepFlushed = errors.New("partlog/recovery: cut below the recovery point refused")
 
 // metadataLogDir is the partition directory of KRaft's metadata log.
 const metadataLogDir = "__cluster_metadata-0"
@@ -196,6 +212,9 @@ func (x *run) runSteps() error {
 	// 3–4. Sequential decisions in offset order: the cut and its class.
 	if err := x.decide(segs); err != nil {
 		return err
+	}
+	if t := x.r.Truncation; x.o.KeepFlushed && !x.o.DryRun && t != nil && t.Class == ClassCorruptFlushed {
+		return errKeepFlushed // nothing of the segments changed yet
 	}
 	// 8 (first half). Log start, log end, empty logs.
 	segs, leo, logStart, wiped := x.logBounds(segs)
@@ -275,8 +294,8 @@ func (x *run) activate(kept []*seg) error {
 func (x *run) loadSegments() ([]*seg, error) {
 	var segs []*seg
 	for name, p := range x.files {
-		n, err := segment.ParseFileName(name)
-		if err != nil || n.Transient != "" || n.Kind != segment.LogSuffix {
+		n, err := filenames.Parse(name)
+		if err != nil || n.Transient != "" || n.Kind != filenames.Log {
 			continue
 		}
 		segs = append(segs, &seg{base: n.Offset, logName: name, logPath: p, size: -1,
@@ -340,11 +359,13 @@ func (x *run) loadSegments() ([]*seg, error) {
 				// D16): a change, not damage.
 				continue
 			}
-			kind := kindIndex
-			if x.o.Clean && i == len(segs)-1 {
+			kind, file := kindIndex, s.logName
+			if s.whyFile != "" {
+				file = s.whyFile
+			} else if x.o.Clean && i == len(segs)-1 {
 				kind = kindCleanMarker
 			}
-			x.r.problem(s.logName, -1, kind, "segment %d recovered: %s", s.base, why)
+			x.r.problem(file, -1, kind, "segment %d recovered: %s", s.base, why)
 		}
 	}
 	return segs, nil
@@ -361,7 +382,7 @@ func (x *run) loadSegments() ([]*seg, error) {
 // files are opened for appending and checked through those descriptors and
 // mappings (s.pending), which the log then adopts as its active segment.
 func (x *run) checkTrusted(s *seg, nextBase int64, last bool) (why string, missing bool, err error) {
-	idxName, timeName := s.name(segment.IndexSuffix), s.name(segment.TimeIndexSuffix)
+	idxName, timeName := s.name(filenames.Index), s.name(filenames.TimeIndex)
 	if !x.exists(idxName) {
 		return "offset index missing", true, nil
 	}
@@ -390,15 +411,15 @@ func (x *run) checkTrusted(s *seg, nextBase int64, last bool) (why string, missi
 // not DryRun or Full, not a completed swap, and both indexes listed.
 func (x *run) pendingLast(s *seg) bool {
 	return x.o.OpenActive && x.o.Clean && !x.o.DryRun && !x.o.Full && !x.swapped[s.base] &&
-		x.exists(s.name(segment.IndexSuffix)) && x.exists(s.name(segment.TimeIndexSuffix))
+		x.exists(s.name(filenames.Index)) && x.exists(s.name(filenames.TimeIndex))
 }
 
 // checkPending is checkIndexesAndTail of the last segment through its files
 // opened for appending (s.pending, set unless the open fails); it sets
 // s.size from the open .log.
 func (x *run) checkPending(s *seg) (string, error) {
-	txnName := s.name(segment.TxnIndexSuffix)
-	names := []string{s.logName, s.name(segment.IndexSuffix), s.name(segment.TimeIndexSuffix), txnName}
+	txnName := s.name(filenames.TxnIndex)
+	names := []string{s.logName, s.name(filenames.Index), s.name(filenames.TimeIndex), txnName}
 	if x.o.hooks != nil && x.o.hooks.open != nil {
 		for _, name := range names {
 			if p := x.path(name); x.exists(name) {
@@ -428,6 +449,7 @@ func (x *run) checkPending(s *seg) (string, error) {
 			if !index.IsCorrupt(sanity) {
 				return "", fmt.Errorf("partlog/recovery: check %s: %w", x.path(c.name), sanity)
 			}
+			s.whyFile = c.name
 			return fmt.Sprintf("%s fails its sanity check: %v", c.name, sanity), nil
 		}
 	}
@@ -438,7 +460,7 @@ func (x *run) checkPending(s *seg) (string, error) {
 
 // checkIndexesAndTail is checkTrusted once both indexes exist.
 func (x *run) checkIndexesAndTail(s *seg, nextBase int64) (string, error) {
-	idxName, timeName, txnName := s.name(segment.IndexSuffix), s.name(segment.TimeIndexSuffix), s.name(segment.TxnIndexSuffix)
+	idxName, timeName, txnName := s.name(filenames.Index), s.name(filenames.TimeIndex), s.name(filenames.TxnIndex)
 	var last index.OffsetEntry
 	var entries int64
 	var lastTime index.TimeEntry
@@ -483,6 +505,7 @@ func (x *run) checkIndexesAndTail(s *seg, nextBase int64) (string, error) {
 			if !index.IsCorrupt(sanity) {
 				return "", fmt.Errorf("partlog/recovery: check %s: %w", p, sanity)
 			}
+			s.whyFile = name
 			return fmt.Sprintf("%s fails its sanity check: %v", name, sanity), nil
 		}
 	}

@@ -10,7 +10,8 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -121,7 +122,7 @@ func exists(dir, name string) bool {
 
 // setLen sets the length field of the batch at pos of a segment.
 func setField(t testing.TB, dir string, base, pos int64, off int, v []byte) {
-	patch(t, segPath(dir, base, segment.LogSuffix), func(b []byte) []byte {
+	patch(t, segPath(dir, base, filenames.Log), func(b []byte) []byte {
 		copy(b[pos+int64(off):], v)
 		return b
 	})
@@ -151,9 +152,9 @@ func writeSegment(t testing.TB, dir string, base, from, to int64) {
 			t.Fatal(err)
 		}
 	}
-	for _, k := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+	for _, k := range []string{filenames.Log, filenames.Index, filenames.TimeIndex} {
 		var b []byte
-		if k == segment.LogSuffix {
+		if k == filenames.Log {
 			b = out
 		}
 		if err := os.WriteFile(segPath(dir, base, k), b, 0o644); err != nil {
@@ -196,7 +197,7 @@ func cases() []tcase {
 		}},
 		{id: "B1", opts: unclean(600), damage: func(t testing.TB, dir string) {
 			b := last(t, dir)
-			if err := os.Truncate(segPath(dir, 600, segment.LogSuffix), b.pos+100); err != nil {
+			if err := os.Truncate(segPath(dir, 600, filenames.Log), b.pos+100); err != nil {
 				t.Fatal(err)
 			}
 		}, check: func(t testing.TB, r *Report, dir string) {
@@ -210,12 +211,12 @@ func cases() []tcase {
 			}
 		}},
 		{id: "B2", opts: unclean(600), damage: func(t testing.TB, dir string) {
-			if err := os.Truncate(segPath(dir, 600, segment.LogSuffix), last(t, dir).pos+30); err != nil {
+			if err := os.Truncate(segPath(dir, 600, filenames.Log), last(t, dir).pos+30); err != nil {
 				t.Fatal(err)
 			}
 		}, check: func(t testing.TB, r *Report, dir string) { expectCut(t, r, 740, ClassTornTail) }},
 		{id: "B3", opts: unclean(600), damage: func(t testing.TB, dir string) {
-			appendBytes(t, segPath(dir, 600, segment.LogSuffix), []byte("0123456789"))
+			appendBytes(t, segPath(dir, 600, filenames.Log), []byte("0123456789"))
 		}, check: func(t testing.TB, r *Report, dir string) {
 			expectCut(t, r, 750, ClassTornTail)
 			if r.Truncation.BytesRemoved != 10 {
@@ -223,7 +224,7 @@ func cases() []tcase {
 			}
 		}},
 		{id: "B4", opts: unclean(600), damage: func(t testing.TB, dir string) {
-			appendBytes(t, segPath(dir, 600, segment.LogSuffix), make([]byte, 1<<20))
+			appendBytes(t, segPath(dir, 600, filenames.Log), make([]byte, 1<<20))
 		}, check: func(t testing.TB, r *Report, dir string) { expectCut(t, r, 750, ClassZeroTail) }},
 		{id: "B5", opts: unclean(600), damage: func(t testing.TB, dir string) {
 			setField(t, dir, 600, last(t, dir).pos, batch.OffBatchLength, be32(900<<10))
@@ -241,19 +242,19 @@ func cases() []tcase {
 			expectProblem(t, r, kindSalvage)
 		}},
 		{id: "B8", opts: unclean(600), damage: func(t testing.TB, dir string) {
-			patch(t, segPath(dir, 600, segment.LogSuffix), func(b []byte) []byte { clear(b[8192:12288]); return b })
+			patch(t, segPath(dir, 600, filenames.Log), func(b []byte) []byte { clear(b[8192:12288]); return b })
 		}, check: func(t testing.TB, r *Report, dir string) {
 			if r.Truncation == nil || r.Truncation.Class != ClassCorruptUnflushed || r.Truncation.Position > 8192 || r.Salvage == nil {
 				t.Errorf("truncation %+v salvage %+v", r.Truncation, r.Salvage)
 			}
 		}},
 		{id: "B9", opts: unclean(600), damage: func(t testing.TB, dir string) {
-			if err := os.Truncate(segPath(dir, 600, segment.LogSuffix), 64<<10); err != nil {
+			if err := os.Truncate(segPath(dir, 600, filenames.Log), 64<<10); err != nil {
 				t.Fatal(err)
 			}
 		}, check: func(t testing.TB, r *Report, dir string) { expectCut(t, r, 750, ClassZeroTail) }},
 		{id: "B10", opts: unclean(600), damage: func(t testing.TB, dir string) {
-			if err := os.WriteFile(segPath(dir, 750, segment.LogSuffix), make([]byte, 64<<10), 0o644); err != nil {
+			if err := os.WriteFile(segPath(dir, 750, filenames.Log), make([]byte, 64<<10), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}, check: func(t testing.TB, r *Report, dir string) {
@@ -302,7 +303,7 @@ func cases() []tcase {
 			setField(t, dir, 600, mid(t, dir).pos, batch.OffMagic, []byte{3})
 		}, check: func(t testing.TB, r *Report, dir string) { expectCut(t, r, 650, ClassCorruptUnflushed) }},
 		{id: "C6", opts: unclean(600), damage: func(t testing.TB, dir string) {
-			for _, k := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix} {
+			for _, k := range []string{filenames.Log, filenames.Index, filenames.TimeIndex, filenames.TxnIndex} {
 				if err := os.Rename(segPath(dir, 300, k), segPath(dir, 350, k)); err != nil {
 					t.Fatal(err)
 				}
@@ -316,7 +317,7 @@ func cases() []tcase {
 		}},
 		{id: "C7", opts: unclean(600), damage: func(t testing.TB, dir string) {
 			a, b := batchAt(t, dir, 600, 650), batchAt(t, dir, 600, 660)
-			patch(t, segPath(dir, 600, segment.LogSuffix), func(d []byte) []byte {
+			patch(t, segPath(dir, 600, filenames.Log), func(d []byte) []byte {
 				x := slices.Clone(d[a.pos : a.pos+int64(a.size)])
 				y := slices.Clone(d[b.pos : b.pos+int64(b.size)])
 				copy(d[a.pos:], y)
@@ -325,37 +326,37 @@ func cases() []tcase {
 			})
 		}, check: func(t testing.TB, r *Report, dir string) { expectCut(t, r, 670, ClassCorruptUnflushed) }},
 		{id: "D1", opts: clean(), damage: func(t testing.TB, dir string) {
-			appendBytes(t, segPath(dir, 300, segment.IndexSuffix), make([]byte, 1<<20))
+			appendBytes(t, segPath(dir, 300, filenames.Index), make([]byte, 1<<20))
 		}, check: func(t testing.TB, r *Report, dir string) {
 			expectCut(t, r, 750, "")
 			expectRebuilt(t, r, 300)
 			expectProblem(t, r, kindIndex)
 		}},
 		{id: "D2", opts: clean(), damage: func(t testing.TB, dir string) {
-			appendBytes(t, segPath(dir, 0, segment.TimeIndexSuffix), make([]byte, 1200))
+			appendBytes(t, segPath(dir, 0, filenames.TimeIndex), make([]byte, 1200))
 		}, check: func(t testing.TB, r *Report, dir string) { expectRebuilt(t, r, 0) }},
 		{id: "D3", opts: clean(), damage: func(t testing.TB, dir string) {
-			if err := os.Truncate(segPath(dir, 600, segment.TimeIndexSuffix), testCfg.MaxIndexBytes/12*12); err != nil {
+			if err := os.Truncate(segPath(dir, 600, filenames.TimeIndex), testCfg.MaxIndexBytes/12*12); err != nil {
 				t.Fatal(err)
 			}
 		}, check: func(t testing.TB, r *Report, dir string) { expectRebuilt(t, r, 600) }},
 		{id: "D4", opts: clean(), damage: func(t testing.TB, dir string) {
-			_ = os.Remove(segPath(dir, 300, segment.IndexSuffix))
+			_ = os.Remove(segPath(dir, 300, filenames.Index))
 		}, check: func(t testing.TB, r *Report, dir string) { expectRebuilt(t, r, 300); expectCut(t, r, 750, "") }},
 		{id: "D5", opts: clean(), damage: func(t testing.TB, dir string) {
-			_ = os.Remove(segPath(dir, 300, segment.TimeIndexSuffix))
+			_ = os.Remove(segPath(dir, 300, filenames.TimeIndex))
 		}, check: func(t testing.TB, r *Report, dir string) { expectRebuilt(t, r, 300) }},
 		{id: "D6", opts: clean(), damage: func(t testing.TB, dir string) {
-			appendBytes(t, segPath(dir, 300, segment.IndexSuffix), []byte{1, 2, 3})
+			appendBytes(t, segPath(dir, 300, filenames.Index), []byte{1, 2, 3})
 		}, check: func(t testing.TB, r *Report, dir string) { expectRebuilt(t, r, 300) }},
 		{id: "D7", opts: clean(), damage: func(t testing.TB, dir string) {
-			patch(t, segPath(dir, 300, segment.IndexSuffix), func(b []byte) []byte {
+			patch(t, segPath(dir, 300, filenames.Index), func(b []byte) []byte {
 				copy(b[len(b)-4:], be32(1<<20))
 				return b
 			})
 		}, check: func(t testing.TB, r *Report, dir string) { expectRebuilt(t, r, 300) }},
 		{id: "D8", opts: clean(), damage: func(t testing.TB, dir string) {
-			patch(t, segPath(dir, 300, segment.IndexSuffix), func(b []byte) []byte {
+			patch(t, segPath(dir, 300, filenames.Index), func(b []byte) []byte {
 				x := slices.Clone(b[0:8])
 				copy(b[0:8], b[8:16])
 				copy(b[8:16], x)
@@ -363,7 +364,7 @@ func cases() []tcase {
 			})
 		}, check: func(t testing.TB, r *Report, dir string) { expectRebuilt(t, r, 300) }},
 		{id: "D9", opts: unclean(600), damage: func(t testing.TB, dir string) {
-			if err := os.Truncate(segPath(dir, 600, segment.LogSuffix), last(t, dir).pos+100); err != nil {
+			if err := os.Truncate(segPath(dir, 600, filenames.Log), last(t, dir).pos+100); err != nil {
 				t.Fatal(err)
 			}
 		}, check: func(t testing.TB, r *Report, dir string) {
@@ -371,7 +372,7 @@ func cases() []tcase {
 			expectRebuilt(t, r, 600)
 		}},
 		{id: "D10", opts: clean(), damage: func(t testing.TB, dir string) {
-			if err := os.Truncate(segPath(dir, 600, segment.LogSuffix), batchAt(t, dir, 600, 700).pos+100); err != nil {
+			if err := os.Truncate(segPath(dir, 600, filenames.Log), batchAt(t, dir, 600, 700).pos+100); err != nil {
 				t.Fatal(err)
 			}
 		}, check: func(t testing.TB, r *Report, dir string) {
@@ -380,7 +381,7 @@ func cases() []tcase {
 			expectRebuilt(t, r, 600)
 		}},
 		{id: "D11", opts: clean(), damage: func(t testing.TB, dir string) {
-			_ = os.WriteFile(segPath(dir, 900, segment.IndexSuffix), make([]byte, 16), 0o644)
+			_ = os.WriteFile(segPath(dir, 900, filenames.Index), make([]byte, 16), 0o644)
 		}, check: func(t testing.TB, r *Report, dir string) {
 			// Without a .deleted sibling, the segment's data is missing.
 			expectProblem(t, r, kindOrphanIndex)
@@ -390,8 +391,8 @@ func cases() []tcase {
 		}},
 		{id: "D11b", opts: clean(), damage: func(t testing.TB, dir string) {
 			// An interrupted deletion: the .log renamed, its index not yet.
-			_ = os.WriteFile(segPath(dir, 900, segment.LogSuffix)+segment.DeletedSuffix, []byte("x"), 0o644)
-			_ = os.WriteFile(segPath(dir, 900, segment.IndexSuffix), make([]byte, 16), 0o644)
+			_ = os.WriteFile(segPath(dir, 900, filenames.Log)+filenames.Deleted, []byte("x"), 0o644)
+			_ = os.WriteFile(segPath(dir, 900, filenames.Index), make([]byte, 16), 0o644)
 		}, check: func(t testing.TB, r *Report, dir string) {
 			expectChange(t, r, kindOrphanIndex)
 			expectChange(t, r, kindLeftover)
@@ -400,7 +401,7 @@ func cases() []tcase {
 			}
 		}},
 		{id: "D12", opts: unclean(0), damage: func(t testing.TB, dir string) {
-			_ = os.Remove(segPath(dir, 300, segment.TxnIndexSuffix))
+			_ = os.Remove(segPath(dir, 300, filenames.TxnIndex))
 		}, check: func(t testing.TB, r *Report, dir string) {
 			expectRebuilt(t, r, 300)
 			if !exists(dir, "00000000000000000300.txnindex") {
@@ -408,16 +409,16 @@ func cases() []tcase {
 			}
 		}},
 		{id: "D13", opts: clean(), damage: func(t testing.TB, dir string) {
-			patch(t, segPath(dir, 300, segment.TxnIndexSuffix), func(b []byte) []byte { copy(b[18:], be64(250)); return b })
+			patch(t, segPath(dir, 300, filenames.TxnIndex), func(b []byte) []byte { copy(b[18:], be64(250)); return b })
 		}, check: func(t testing.TB, r *Report, dir string) { expectRebuilt(t, r, 300) }},
 		{id: "D14", opts: clean(), damage: func(t testing.TB, dir string) {
-			appendBytes(t, segPath(dir, 300, segment.TxnIndexSuffix), make([]byte, 20))
+			appendBytes(t, segPath(dir, 300, filenames.TxnIndex), make([]byte, 20))
 		}, check: func(t testing.TB, r *Report, dir string) { expectRebuilt(t, r, 300) }},
 		{id: "D15", opts: clean(), damage: func(t testing.TB, dir string) {
-			patch(t, segPath(dir, 300, segment.TxnIndexSuffix), func(b []byte) []byte { b[0] = 1; return b })
+			patch(t, segPath(dir, 300, filenames.TxnIndex), func(b []byte) []byte { b[0] = 1; return b })
 		}, check: func(t testing.TB, r *Report, dir string) { expectRebuilt(t, r, 300) }},
 		{id: "D16", opts: clean(), damage: func(t testing.TB, dir string) {
-			_ = os.WriteFile(segPath(dir, 750, segment.LogSuffix), nil, 0o644)
+			_ = os.WriteFile(segPath(dir, 750, filenames.Log), nil, 0o644)
 		}, check: func(t testing.TB, r *Report, dir string) {
 			expectCut(t, r, 750, "")
 			if hasProblem(r, kindIndex) || hasProblem(r, kindCleanMarker) {
@@ -442,7 +443,7 @@ func cases() []tcase {
 			}
 		}},
 		{id: "E3", opts: unclean(600), damage: func(t testing.TB, dir string) {
-			for _, k := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix} {
+			for _, k := range []string{filenames.Log, filenames.Index, filenames.TimeIndex, filenames.TxnIndex} {
 				_ = os.Remove(segPath(dir, 300, k))
 			}
 		}, check: func(t testing.TB, r *Report, dir string) {
@@ -461,7 +462,7 @@ func cases() []tcase {
 			expectProblem(t, r, kindOverlap)
 		}},
 		{id: "E5", opts: unclean(300), damage: func(t testing.TB, dir string) {
-			for _, k := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+			for _, k := range []string{filenames.Log, filenames.Index, filenames.TimeIndex} {
 				_ = os.Remove(segPath(dir, 600, k))
 			}
 			writeSegment(t, dir, 500, 0, 0)
@@ -520,15 +521,15 @@ func cases() []tcase {
 			}
 		}, persistent: true},
 		{id: "F1", opts: clean(), damage: func(t testing.TB, dir string) {
-			copySegment(t, dir, 300, 300, segment.CleanedSuffix)
+			copySegment(t, dir, 300, 300, filenames.Cleaned)
 		}, check: func(t testing.TB, r *Report, dir string) { expectChange(t, r, kindSwap); expectCut(t, r, 750, "") }},
 		{id: "F2", opts: clean(), damage: func(t testing.TB, dir string) {
-			copySegment(t, dir, 600, 600, segment.SwapSuffix)
-			copySegment(t, dir, 300, 300, segment.CleanedSuffix)
+			copySegment(t, dir, 600, 600, filenames.Swap)
+			copySegment(t, dir, 300, 300, filenames.Cleaned)
 		}, check: func(t testing.TB, r *Report, dir string) { expectChange(t, r, kindSwap); expectCut(t, r, 750, "") }},
 		{id: "F3", opts: clean(), damage: func(t testing.TB, dir string) {
-			copySegment(t, dir, 300, 300, segment.SwapSuffix)
-			copySegment(t, dir, 600, 600, segment.SwapSuffix)
+			copySegment(t, dir, 300, 300, filenames.Swap)
+			copySegment(t, dir, 600, 600, filenames.Swap)
 		}, check: func(t testing.TB, r *Report, dir string) {
 			expectChange(t, r, kindSwap)
 			expectCut(t, r, 750, "")
@@ -537,11 +538,11 @@ func cases() []tcase {
 			}
 		}},
 		{id: "F4", opts: clean(), damage: func(t testing.TB, dir string) {
-			copySegment(t, dir, 300, 300, segment.SwapSuffix)
-			renameSegment(t, dir, 300, segment.DeletedSuffix)
+			copySegment(t, dir, 300, 300, filenames.Swap)
+			renameSegment(t, dir, 300, filenames.Deleted)
 		}, check: func(t testing.TB, r *Report, dir string) { expectCut(t, r, 750, ""); expectChange(t, r, kindLeftover) }},
 		{id: "F5", opts: clean(), damage: func(t testing.TB, dir string) {
-			if err := os.Rename(segPath(dir, 300, segment.IndexSuffix), segPath(dir, 300, segment.IndexSuffix)+segment.SwapSuffix); err != nil {
+			if err := os.Rename(segPath(dir, 300, filenames.Index), segPath(dir, 300, filenames.Index)+filenames.Swap); err != nil {
 				t.Fatal(err)
 			}
 		}, check: func(t testing.TB, r *Report, dir string) {
@@ -559,9 +560,9 @@ func cases() []tcase {
 			}
 		}},
 		{id: "F7", opts: clean(), damage: func(t testing.TB, dir string) {
-			copySegment(t, dir, 300, 300, segment.SwapSuffix)
+			copySegment(t, dir, 300, 300, filenames.Swap)
 			setField(t, dir, 300, 0, 0, nil)
-			patch(t, segPath(dir, 300, segment.LogSuffix)+segment.SwapSuffix, func(b []byte) []byte { b[batch.OffCRC] ^= 0xff; return b })
+			patch(t, segPath(dir, 300, filenames.Log)+filenames.Swap, func(b []byte) []byte { b[batch.OffCRC] ^= 0xff; return b })
 		}, check: func(t testing.TB, r *Report, dir string) {
 			expectProblem(t, r, kindSwap)
 			expectCut(t, r, 750, "")
@@ -581,7 +582,7 @@ func cases() []tcase {
 		}},
 		{id: "G2", opts: clean(), damage: func(t testing.TB, dir string) {
 			for _, o := range []int64{300, 600, 750} {
-				patch(t, filepath.Join(dir, segment.MakeFileName(o, segment.SnapshotSuffix)), func(b []byte) []byte { b[3] ^= 0xff; return b })
+				patch(t, filepath.Join(dir, filenames.Make(o, filenames.Snapshot)), func(b []byte) []byte { b[3] ^= 0xff; return b })
 			}
 		}, check: func(t testing.TB, r *Report, dir string) {
 			if r.SnapshotsUsed != nil || len(r.SnapshotsDiscarded) != 3 || r.Producers != 2 || r.LastStableOffset != 730 {
@@ -590,7 +591,7 @@ func cases() []tcase {
 		}},
 		{id: "G3", opts: clean(), damage: func(t testing.TB, dir string) {
 			for _, o := range []int64{300, 600, 750} {
-				_ = os.Remove(filepath.Join(dir, segment.MakeFileName(o, segment.SnapshotSuffix)))
+				_ = os.Remove(filepath.Join(dir, filenames.Make(o, filenames.Snapshot)))
 			}
 		}, check: func(t testing.TB, r *Report, dir string) {
 			if r.Producers != 2 || r.LastStableOffset != 730 || !exists(dir, "00000000000000000750.snapshot") {
@@ -631,13 +632,13 @@ func cases() []tcase {
 			_ = os.Remove(filepath.Join(dir, epochFileName))
 		}, check: func(t testing.TB, r *Report, dir string) { expectEpochs(t, r, dir) }},
 		{id: "H3", opts: clean(), damage: func(t testing.TB, dir string) {
-			appendBytes(t, segPath(dir, 600, segment.LogSuffix), []byte("torn!"))
+			appendBytes(t, segPath(dir, 600, filenames.Log), []byte("torn!"))
 		}, check: func(t testing.TB, r *Report, dir string) {
 			expectCut(t, r, 750, ClassTornTail)
 			expectProblem(t, r, kindCleanMarker)
 		}},
 		{id: "H4", opts: clean(), damage: func(t testing.TB, dir string) {
-			appendBytes(t, segPath(dir, 300, segment.LogSuffix), make([]byte, 64<<10))
+			appendBytes(t, segPath(dir, 300, filenames.Log), make([]byte, 64<<10))
 		}, check: func(t testing.TB, r *Report, dir string) {
 			expectCut(t, r, 750, "")
 			expectProblem(t, r, kindLostTrim)
@@ -667,7 +668,7 @@ func copyFileT(t testing.TB, from, to string) {
 // transient suffix.
 func copySegment(t testing.TB, dir string, from, to int64, suffix string) {
 	for _, k := range segmentKinds {
-		if exists(dir, segment.MakeFileName(from, k)) {
+		if exists(dir, filenames.Make(from, k)) {
 			copyFileT(t, segPath(dir, from, k), segPath(dir, to, k)+suffix)
 		}
 	}
@@ -675,7 +676,7 @@ func copySegment(t testing.TB, dir string, from, to int64, suffix string) {
 
 func renameSegment(t testing.TB, dir string, base int64, suffix string) {
 	for _, k := range segmentKinds {
-		if exists(dir, segment.MakeFileName(base, k)) {
+		if exists(dir, filenames.Make(base, k)) {
 			if err := os.Rename(segPath(dir, base, k), segPath(dir, base, k)+suffix); err != nil {
 				t.Fatal(err)
 			}
@@ -699,7 +700,7 @@ func checkVerdict(t testing.TB, r *Report, dryRun bool) {
 	if tr := r.Truncation; tr != nil {
 		// Every cut is a problem at its position, but a zero tail (the
 		// unwritten end of an active segment) is a note.
-		name := segment.MakeFileName(tr.SegmentBaseOffset, segment.LogSuffix)
+		name := filenames.Make(tr.SegmentBaseOffset, filenames.Log)
 		named := func(p Problem) bool { return p.File == name && p.Position == tr.Position }
 		if tr.Class == ClassZeroTail {
 			if slices.ContainsFunc(r.Problems, named) || !slices.ContainsFunc(r.Notes, named) {
@@ -760,11 +761,11 @@ func TestCases(t *testing.T) {
 			if c.damage != nil {
 				c.damage(t, dir)
 			}
-			before := hashDir(t, dir)
+			before := testutil.HashTree(t, dir)
 			dry := c.opts
 			dry.DryRun = true
 			dr := mustRun(t, dir, dry)
-			if d := diffHashes(before, hashDir(t, dir)); len(d) > 0 {
+			if d := diffHashes(before, testutil.HashTree(t, dir)); len(d) > 0 {
 				t.Fatalf("DryRun changed %v", d)
 			}
 			r := mustRun(t, dir, c.opts)
@@ -781,13 +782,13 @@ func TestCases(t *testing.T) {
 			}
 			checkLoadable(t, dir)
 			// J2: a second run finds nothing to do.
-			mid := hashDir(t, dir)
+			mid := testutil.HashTree(t, dir)
 			o2 := c.opts
 			o2.Clean = false
 			o2.RecoveryPoint = r.RecoveryPoint
 			o2.LogStartOffset = r.LogStartOffset
 			r2 := mustRun(t, dir, o2)
-			if d := diffHashes(mid, hashDir(t, dir)); len(d) > 0 {
+			if d := diffHashes(mid, testutil.HashTree(t, dir)); len(d) > 0 {
 				t.Errorf("second run changed %v (report %+v)", d, r2.Problems)
 			}
 			if !c.persistent && r2.Status != StatusOK {

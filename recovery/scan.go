@@ -1,7 +1,6 @@
 package recovery
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/internal/mmapfile"
 	"golang.org/x/sys/unix"
 )
@@ -77,17 +77,17 @@ type indexPlan struct {
 // collector gathers, batch by batch in position order, what scanResult
 // collects for the later steps.
 type collector struct {
-	ib        indexBuilder
+	ib        index.Builder
 	replay    []uint32
 	replayAll bool
 }
 
 func newCollector(base, interval int64) *collector {
-	return &collector{ib: newIndexBuilder(base, interval)}
+	return &collector{ib: index.NewBuilder(base, interval)}
 }
 
 func (c *collector) add(pos int64, v batch.View) {
-	c.ib.add(pos, v)
+	c.ib.Add(pos, v.LastOffset(), v.MaxTimestamp())
 	if c.replayAll || !(v.IsControl() || v.ProducerID() >= 0) {
 		return
 	}
@@ -105,7 +105,7 @@ func (c *collector) done(r *scanResult) {
 		r.replayAll = true
 		return
 	}
-	offsets, times := c.ib.finish()
+	offsets, times := c.ib.Finish()
 	r.idx = &indexPlan{end: r.validEnd, offsets: offsets, times: times}
 	r.replay, r.replayAll = c.replay, c.replayAll
 	if r.replayAll {
@@ -365,25 +365,14 @@ func scanSegmentPrefix(prefix []byte, size int64, c *collector) scanResult {
 	return r
 }
 
-// frameSize is the size of the batch at the start of b, which is known to
-// be a whole valid batch.
-func frameSize(b []byte) int64 {
-	return int64(int32(binary.BigEndian.Uint32(b[batch.OffBatchLength:]))) + batch.LogOverhead
-}
-
 // walk calls fn for each batch of a prefix known to hold whole valid
-// batches, stopping when fn returns false.
+// batches (batch.Walker), stopping when fn returns false.
 func walk(prefix []byte, fn func(pos int64, v batch.View) bool) {
-	var pos int64
-	for pos+batch.HeaderSize <= int64(len(prefix)) {
-		n := frameSize(prefix[pos:])
-		if n < batch.HeaderSize || pos+n > int64(len(prefix)) {
+	w := batch.NewWalker(prefix)
+	for v, ok := w.Next(); ok; v, ok = w.Next() {
+		if !fn(int64(w.Offset()-len(v)), v) {
 			return
 		}
-		if !fn(pos, batch.View(prefix[pos:pos+n])) {
-			return
-		}
-		pos += n
 	}
 }
 

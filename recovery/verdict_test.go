@@ -10,14 +10,14 @@ import (
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/internal/checkpoint"
-	"github.com/partlog/partlog/segment"
-	"github.com/partlog/partlog/snapshot"
+	"github.com/partlog/partlog/internal/filenames"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // flipCRC breaks the CRC of the batch at pos of segment base.
 func flipCRC(t testing.TB, dir string, base, pos int64) {
 	t.Helper()
-	patch(t, segPath(dir, base, segment.LogSuffix), func(b []byte) []byte {
+	patch(t, segPath(dir, base, filenames.Log), func(b []byte) []byte {
 		b[pos+batch.OffCRC] ^= 0xff
 		return b
 	})
@@ -52,7 +52,7 @@ func TestFlushedDamageInRecoveryPointSegment(t *testing.T) {
 			dir := fixture(t)
 			bad := batchAt(t, dir, c.segBase, c.offset)
 			flipCRC(t, dir, c.segBase, bad.pos)
-			logName := segment.MakeFileName(c.segBase, segment.LogSuffix)
+			logName := filenames.Make(c.segBase, filenames.Log)
 
 			o := unclean(c.rp)
 			o.DryRun = true
@@ -64,12 +64,12 @@ func TestFlushedDamageInRecoveryPointSegment(t *testing.T) {
 			expectStatus(t, dr, StatusProblems)
 			checkVerdict(t, dr, true)
 
-			before := hashDir(t, dir)
+			before := testutil.HashTree(t, dir)
 			o = unclean(c.rp)
 			o.RefuseFlushedCut = true
 			o.Quarantine = filepath.Join(t.TempDir(), "q")
 			rr := mustRun(t, dir, o)
-			if d := diffHashes(before, hashDir(t, dir)); len(d) > 0 {
+			if d := diffHashes(before, testutil.HashTree(t, dir)); len(d) > 0 {
 				t.Fatalf("a refused repair changed %v", d)
 			}
 			if rr.Refused == "" || rr.Status != StatusProblems || len(rr.Changes) != 0 || !hasProblem(rr, kindRefused) {
@@ -101,7 +101,7 @@ func TestUnflushedDamageStaysUnflushed(t *testing.T) {
 	if r.Truncation == nil || r.Truncation.Class != ClassCorruptUnflushed || r.Truncation.Position != bad.pos {
 		t.Fatalf("truncation %+v, want corrupt-unflushed at %d", r.Truncation, bad.pos)
 	}
-	expectProblemAt(t, r, segment.MakeFileName(600, segment.LogSuffix), bad.pos)
+	expectProblemAt(t, r, filenames.Make(600, filenames.Log), bad.pos)
 }
 
 // TestEveryProblemAtItsPosition: the cause of every cut of the damage
@@ -110,7 +110,7 @@ func TestUnflushedDamageStaysUnflushed(t *testing.T) {
 func TestEveryProblemAtItsPosition(t *testing.T) {
 	dir := fixture(t)
 	last := batchAt(t, dir, 600, 740)
-	if err := os.Truncate(segPath(dir, 600, segment.LogSuffix), last.pos+30); err != nil {
+	if err := os.Truncate(segPath(dir, 600, filenames.Log), last.pos+30); err != nil {
 		t.Fatal(err)
 	}
 	o := unclean(600)
@@ -119,7 +119,7 @@ func TestEveryProblemAtItsPosition(t *testing.T) {
 	if r.Truncation == nil || r.Truncation.Class != ClassTornTail {
 		t.Fatalf("truncation %+v", r.Truncation)
 	}
-	expectProblemAt(t, r, segment.MakeFileName(600, segment.LogSuffix), last.pos)
+	expectProblemAt(t, r, filenames.Make(600, filenames.Log), last.pos)
 	checkVerdict(t, r, true)
 }
 
@@ -127,7 +127,7 @@ func TestEveryProblemAtItsPosition(t *testing.T) {
 // same; a bad CRC is a problem, and the repair quarantines the file.
 func TestCorruptSnapshotFound(t *testing.T) {
 	dir := fixture(t)
-	name := snapshot.FileName(300)
+	name := filenames.Make(300, filenames.Snapshot)
 	patch(t, filepath.Join(dir, name), func(b []byte) []byte { b[len(b)-1] ^= 0xff; return b })
 	o := clean()
 	o.DryRun = true
@@ -175,12 +175,12 @@ func TestHealthyVerdicts(t *testing.T) {
 		{name: "no-recovery-point", opts: unclean(-1), notes: []string{kindFullRecovery}},
 		{name: "no-recovery-point-no-snapshot", opts: unclean(-1), setup: func(t testing.TB, dir string) {
 			for _, off := range []int64{300, 600, 750} {
-				_ = os.Remove(filepath.Join(dir, snapshot.FileName(off)))
+				_ = os.Remove(filepath.Join(dir, filenames.Make(off, filenames.Snapshot)))
 			}
 		}, changes: []string{kindProducerSnapshot}, notes: []string{kindFullRecovery}},
 		{name: "empty-partition-epoch-0-0", opts: unclean(0), setup: func(t testing.TB, dir string) {
 			emptyDir(t, dir)
-			for _, k := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+			for _, k := range []string{filenames.Log, filenames.Index, filenames.TimeIndex} {
 				if err := os.WriteFile(segPath(dir, 0, k), nil, 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -189,14 +189,14 @@ func TestHealthyVerdicts(t *testing.T) {
 		}, changes: []string{kindEpochs}},
 		{name: "empty-partition-without-indexes", opts: clean(), setup: func(t testing.TB, dir string) {
 			emptyDir(t, dir)
-			if err := os.WriteFile(segPath(dir, 0, segment.LogSuffix), nil, 0o644); err != nil {
+			if err := os.WriteFile(segPath(dir, 0, filenames.Log), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			writeEpochs(t, dir, []checkpoint.EpochEntry{{Epoch: 0, StartOffset: 0}})
 		}, changes: []string{kindIndex, kindEpochs}},
 		{name: "missing-active-indexes", opts: unclean(600), setup: func(t testing.TB, dir string) {
-			_ = os.Remove(segPath(dir, 600, segment.IndexSuffix))
-			_ = os.Remove(segPath(dir, 600, segment.TimeIndexSuffix))
+			_ = os.Remove(segPath(dir, 600, filenames.Index))
+			_ = os.Remove(segPath(dir, 600, filenames.TimeIndex))
 		}, changes: []string{kindIndex}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -204,7 +204,7 @@ func TestHealthyVerdicts(t *testing.T) {
 			if c.setup != nil {
 				c.setup(t, dir)
 			}
-			before := hashDir(t, dir)
+			before := testutil.HashTree(t, dir)
 			dry := c.opts
 			dry.DryRun = true
 			dr := mustRun(t, dir, dry)
@@ -228,7 +228,7 @@ func TestHealthyVerdicts(t *testing.T) {
 			if !slices.Equal(notes, c.notes) {
 				t.Errorf("notes %+v, want %v", dr.Notes, c.notes)
 			}
-			if d := diffHashes(before, hashDir(t, dir)); len(d) > 0 {
+			if d := diffHashes(before, testutil.HashTree(t, dir)); len(d) > 0 {
 				t.Fatalf("DryRun changed %v", d)
 			}
 
@@ -240,12 +240,12 @@ func TestHealthyVerdicts(t *testing.T) {
 			}
 			checkChangesKept(t, before, dir, o.Quarantine, r)
 
-			mid := hashDir(t, dir)
+			mid := testutil.HashTree(t, dir)
 			o2 := c.opts
 			o2.Clean, o2.RecoveryPoint = false, r.RecoveryPoint
 			o2.Quarantine = filepath.Join(t.TempDir(), "q2")
 			r2 := mustRun(t, dir, o2)
-			if d := diffHashes(mid, hashDir(t, dir)); len(d) > 0 || len(r2.Changes) > 0 || r2.Status != StatusOK {
+			if d := diffHashes(mid, testutil.HashTree(t, dir)); len(d) > 0 || len(r2.Changes) > 0 || r2.Status != StatusOK {
 				t.Errorf("second repair changed %v: %+v, status %s", d, r2.Changes, r2.Status)
 			}
 		})
@@ -274,7 +274,7 @@ func checkChangesKept(t testing.TB, before map[string]string, dir, quarantine st
 			t.Errorf("change %+v: %v", c, err)
 		}
 	}
-	after := hashDir(t, dir)
+	after := testutil.HashTree(t, dir)
 	for _, name := range diffHashes(before, after) {
 		if strings.HasPrefix(name, quarantineDirName) || strings.HasSuffix(name, "/") {
 			continue
@@ -294,7 +294,7 @@ func TestEveryChangeKept(t *testing.T) {
 			if c.damage != nil {
 				c.damage(t, dir)
 			}
-			before := hashDir(t, dir)
+			before := testutil.HashTree(t, dir)
 			o := c.opts
 			o.Quarantine = filepath.Join(t.TempDir(), "q")
 			r := mustRun(t, dir, o)
@@ -329,7 +329,7 @@ func TestFullVerify(t *testing.T) {
 			if r.Truncation != nil {
 				t.Fatalf("truncation %+v, want none", r.Truncation)
 			}
-			expectProblemAt(t, r, segment.MakeFileName(0, segment.LogSuffix), bad.pos)
+			expectProblemAt(t, r, filenames.Make(0, filenames.Log), bad.pos)
 			expectProblem(t, r, kindFlushedDamage)
 			for _, s := range r.Segments {
 				if s.Batches < 0 && s.BaseOffset == 0 {
@@ -345,8 +345,8 @@ func TestFullVerify(t *testing.T) {
 func TestMetadataLogFullyRecovered(t *testing.T) {
 	src := fixture(t)
 	dir := filepath.Join(t.TempDir(), "__cluster_metadata-0")
-	copyDir(t, src, dir)
-	if err := os.Truncate(segPath(dir, 600, segment.LogSuffix), batchAt(t, dir, 600, 740).pos+30); err != nil {
+	testutil.CopyTree(t, src, dir)
+	if err := os.Truncate(segPath(dir, 600, filenames.Log), batchAt(t, dir, 600, 740).pos+30); err != nil {
 		t.Fatal(err)
 	}
 	o := clean()
@@ -375,7 +375,7 @@ func TestMetadataLogFullyRecovered(t *testing.T) {
 // trusted.
 func TestTimeIndexEntryInsideBatch(t *testing.T) {
 	dir := fixture(t)
-	p := segPath(dir, 300, segment.TimeIndexSuffix)
+	p := segPath(dir, 300, filenames.TimeIndex)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

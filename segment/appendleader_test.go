@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // appendLeaderOrGeneral is what the log does with AppendLeader: the
@@ -31,7 +32,7 @@ func appendLeaderOrGeneral(t *testing.T, s *Segment, src []byte, epoch int32, se
 		return true, false
 	}
 	var out Appended
-	if err := s.Append(src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: epoch}, &out); err != nil {
+	if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: epoch}, &out); err != nil {
 		t.Fatal(err)
 	}
 	return false, false
@@ -88,7 +89,7 @@ func TestAppendLeaderMatchesAppend(t *testing.T) {
 					break
 				}
 				var out Appended
-				if err := b.Append(src, Stamp{Assign: true, NextOffset: b.NextOffset(), LeaderEpoch: 7}, &out); err != nil {
+				if err := appendChecked(b, src, Stamp{Assign: true, NextOffset: b.NextOffset(), LeaderEpoch: 7}, &out); err != nil {
 					t.Fatal(err)
 				}
 				if took {
@@ -116,9 +117,9 @@ func TestAppendLeaderMatchesAppend(t *testing.T) {
 				}
 				segs[k] = nil
 			}
-			for _, suffix := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
-				a, errA := os.ReadFile(Path(dirs[0], 100, suffix))
-				b, errB := os.ReadFile(Path(dirs[1], 100, suffix))
+			for _, suffix := range []string{filenames.Log, filenames.Index, filenames.TimeIndex} {
+				a, errA := os.ReadFile(filenames.Path(dirs[0], 100, suffix))
+				b, errB := os.ReadFile(filenames.Path(dirs[1], 100, suffix))
 				if errA != nil || errB != nil || !bytes.Equal(a, b) {
 					t.Fatalf("%s files differ (%d and %d bytes; %v, %v)", suffix, len(a), len(b), errA, errB)
 				}
@@ -159,7 +160,7 @@ func TestAppendLeaderDeclines(t *testing.T) {
 			}
 			defer s.Close()
 			var out Appended
-			if err := s.Append(one, Stamp{Assign: true, NextOffset: 100}, &out); err != nil {
+			if err := appendChecked(s, one, Stamp{Assign: true, NextOffset: 100}, &out); err != nil {
 				t.Fatal(err)
 			}
 			if tc.sealed {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/filenames"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,7 +34,7 @@ func filledSegment(t *testing.T, dir string) *Segment {
 	src := segMakeBatch(t, 1, 64<<10, 1000)
 	var a Appended
 	for range 12 {
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
+		if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,8 +92,8 @@ func TestSegmentColdDataReadsAhead(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			dropCached(t, s.Path(LogSuffix))
-			s, err := OpenActive(dir, 0, coldCfg, time.Now())
+			dropCached(t, s.Path(filenames.Log))
+			s, err := OpenActive(dir, 0, coldCfg, time.Now(), Opened{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +107,7 @@ func TestSegmentColdDataReadsAhead(t *testing.T) {
 			if err := unix.Madvise(s.log.Bytes(), unix.MADV_DONTNEED); err != nil {
 				t.Fatal(err)
 			}
-			dropCached(t, s.Path(LogSuffix))
+			dropCached(t, s.Path(filenames.Log))
 			return s
 		}},
 	}
@@ -127,7 +128,7 @@ func TestSegmentColdDataReadsAhead(t *testing.T) {
 		}},
 		{"Scan", func(t *testing.T, s *Segment) int64 {
 			n := 0
-			if err := s.Scan(func(int64, batch.View) error { n++; return nil }); err != nil || n != 12 {
+			if err := s.Scan(func(int64, batch.View, *batch.BatchHeader) error { n++; return nil }); err != nil || n != 12 {
 				t.Fatalf("Scan: %d batches, %v", n, err)
 			}
 			return s.Size() / 4096
@@ -155,7 +156,7 @@ func TestSegmentColdDataReadsAhead(t *testing.T) {
 func logRandomRead(t *testing.T, s *Segment) bool {
 	t.Helper()
 	entry := smapsEntry(t, s.log.Bytes())
-	if !strings.HasSuffix(entry[0], " "+s.Path(LogSuffix)) {
+	if !strings.HasSuffix(entry[0], " "+s.Path(filenames.Log)) {
 		t.Fatalf("the mapping at the .log's data is %q", entry[0])
 	}
 	for _, l := range entry[1:] {
@@ -186,7 +187,7 @@ func TestSegmentFaultReadaheadPastFirstMapping(t *testing.T) {
 	src := segMakeBatch(t, 1, 64<<10, 1000)
 	var a Appended
 	for s.Size() <= MapMinBytes {
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
+		if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
 			t.Fatal(err)
 		}
 	}

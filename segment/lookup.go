@@ -9,6 +9,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // TimestampOffset is a record found by its timestamp.
@@ -123,7 +124,7 @@ func (s *Segment) timeFloor(ts int64) int64 {
 // openSealedTimeIndex opens a sealed segment's time index read-only and
 // checks it. Caller holds mu and closes the index.
 func (s *Segment) openSealedTimeIndex() (*index.TimeIndex, error) {
-	x, err := index.OpenTimeIndex(s.Path(TimeIndexSuffix), s.base, true)
+	x, err := index.OpenTimeIndex(s.Path(filenames.TimeIndex), s.base, true)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +191,7 @@ func (s *Segment) Created() time.Time { return s.created }
 
 // LastModified is the modification time of the segment's .log file.
 func (s *Segment) LastModified() (time.Time, error) {
-	st, err := os.Stat(s.Path(LogSuffix))
+	st, err := os.Stat(s.Path(filenames.Log))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -209,9 +210,9 @@ func (s *Segment) RenameDeleted() ([]string, error) {
 	s.active = false
 	s.mu.Unlock()
 	var paths []string
-	for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
+	for _, kind := range []string{filenames.Log, filenames.Index, filenames.TimeIndex, filenames.TxnIndex} {
 		from := s.Path(kind)
-		to := from + DeletedSuffix
+		to := from + filenames.Deleted
 		if e := os.Rename(from, to); e != nil {
 			if !errors.Is(e, fs.ErrNotExist) {
 				err = errors.Join(err, e)
@@ -221,4 +222,29 @@ func (s *Segment) RenameDeleted() ([]string, error) {
 		paths = append(paths, to)
 	}
 	return paths, err
+}
+
+// CollectAbortedTxns appends to dst the aborted transactions of this
+// segment's .txnindex that overlap [fetchOffset, upperBound), and reports
+// whether no later segment can hold a relevant one (recovery.md §4.4). A
+// missing .txnindex has no entries. Safe for concurrent use.
+func (s *Segment) CollectAbortedTxns(dst []index.AbortedTxn, fetchOffset, upperBound int64) ([]index.AbortedTxn, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return dst, false, ErrClosed
+	}
+	x := s.txnIndex
+	if x == nil {
+		var err error
+		x, err = index.OpenTxnIndex(s.Path(filenames.TxnIndex), s.base, true)
+		if errors.Is(err, fs.ErrNotExist) {
+			return dst, false, nil
+		}
+		if err != nil {
+			return dst, false, err
+		}
+		defer x.Close()
+	}
+	return x.CollectAbortedTxns(dst, fetchOffset, upperBound)
 }

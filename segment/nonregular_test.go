@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // TestNonRegularSegmentFiles: OpenActive never creates a missing index
@@ -24,7 +26,7 @@ func TestNonRegularSegmentFiles(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	idx := Path(dir, 0, IndexSuffix)
+	idx := filenames.Path(dir, 0, filenames.Index)
 	if err := os.Remove(idx); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +34,7 @@ func TestNonRegularSegmentFiles(t *testing.T) {
 	if err := os.Symlink(absent, idx); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := OpenActive(dir, 0, cfg, now); !errors.Is(err, ErrNeedsRecovery) {
+	if s, err := OpenActive(dir, 0, cfg, now, Opened{}); !errors.Is(err, ErrNeedsRecovery) {
 		if err == nil {
 			_ = s.Close()
 		}
@@ -44,7 +46,7 @@ func TestNonRegularSegmentFiles(t *testing.T) {
 	if err := os.WriteFile(absent, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := OpenActive(dir, 0, cfg, now); !errors.Is(err, ErrNeedsRecovery) {
+	if s, err := OpenActive(dir, 0, cfg, now, Opened{}); !errors.Is(err, ErrNeedsRecovery) {
 		if err == nil {
 			_ = s.Close()
 		}
@@ -55,14 +57,14 @@ func TestNonRegularSegmentFiles(t *testing.T) {
 	}
 
 	d2 := t.TempDir()
-	if err := os.Mkdir(Path(d2, 5, LogSuffix), 0o755); err != nil {
+	if err := os.Mkdir(filenames.Path(d2, 5, filenames.Log), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if s, err := Create(d2, 5, cfg, now); err == nil {
 		_ = s.Close()
 		t.Fatal("Create over a directory succeeded")
 	}
-	if st, err := os.Lstat(Path(d2, 5, LogSuffix)); err != nil || !st.IsDir() {
+	if st, err := os.Lstat(filenames.Path(d2, 5, filenames.Log)); err != nil || !st.IsDir() {
 		t.Fatalf("directory removed by Create: %v %v", st, err)
 	}
 }
@@ -85,7 +87,7 @@ func TestTruncateLeavesNonRegularTempAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Release()
-	tmp := s.Path(LogSuffix) + ".tmp"
+	tmp := s.Path(filenames.Log) + ".tmp"
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/mmapfile"
 )
 
@@ -19,42 +20,47 @@ import (
 // closed cleanly.
 var ErrNeedsRecovery = errors.New("partlog/segment: segment needs recovery")
 
-// OpenActive opens the last segment of a cleanly closed directory for
-// appending: the indexes must pass their sanity checks, and the batches
-// after the last offset-index entry must be valid up to the exact end of
-// the file (a cleanly closed .log is trimmed to its data). The file is
-// then preallocated to SegmentBytes and mapped writable.
+// Opened says what the caller of OpenActive knows of the segment.
+type Opened struct {
+	// Recovered: package recovery has just loaded the directory, the
+	// .log holds exactly Size bytes of valid batches and its indexes were
+	// checked or rebuilt, so nothing is checked again: only the batches
+	// after the last offset-index entry are read, for the next offset and
+	// the timestamps. Otherwise (a cleanly closed directory) the indexes
+	// must pass their sanity checks and the batches after the last
+	// offset-index entry must be valid up to the exact end of the file (a
+	// cleanly closed .log is trimmed to its data).
+	Recovered bool
+	Size      int64
+}
+
+// OpenActive opens the last segment of a directory for appending, as o
+// says, then preallocates the file to SegmentBytes and maps it writable.
 //
 // A file of the segment that is a symbolic link, a directory or another
 // non-regular file fails with ErrNeedsRecovery (recovery ignores it and
 // rebuilds what is missing): nothing is ever written through a link.
-func OpenActive(dir string, base int64, cfg Config, now time.Time) (*Segment, error) {
-	st, err := os.Lstat(filepath.Join(dir, MakeFileName(base, LogSuffix)))
+func OpenActive(dir string, base int64, cfg Config, now time.Time, o Opened) (*Segment, error) {
+	if o.Recovered {
+		return openActive(dir, base, o.Size, cfg, now, false)
+	}
+	st, err := os.Lstat(filepath.Join(dir, filenames.Make(base, filenames.Log)))
 	if err != nil {
 		return nil, err
 	}
 	return openActive(dir, base, st.Size(), cfg, now, true)
 }
 
-// OpenRecovered opens for appending the last segment of a directory that
-// package recovery has just loaded, whose .log holds exactly size bytes of
-// valid batches and whose indexes recovery checked or rebuilt: nothing is
-// checked again. Only the batches after the last offset-index entry are
-// read, for the next offset and the timestamps.
-func OpenRecovered(dir string, base, size int64, cfg Config, now time.Time) (*Segment, error) {
-	return openActive(dir, base, size, cfg, now, false)
-}
-
 func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, check bool) (*Segment, error) {
 	s := newSegment(dir, base, cfg, now)
-	st, err := os.Lstat(s.Path(LogSuffix))
+	st, err := os.Lstat(s.Path(filenames.Log))
 	switch {
 	case err != nil:
 		return nil, err
 	case !st.Mode().IsRegular():
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrNeedsRecovery, s.Path(LogSuffix))
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrNeedsRecovery, s.Path(filenames.Log))
 	case st.Size() != dataLen:
-		return nil, fmt.Errorf("%w: %s holds %d bytes, expected %d", ErrNeedsRecovery, s.Path(LogSuffix), st.Size(), dataLen)
+		return nil, fmt.Errorf("%w: %s holds %d bytes, expected %d", ErrNeedsRecovery, s.Path(filenames.Log), st.Size(), dataLen)
 	}
 	if err := s.openActiveIndexes(true, true); err != nil {
 		return nil, err
@@ -67,7 +73,7 @@ func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, chec
 	}
 	// Mapped over its data, nothing reserved beyond it until the first
 	// append needs it (see "Disk reservation" in the Segment doc).
-	f, err := mmapfile.OpenAhead(s.Path(LogSuffix), max(cfg.SegmentBytes, dataLen), dataLen)
+	f, err := mmapfile.Open(s.Path(filenames.Log), mmapfile.Options{Ahead: true, Reserve: dataLen, Capacity: max(cfg.SegmentBytes, dataLen)})
 	if err != nil {
 		_ = s.closeFiles()
 		return nil, err
@@ -159,7 +165,7 @@ type Tail struct {
 // checked it).
 func OpenPending(dir string, base int64, cfg Config, now time.Time, txn bool) (*Pending, error) {
 	s := newSegment(dir, base, cfg, now)
-	f, size, err := mmapfile.OpenRegular(s.Path(LogSuffix), true)
+	f, size, err := mmapfile.OpenRegular(s.Path(filenames.Log), true)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) || errors.Is(err, mmapfile.ErrNotRegular) {
 			return nil, fmt.Errorf("%w: %w", ErrNeedsRecovery, err)
@@ -189,7 +195,7 @@ func (p *Pending) TxnIndex() *index.TxnIndex { return p.s.txnIndex }
 func (p *Pending) BaseOffset() int64 { return p.s.base }
 
 // Activate returns the active segment, its .log mapped over its data as
-// OpenRecovered maps it (the mapping grows with the reservation), with the state t the caller's check of these
+// OpenActive maps it (the mapping grows with the reservation), with the state t the caller's check of these
 // very files found: nothing is read or checked again. The Pending is
 // consumed (on failure too: every file is then closed).
 func (p *Pending) Activate(t Tail) (*Segment, error) {
@@ -198,7 +204,7 @@ func (p *Pending) Activate(t Tail) (*Segment, error) {
 		return nil, ErrClosed
 	}
 	p.log = nil
-	f, err := mmapfile.MapAhead(s.Path(LogSuffix), fd, p.size, max(s.cfg.SegmentBytes, p.size), p.size)
+	f, err := mmapfile.Open(s.Path(filenames.Log), mmapfile.Options{Ahead: true, FD: fd, Length: p.size, Reserve: p.size, Capacity: max(s.cfg.SegmentBytes, p.size)})
 	if err != nil {
 		_ = s.closeFiles()
 		return nil, err
@@ -239,7 +245,7 @@ func (s *Segment) loadTail(dataLen int64) error {
 		start = int64(last.Position)
 	}
 	if start > dataLen {
-		return fmt.Errorf("%w: %s: index entry points past the data", ErrNeedsRecovery, s.Path(IndexSuffix))
+		return fmt.Errorf("%w: %s: index entry points past the data", ErrNeedsRecovery, s.Path(filenames.Index))
 	}
 	if te := s.timeIndex.LastEntry(); s.timeIndex.Entries() > 0 {
 		s.maxTimestamp, s.offsetOfMaxTimestamp = te.Timestamp, te.Offset
@@ -252,10 +258,10 @@ func (s *Segment) loadTail(dataLen int64) error {
 		}
 	}
 	if err := it.Err(); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrNeedsRecovery, s.Path(LogSuffix), err)
+		return fmt.Errorf("%w: %s: %w", ErrNeedsRecovery, s.Path(filenames.Log), err)
 	}
 	if s.offsetIndex.Entries() > 0 && s.nextOffset <= last.Offset {
-		return fmt.Errorf("%w: %s: last index entry %d beyond the data", ErrNeedsRecovery, s.Path(IndexSuffix), last.Offset)
+		return fmt.Errorf("%w: %s: last index entry %d beyond the data", ErrNeedsRecovery, s.Path(filenames.Index), last.Offset)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // TestPendingActivate checks OpenPending and Activate against OpenActive
@@ -26,7 +27,7 @@ func TestPendingActivate(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st0, err := os.Stat(Path(dir, 0, LogSuffix))
+	st0, err := os.Stat(filenames.Path(dir, 0, filenames.Log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +49,11 @@ func TestPendingActivate(t *testing.T) {
 	if _, err := p.Activate(Tail{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Activate after Close: %v", err)
 	}
-	if st, err := os.Stat(Path(dir, 0, LogSuffix)); err != nil || st.Size() != st0.Size() {
+	if st, err := os.Stat(filenames.Path(dir, 0, filenames.Log)); err != nil || st.Size() != st0.Size() {
 		t.Fatalf("after Close: %v, %v", st, err)
 	}
 
-	ref, err := OpenActive(dir, 0, segTestCfg, now)
+	ref, err := OpenActive(dir, 0, segTestCfg, now, Opened{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestPendingActivate(t *testing.T) {
 // TestPendingRefusesLinks checks that OpenPending never opens a segment
 // file through a symbolic link: ErrNeedsRecovery, nothing left open.
 func TestPendingRefusesLinks(t *testing.T) {
-	for _, kind := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+	for _, kind := range []string{filenames.Log, filenames.Index, filenames.TimeIndex} {
 		t.Run(kind, func(t *testing.T) {
 			dir := t.TempDir()
 			s, err := Create(dir, 0, segTestCfg, time.Now())
@@ -98,7 +99,7 @@ func TestPendingRefusesLinks(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			p := Path(dir, 0, kind)
+			p := filenames.Path(dir, 0, kind)
 			target := filepath.Join(t.TempDir(), "target")
 			if err := os.Rename(p, target); err != nil {
 				t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/testhook"
 
 	"github.com/partlog/partlog/batch"
@@ -58,7 +59,7 @@ func segFill(t testing.TB, s *Segment, count int) []segWritten {
 		src := segMakeBatch(t, 2, 100+i*7, 1000+int64(i)*10)
 		var a Appended
 		next := s.NextOffset()
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 4}, &a); err != nil {
+		if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 4}, &a); err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
 		if a.FirstOffset != next || a.LastOffset != next+1 || s.NextOffset() != next+2 {
@@ -109,7 +110,7 @@ func TestSegmentRoundTrip(t *testing.T) {
 	if !s.Active() || !s.IsEmpty() || s.NextOffset() != base {
 		t.Fatalf("new segment: active %v empty %v next %d", s.Active(), s.IsEmpty(), s.NextOffset())
 	}
-	if st, err := os.Stat(s.Path(LogSuffix)); err != nil || st.Size() != segTestCfg.SegmentBytes {
+	if st, err := os.Stat(s.Path(filenames.Log)); err != nil || st.Size() != segTestCfg.SegmentBytes {
 		t.Fatalf("new .log not preallocated: %v", err)
 	}
 	written := segFill(t, s, 20)
@@ -136,10 +137,10 @@ func TestSegmentRoundTrip(t *testing.T) {
 		t.Fatal("sealed segment still active")
 	}
 	var a Appended
-	if err := s.Append(written[0].bytes, Stamp{}, &a); !errors.Is(err, ErrSealed) {
+	if err := appendChecked(s, written[0].bytes, Stamp{}, &a); !errors.Is(err, ErrSealed) {
 		t.Fatalf("append to a sealed segment: %v", err)
 	}
-	data, err := os.ReadFile(s.Path(LogSuffix))
+	data, err := os.ReadFile(s.Path(filenames.Log))
 	if err != nil || !bytes.Equal(data, segConcat(written)) {
 		t.Fatalf("sealed .log is not exactly its data (%d bytes): %v", len(data), err)
 	}
@@ -168,7 +169,7 @@ func TestSegmentRoundTrip(t *testing.T) {
 	}
 
 	// OpenActive: appendable again, next offset from the data.
-	s3, err := OpenActive(dir, base, segTestCfg, time.Now())
+	s3, err := OpenActive(dir, base, segTestCfg, time.Now(), Opened{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,17 +181,17 @@ func TestSegmentRoundTrip(t *testing.T) {
 	if err := s3.Close(); err != nil {
 		t.Fatal(err)
 	}
-	data, err = os.ReadFile(s3.Path(LogSuffix))
+	data, err = os.ReadFile(s3.Path(filenames.Log))
 	if err != nil || !bytes.Equal(data, segConcat(written)) {
 		t.Fatalf("closed .log is not exactly its data: %v", err)
 	}
 	// The indexes reopen sane, every entry at a batch start.
-	s4, err := OpenActive(dir, base, segTestCfg, time.Now())
+	s4, err := OpenActive(dir, base, segTestCfg, time.Now(), Opened{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s4.Close()
-	b, _ := os.ReadFile(s4.Path(IndexSuffix))
+	b, _ := os.ReadFile(s4.Path(filenames.Index))
 	entries, err := index.DecodeOffsetIndex(b[:s4.offsetIndex.Entries()*8], base)
 	if err != nil || len(entries) == 0 {
 		t.Fatalf("offset index: %v, %d entries", err, len(entries))
@@ -327,7 +328,7 @@ func TestSegmentTruncate(t *testing.T) {
 				t.Fatal("held range changed by the truncation")
 			}
 			// On disk: the kept prefix, then zeros to the reserved end.
-			data, err := os.ReadFile(s.Path(LogSuffix))
+			data, err := os.ReadFile(s.Path(filenames.Log))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -361,21 +362,21 @@ func TestSegmentTruncate(t *testing.T) {
 			if s.Readers() != 0 {
 				t.Fatalf("readers %d", s.Readers())
 			}
-			if _, err := os.Stat(s.Path(LogSuffix) + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(s.Path(filenames.Log) + ".tmp"); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("leftover .tmp: %v", err)
 			}
-			if got := s.log.Path(); got != s.Path(LogSuffix) {
-				t.Fatalf("the .log's File goes by %q, want %q", got, s.Path(LogSuffix))
+			if got := s.log.Path(); got != s.Path(filenames.Log) {
+				t.Fatalf("the .log's File goes by %q, want %q", got, s.Path(filenames.Log))
 			}
 			// Sealed again, the files are exactly the data and sane indexes.
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			data, _ = os.ReadFile(s.Path(LogSuffix))
+			data, _ = os.ReadFile(s.Path(filenames.Log))
 			if !bytes.Equal(data, append(slices.Clone(prefix), segConcat(more)...)) {
 				t.Fatal("closed .log is not the kept data and the new appends")
 			}
-			s2, err := OpenActive(dir, 0, segTestCfg, time.Now())
+			s2, err := OpenActive(dir, 0, segTestCfg, time.Now(), Opened{})
 			if err != nil {
 				t.Fatalf("reopen after truncation: %v", err)
 			}
@@ -398,7 +399,7 @@ func TestSegmentShouldRoll(t *testing.T) {
 	defer withTs.Close()
 	b := segMakeBatch(t, 1, 10, 10_000)
 	var a Appended
-	if err := withTs.Append(b, Stamp{Assign: true, NextOffset: 100}, &a); err != nil {
+	if err := appendChecked(withTs, b, Stamp{Assign: true, NextOffset: 100}, &a); err != nil {
 		t.Fatal(err)
 	}
 	size := withTs.Size()
@@ -408,7 +409,7 @@ func TestSegmentShouldRoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer noTs.Close()
-	if err := noTs.Append(segMakeBatch(t, 1, 10, batch.NoTimestamp), Stamp{Assign: true, NextOffset: 500}, &a); err != nil {
+	if err := appendChecked(noTs, segMakeBatch(t, 1, 10, batch.NoTimestamp), Stamp{Assign: true, NextOffset: 500}, &a); err != nil {
 		t.Fatal(err)
 	}
 	empty, err := Create(dir, 900, cfg, created)
@@ -473,7 +474,7 @@ func TestSegmentShouldRoll(t *testing.T) {
 				break
 			}
 			src := segMakeBatch(t, 1, 1, 100+int64(n)*ic.tsStep)
-			if err := full.Append(src, Stamp{Assign: true, NextOffset: full.NextOffset()}, &a); err != nil {
+			if err := appendChecked(full, src, Stamp{Assign: true, NextOffset: full.NextOffset()}, &a); err != nil {
 				t.Fatalf("%s: append %d: %v", ic.name, n, err)
 			}
 		}
@@ -495,12 +496,16 @@ func TestSegmentAppendAllocs(t *testing.T) {
 			}
 			defer s.Close()
 			src := segMakeBatch(t, 3, 50, 1000)
+			hdrs, err := batch.CheckAll(src, nil) // the log's validation, once
+			if err != nil {
+				t.Fatal(err)
+			}
 			var out Appended
 			next := int64(0)
 			// 500 appends of ~200 bytes cross the first reservation
 			// step, so the growth path is measured too.
 			allocs := testing.AllocsPerRun(1500, func() {
-				if err := s.Append(src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 2, Write: write}, &out); err != nil {
+				if err := s.Append(src, hdrs, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 2, Write: write}, &out); err != nil {
 					panic(err)
 				}
 				next = out.LastOffset + 1
@@ -542,7 +547,7 @@ func TestSegmentWriteMatchesStore(t *testing.T) {
 			src := segMakeBatch(t, 1+i%4, 30+i*13, 1000+int64(i))
 			var out Appended
 			st := Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 3, Write: mode == 1 && i%2 == 0}
-			if err := s.Append(src, st, &out); err != nil {
+			if err := appendChecked(s, src, st, &out); err != nil {
 				t.Fatal(err)
 			}
 			r, err := s.Read(out.FirstOffset, 1, math.MaxInt64)
@@ -557,7 +562,7 @@ func TestSegmentWriteMatchesStore(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if files[mode], err = os.ReadFile(Path(dir, 100, LogSuffix)); err != nil {
+		if files[mode], err = os.ReadFile(filenames.Path(dir, 100, filenames.Log)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -584,18 +589,18 @@ func TestSegmentReserveSteps(t *testing.T) {
 	}
 	// fileSize is the disk a file takes (its allocated blocks).
 	fileSize := func(kind string) int64 {
-		if _, err := os.Lstat(s.Path(kind)); errors.Is(err, fs.ErrNotExist) && kind != LogSuffix {
+		if _, err := os.Lstat(s.Path(kind)); errors.Is(err, fs.ErrNotExist) && kind != filenames.Log {
 			return 0 // an index is made by its first entry
 		}
 		return allocatedBytes(t, s.Path(kind))
 	}
-	if got := fileSize(LogSuffix) + fileSize(IndexSuffix) + fileSize(TimeIndexSuffix); got > 1<<20 {
+	if got := fileSize(filenames.Log) + fileSize(filenames.Index) + fileSize(filenames.TimeIndex); got > 1<<20 {
 		t.Fatalf("an empty segment reserves %d bytes", got)
 	}
-	if got := fileSize(LogSuffix); got != ReserveMinBytes {
+	if got := fileSize(filenames.Log); got != ReserveMinBytes {
 		t.Fatalf("new .log reserves %d, want %d", got, ReserveMinBytes)
 	}
-	if st, err := os.Stat(s.Path(LogSuffix)); err != nil || st.Size() != cfg.SegmentBytes {
+	if st, err := os.Stat(s.Path(filenames.Log)); err != nil || st.Size() != cfg.SegmentBytes {
 		t.Fatalf("new .log is not SegmentBytes long (a hole past the reservation): %v", err)
 	}
 	src := segMakeBatch(t, 10, 6000, 1000) // ~60 KiB
@@ -604,7 +609,7 @@ func TestSegmentReserveSteps(t *testing.T) {
 	appendUntilGrow := func() {
 		before := s.log.Size()
 		for s.log.Size() == before {
-			if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
+			if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -625,18 +630,18 @@ func TestSegmentReserveSteps(t *testing.T) {
 	if !slices.Equal(steps, want) || steps[1] > 512<<10 {
 		t.Fatalf("steps %v (reserved %v), want %v with the second ending at %d", steps, reserved, want, MapMinBytes)
 	}
-	if got := fileSize(LogSuffix); got < s.log.Size() || got > s.log.Size()+64<<10 { // block rounding, extent blocks
-		t.Fatalf("file takes %d, reserved %d", fileSize(LogSuffix), s.log.Size())
+	if got := fileSize(filenames.Log); got < s.log.Size() || got > s.log.Size()+64<<10 { // block rounding, extent blocks
+		t.Fatalf("file takes %d, reserved %d", fileSize(filenames.Log), s.log.Size())
 	}
 	size := s.Size()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = OpenActive(dir, 0, cfg, time.Now())
+	s, err = OpenActive(dir, 0, cfg, time.Now(), Opened{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fileSize(LogSuffix); got > size+64<<10 { // block rounding, extent blocks
+	if got := fileSize(filenames.Log); got > size+64<<10 { // block rounding, extent blocks
 		t.Fatalf("reopened .log takes %d bytes, data %d", got, size)
 	}
 	if err := s.Close(); err != nil {
@@ -654,16 +659,10 @@ func TestSegmentReserveSteps(t *testing.T) {
 	}
 }
 
-// TestRegression_SegmentMappingReadsLogAfterUnlock: Segment.mapping takes a
-// reference on s.log under s.mu, unlocks, and then reads s.log again to
-// return it. Unmap (a cache eviction), Seal (a roll) and a truncation's
-// reactivate write s.log under s.mu meanwhile, so a reader can get nil
-// (nil dereference in acquire) or another *mmapfile.File than the one it
-// acquired (its Release then drops a reference it never took, and the
-// mapping it read can be unmapped under it). Here readers race with
-// Unmap, as they do with a MappingCache that evicts; the race detector
-// reports it, and without it a reader may panic.
-func TestRegression_SegmentMappingReadsLogAfterUnlock(t *testing.T) {
+// TestSegmentMappingReturnsTheFileItAcquired: Segment.mapping returns
+// the *mmapfile.File it took its reference on, read under s.mu,
+// whatever Unmap, Seal or a truncation writes to s.log afterwards.
+func TestSegmentMappingReturnsTheFileItAcquired(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Create(dir, 0, segTestCfg, time.Now())
 	if err != nil {
@@ -721,11 +720,11 @@ func TestRegression_SegmentMappingReadsLogAfterUnlock(t *testing.T) {
 // segment's names (a .log, or only indexes, or only a .txnindex) starts an
 // empty segment without adopting any of them.
 func TestSegmentCreateReplacesLeftovers(t *testing.T) {
-	for _, kinds := range [][]string{{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix}, {IndexSuffix}, {TimeIndexSuffix}, {TxnIndexSuffix}} {
+	for _, kinds := range [][]string{{filenames.Log, filenames.Index, filenames.TimeIndex, filenames.TxnIndex}, {filenames.Index}, {filenames.TimeIndex}, {filenames.TxnIndex}} {
 		t.Run(strings.Join(kinds, ","), func(t *testing.T) {
 			dir := t.TempDir()
 			for _, k := range kinds {
-				if err := os.WriteFile(Path(dir, 50, k), bytes.Repeat([]byte{7}, 4096), 0o644); err != nil {
+				if err := os.WriteFile(filenames.Path(dir, 50, k), bytes.Repeat([]byte{7}, 4096), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -840,7 +839,7 @@ func TestSegmentFirstStepAhead(t *testing.T) {
 		if s.Size()+int64(len(src)) > ReserveMinBytes {
 			t.Fatalf("the append ending at %d would pass the first reservation (%d) before it grew", s.Size()+int64(len(src)), s.log.Size())
 		}
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
+		if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -856,7 +855,7 @@ func TestSegmentFirstStepAhead(t *testing.T) {
 	}
 	// The appends after the step go through the refreshed mapping.
 	for range 100 {
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
+		if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -928,7 +927,7 @@ func logMappings(t *testing.T, s *Segment) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Count(string(maps), " "+s.Path(LogSuffix)+"\n")
+	return strings.Count(string(maps), " "+s.Path(filenames.Log)+"\n")
 }
 
 // settledMappings is logMappings once it is want or after settleTimeout: old
@@ -962,7 +961,7 @@ func TestSegmentMappingGrows(t *testing.T) {
 	if m := s.log.MapLen(); m != MapMinBytes {
 		t.Fatalf("a new segment maps %d bytes, want %d", m, MapMinBytes)
 	}
-	if got := allocatedBytes(t, s.Path(LogSuffix)); got > ReserveMinBytes+64<<10 {
+	if got := allocatedBytes(t, s.Path(filenames.Log)); got > ReserveMinBytes+64<<10 {
 		t.Fatalf("a new segment allocates %d bytes, want about %d", got, ReserveMinBytes)
 	}
 	if n := int64(len(s.mapped)); n != ReserveMinBytes {
@@ -1027,7 +1026,7 @@ func TestSegmentMappingGrows(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = OpenActive(dir, 0, cfg, time.Now())
+	s, err = OpenActive(dir, 0, cfg, time.Now(), Opened{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1052,11 +1051,11 @@ func TestSegmentPreallocatesNextStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	allocated := func() int64 { return allocatedBytes(t, s.Path(LogSuffix)) }
+	allocated := func() int64 { return allocatedBytes(t, s.Path(filenames.Log)) }
 	src := segMakeBatch(t, 4, 16<<10, 1000) // ~64 KiB
 	for s.reserveStep < preallocMinStep {
 		var a Appended
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
+		if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1118,7 +1117,7 @@ func TestSegmentPreallocatesFirstStep(t *testing.T) {
 	appendOne := func() {
 		t.Helper()
 		var a Appended
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
+		if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1126,7 +1125,7 @@ func TestSegmentPreallocatesFirstStep(t *testing.T) {
 		appendOne()
 	}
 	time.Sleep(20 * time.Millisecond) // a worker's turn, were one asked for
-	if a := allocatedBytes(t, s.Path(LogSuffix)); a > ReserveMinBytes+64<<10 {
+	if a := allocatedBytes(t, s.Path(filenames.Log)); a > ReserveMinBytes+64<<10 {
 		t.Fatalf("a segment with three batches has %d bytes allocated", a)
 	}
 	for s.Size() < preallocFirstAt+s.prefaultStride() {
@@ -1137,10 +1136,10 @@ func TestSegmentPreallocatesFirstStep(t *testing.T) {
 	}
 	want := int64(2*ReserveMinBytes + preallocMargin)
 	deadline := time.Now().Add(settleTimeout)
-	for allocatedBytes(t, s.Path(LogSuffix)) < want && time.Now().Before(deadline) {
+	for allocatedBytes(t, s.Path(filenames.Log)) < want && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if a := allocatedBytes(t, s.Path(LogSuffix)); a < want {
+	if a := allocatedBytes(t, s.Path(filenames.Log)); a < want {
 		t.Fatalf("past preallocFirstAt: %d bytes allocated, want the first step's too: %d", a, want)
 	}
 	mu.Lock()
@@ -1154,7 +1153,7 @@ func TestSegmentPreallocatesFirstStep(t *testing.T) {
 	if slices.Contains(at, ReserveMinBytes) {
 		t.Fatalf("the first step allocated its blocks itself: fallocate calls at %v", at)
 	}
-	if a := allocatedBytes(t, idle.Path(LogSuffix)); a > ReserveMinBytes+64<<10 {
+	if a := allocatedBytes(t, idle.Path(filenames.Log)); a > ReserveMinBytes+64<<10 {
 		t.Fatalf("a segment never appended to has %d bytes allocated", a)
 	}
 }
@@ -1202,7 +1201,7 @@ func TestSegmentStepsStayInFirstMapping(t *testing.T) {
 			var steps int
 			for s.Size() < tc.upTo-int64(len(src)) {
 				before := s.log.Size()
-				if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
+				if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
 					t.Fatal(err)
 				}
 				if s.log.Size() != before {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // TestTimeIndexedMatchesAsking: skipping the time index on appends whose
@@ -70,7 +72,7 @@ func TestTimeIndexedMatchesAsking(t *testing.T) {
 			if err := s.Seal(); err != nil {
 				t.Fatal(err)
 			}
-			b, err := os.ReadFile(s.Path(TimeIndexSuffix))
+			b, err := os.ReadFile(s.Path(filenames.TimeIndex))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,12 +6,12 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/filenames"
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/internal/mmapfile"
-	"github.com/partlog/partlog/internal/testhook"
 )
 
 // TruncateTo removes every batch whose last offset is ≥ offset from the
@@ -108,7 +108,7 @@ func (s *Segment) reactivate(keep, oldSize int64) error {
 	if err != nil {
 		return err
 	}
-	tmp := s.Path(LogSuffix) + ".tmp"
+	tmp := s.Path(filenames.Log) + ".tmp"
 	if st, err := os.Lstat(tmp); err == nil && !st.Mode().IsRegular() {
 		// Never removed or followed: it is not ours.
 		return fmt.Errorf("partlog/segment: truncate segment %d: %s exists and is not a regular file", s.base, tmp)
@@ -116,7 +116,7 @@ func (s *Segment) reactivate(keep, oldSize int64) error {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	nf, err := mmapfile.CreateAhead(tmp, max(s.cfg.SegmentBytes, keep), keep)
+	nf, err := mmapfile.Open(tmp, mmapfile.Options{Create: true, Ahead: true, Reserve: keep, Capacity: max(s.cfg.SegmentBytes, keep)})
 	if err != nil {
 		return err
 	}
@@ -126,12 +126,12 @@ func (s *Segment) reactivate(keep, oldSize int64) error {
 		_ = os.Remove(tmp)
 		return err
 	}
-	if err := nf.Rename(s.Path(LogSuffix)); err != nil {
+	if err := nf.Rename(s.Path(filenames.Log)); err != nil {
 		_ = nf.Close()
 		_ = os.Remove(tmp)
 		return err
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := fsutil.SyncDir(s.dir); err != nil {
 		_ = nf.Close()
 		return err
 	}
@@ -159,7 +159,7 @@ func (s *Segment) reactivate(keep, oldSize int64) error {
 // segment read-only if it is not mapped. Caller holds mu.
 func (s *Segment) currentBytes() ([]byte, error) {
 	if s.log == nil {
-		f, err := mmapfile.Open(s.Path(LogSuffix), 0, false)
+		f, err := mmapfile.Open(s.Path(filenames.Log), mmapfile.Options{ReadOnly: true})
 		if err != nil {
 			return nil, err
 		}
@@ -167,23 +167,7 @@ func (s *Segment) currentBytes() ([]byte, error) {
 	}
 	b := s.log.Bytes()
 	if int64(len(b)) < s.size.Load() {
-		return nil, fmt.Errorf("partlog/segment: %s shorter than its %d bytes", s.Path(LogSuffix), s.size.Load())
+		return nil, fmt.Errorf("partlog/segment: %s shorter than its %d bytes", s.Path(filenames.Log), s.size.Load())
 	}
 	return b, nil
 }
-
-// syncDir fsyncs a directory so renames and new entries in it are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(filepath.Clean(dir))
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if h := testhook.Synced.Load(); h != nil && err == nil {
-		(*h)(filepath.Clean(dir))
-	}
-	return errors.Join(err, d.Close())
-}
-
-// SyncDir fsyncs a directory (exported for the log).
-func SyncDir(dir string) error { return syncDir(dir) }

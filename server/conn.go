@@ -29,7 +29,9 @@ import (
 //  1. A frame is at most Config.MaxRequestBytes (Kafka's
 //     socket.request.max.bytes), and its buffer grows with the bytes that
 //     arrive, never to the declared size before they do: a slow or lying
-//     client holds what it sent.
+//     client holds what it sent. (It starts as the buffer of the
+//     connection's last Produce frame when there is one, at most
+//     retainedRequestBytes: a size the client sent before.)
 //  2. A frame's body must keep arriving: no byte for Config.IdleTimeout
 //     ends the connection. Between frames, a connection with nothing in
 //     flight and no byte read or written for IdleTimeout is closed
@@ -60,6 +62,14 @@ const maxInFlight = 64
 // keeps for its next response.
 const retainedResponseBytes = 1 << 20
 
+// retainedRequestBytes is the largest Produce frame buffer a connection
+// keeps for its next frame: a producer's requests are mostly alike, and
+// a new buffer per frame, grown as the bytes arrived, was a large share
+// of partlog serve's CPU under a producer (bench/RESULTS.md,
+// retainedRequestBytes). The largest request of Kafka's Java producer
+// (max.request.size, 1 MiB) and of kgo (a 1 MB batch) fit.
+const retainedRequestBytes = 1<<20 + 64<<10
+
 // unsupportedDecodeBytes is the largest body of a request without a
 // shape that is decoded, best effort, to name its topics in an
 // UNSUPPORTED_VERSION answer: kmsg may allocate tens of times its size.
@@ -75,6 +85,38 @@ type connCtx struct {
 	inFlight atomic.Int32
 	// lastWrite is when the writer last wrote (unix nanoseconds).
 	lastWrite atomic.Int64
+	// wbuf is the writer's response buffer, kept between responses
+	// unless larger than retainedResponseBytes (writer goroutine only).
+	wbuf []byte
+	// clientID is the client id of the request being handled (set by
+	// the read loop before each call of handle).
+	clientID string
+	// sessions are the connection's fetch sessions (fetch_session.go).
+	sessions connSessions
+	// spare is the buffer of the last Produce frame, free once the
+	// request was handled (its batches are copied into the logs; nothing
+	// of a Produce request is kept past its handler): the next frame is
+	// read into it. Only the reading goroutine uses it.
+	spare []byte
+}
+
+// clientHost is the client's address as Kafka shows it in
+// DescribeGroups ("/" and the IP, Java's InetAddress.toString).
+func (cc *connCtx) clientHost() string {
+	if a, ok := cc.c.RemoteAddr().(*net.TCPAddr); ok {
+		return "/" + a.IP.String()
+	}
+	return ""
+}
+
+// clientIDOf returns the client id of a request's header (parseRequest
+// has checked it lies inside msg).
+func clientIDOf(msg []byte) string {
+	n := int(int16(binary.BigEndian.Uint16(msg[8:])))
+	if n <= 0 || 10+n > len(msg) {
+		return ""
+	}
+	return string(msg[10 : 10+n])
 }
 
 // serveConn reads requests, handles them in order (appends and other
@@ -120,37 +162,53 @@ func (s *Server) serveConn(c net.Conn) {
 	async.Wait()
 	close(q)
 	<-writerDone
+	cc.closeSessions()
 	_ = c.Close()
 }
 
 func (cc *connCtx) writeResponses(q <-chan *pending, cancel context.CancelFunc) {
 	w := bufio.NewWriterSize(cc.c, 64<<10)
-	var buf []byte
+	var sp splicer
 	failed := false
 	for p := range q {
 		<-p.done
 		if p.resp != nil && !failed {
-			buf = append(buf[:0], 0, 0, 0, 0)
-			buf = binary.BigEndian.AppendUint32(buf, uint32(p.corr))
-			if p.flexHead {
-				buf = append(buf, 0) // empty tagged fields
-			}
-			buf = p.resp.AppendTo(buf)
-			binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-			// A client that reads nothing for the idle timeout is gone.
-			_ = cc.c.SetWriteDeadline(time.Now().Add(cc.s.cfg.IdleTimeout))
-			if _, err := w.Write(buf); err != nil {
-				failed = true
-				cancel()
-			} else if len(q) == 0 {
-				if err := w.Flush(); err != nil {
-					failed = true
-					cancel()
+			// A Fetch response's large record bytes are written from
+			// their mappings (fetch_write.go).
+			fr, _ := p.resp.(*kmsg.FetchResponse)
+			spliced := fr != nil && sp.take(fr)
+			buf := appendFrame(cc.wbuf[:0], p)
+			if spliced {
+				ok := sp.pieces(buf, p.resp.IsFlexible())
+				sp.restore()
+				if !ok {
+					spliced = false
+					buf = appendFrame(buf[:0], p)
 				}
 			}
+			// A client that reads nothing for the idle timeout is gone.
+			_ = cc.c.SetWriteDeadline(time.Now().Add(cc.s.cfg.IdleTimeout))
+			var err error
+			switch {
+			case spliced:
+				// The mapped bytes are written before the views are
+				// released below.
+				if err = w.Flush(); err == nil {
+					_, err = sp.out.WriteTo(cc.c)
+				}
+			default:
+				if _, err = w.Write(buf); err == nil && len(q) == 0 {
+					err = w.Flush()
+				}
+			}
+			if err != nil {
+				failed = true
+				cancel()
+			}
 			cc.lastWrite.Store(time.Now().UnixNano())
+			cc.wbuf = buf
 			if cap(buf) > retainedResponseBytes {
-				buf = nil
+				cc.wbuf = nil
 			}
 		}
 		cc.inFlight.Add(-1)
@@ -161,6 +219,19 @@ func (cc *connCtx) writeResponses(q <-chan *pending, cancel context.CancelFunc) 
 	if !failed {
 		_ = w.Flush()
 	}
+}
+
+// appendFrame appends p's response frame: its size, the correlation id,
+// the header's tagged fields for a flexible version, the body.
+func appendFrame(buf []byte, p *pending) []byte {
+	buf = append(buf, 0, 0, 0, 0)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(p.corr))
+	if p.flexHead {
+		buf = append(buf, 0) // empty tagged fields
+	}
+	buf = p.resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return buf
 }
 
 func (cc *connCtx) hostPort() (string, int32) {
@@ -203,9 +274,14 @@ func (cc *connCtx) waitFrame(r *bufio.Reader) error {
 }
 
 // readFrame reads a frame's body of size bytes, growing its buffer as
-// the bytes arrive; each read must bring a byte within the idle timeout.
+// the bytes arrive (from the spare Produce frame buffer, if any); each
+// read must bring a byte within the idle timeout.
 func (cc *connCtx) readFrame(r *bufio.Reader, size int) ([]byte, error) {
-	msg := make([]byte, 0, min(size, 64<<10))
+	msg := cc.spare[:0]
+	cc.spare = nil
+	if cap(msg) == 0 {
+		msg = make([]byte, 0, min(size, 64<<10))
+	}
 	for len(msg) < size {
 		if len(msg) == cap(msg) {
 			msg = slices.Grow(msg, min(size, 2*cap(msg))-len(msg))
@@ -274,7 +350,11 @@ func (cc *connCtx) readRequest(ctx context.Context, r *bufio.Reader, async *sync
 		return nil, fmt.Errorf("%w: %s v%d: %v", errBadRequest, apiName(key), version, err)
 	}
 	p.flexHead = key != 18 && req.IsFlexible() // ApiVersions answers with header v0
+	cc.clientID = clientIDOf(msg)
 	h := s.handle(ctx, cc, req)
+	if key == 0 && cap(msg) <= retainedRequestBytes {
+		cc.spare = msg // a Produce request is done with its frame once handled
+	}
 	if h.noResponse {
 		return nil, nil
 	}

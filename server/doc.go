@@ -17,37 +17,79 @@
 // each covered by the package's tests and by the interop module's
 // clients (kgo, kcat/librdkafka, kafkajs):
 //
-//	Produce               3–9   every batch through Log.AppendAsLeader; acks 0, 1, -1
-//	Fetch                 4–12  read_uncommitted (to the high watermark) and
+//	Produce               3–13  every batch through Log.AppendAsLeader after
+//	                            Kafka's request checks (one magic-2 batch per
+//	                            partition, zstd from v7, acks -1/0/1, the
+//	                            transactional id of transactional batches);
+//	                            the first transactional batch of a transaction
+//	                            on a partition checked with the coordinator
+//	                            (KIP-890; v12 adds the partition); v13 by
+//	                            topic id; a produce creates no topic
+//	Fetch                 4–18  read_uncommitted (to the high watermark) and
 //	                            read_committed (to the last stable offset, with
 //	                            the aborted transactions); MinBytes/MaxWait long
 //	                            polling on Log.WaitHighWatermark; MaxBytes and
 //	                            partition max bytes with the at-least-one-batch
-//	                            rule; no fetch sessions (session id 0)
-//	ListOffsets           1–7   Log.OffsetForTimestamp; latest is the high
-//	                            watermark or, read_committed, the last stable offset
-//	Metadata              0–12  this node as the only broker, leader and ISR
+//	                            rule; fetch sessions (KIP-227, v7+:
+//	                            incremental fetches name and are answered only
+//	                            the partitions that changed; fetch_session.go);
+//	                            v13+ by topic id
+//	ListOffsets           1–11  Log.OffsetForTimestamp; latest is the high
+//	                            watermark or, read_committed, the last stable
+//	                            offset; each special timestamp from the version
+//	                            that defines it (-3 v7, -4 v8, -5 v9, -6 v11)
+//	Metadata              0–13  this node as the only broker, leader and ISR
 //	OffsetForLeaderEpoch  0–4   Log.EndOffsetForEpoch
 //	FindCoordinator       0–4   this node (groups only with a GroupHandler)
-//	ApiVersions           0–3
-//	CreateTopics          0–7   topic configs: segment.*, retention.*,
+//	ApiVersions           0–3   v3+: transaction.version 2 finalized
+//	CreateTopics          0–7   topic configs (configs.go, Kafka 4.4's types and
+//	                            bounds): cleanup.policy (delete, compact,
+//	                            both), compression.type=producer,
+//	                            delete.retention.ms, file.delete.delay.ms,
+//	                            index.interval.bytes, max.compaction.lag.ms,
 //	                            max.message.bytes, message.timestamp.*,
-//	                            file.delete.delay.ms, index.interval.bytes,
-//	                            cleanup.policy=delete
-//	DeleteTopics          0–6   by name or topic id (Dir.Delete)
+//	                            min.cleanable.dirty.ratio,
+//	                            min.compaction.lag.ms, min.insync.replicas,
+//	                            preallocate, retention.*, segment.*,
+//	                            unclean.leader.election.enable; v5+ answers
+//	                            every config; the names Kafka refuses
+//	                            (__cluster_metadata, one colliding with a
+//	                            topic's after '.' and '_' are unified) and
+//	                            Kafka's internal topics (this server keeps
+//	                            offsets and transactions in its own files)
+//	                            are refused, by auto-creation too; at most
+//	                            10 000 records (partitions, topics,
+//	                            configs) per request, as Kafka's
+//	                            controller, and Config.MaxPartitions
+//	                            served; a creation that fails part way
+//	                            removes what it made
+//	DeleteTopics          0–6   by name or topic id (Dir.DeletePartitions:
+//	                            one directory sync for every partition)
 //	CreatePartitions      0–3
 //	DescribeConfigs       0–4   topic resources: the configs above, each with
 //	                            the topic's value or the server's default
-//	InitProducerId        0–4
-//	AddPartitionsToTxn    0–3
-//	AddOffsetsToTxn       0–3
-//	EndTxn                0–3   COMMIT/ABORT markers with Log.AppendAsCoordinator
-//	TxnOffsetCommit       0–3   to the GroupHandler
+//	AlterConfigs          0–2   topic resources; the request's configs replace
+//	                            the topic's (Log.Reconfigure applies them)
+//	IncrementalAlterConfigs 0–1 topic resources: SET, DELETE, APPEND and
+//	                            SUBTRACT (lists only)
+//	DeleteRecords         0–2   Log.SetLogStartOffset (-1: the high watermark)
+//	DescribeLogDirs       1–5   the log directory, each partition's size
+//	DescribeCluster       0–2   this node
+//	DescribeProducers     0     each partition's producer state
+//	DescribeTransactions  0     the coordinator's state of each id
+//	ListTransactions      0–2   filters: state, producer id, duration, pattern
+//	InitProducerId        0–5   Kafka's coordinator rules (txn.go)
+//	AddPartitionsToTxn    0–3   (v4+ is the broker-to-broker form)
+//	AddOffsetsToTxn       0–4
+//	EndTxn                0–5   COMMIT/ABORT markers with Log.AppendAsCoordinator;
+//	                            v5: transaction version 2 (the epoch bumped at
+//	                            every end)
+//	TxnOffsetCommit       0–5   to the GroupHandler
 //
 // With Config.Groups set, the classic group protocol is routed to it and
 // advertised too (OffsetCommit 0–8, OffsetFetch 0–8, JoinGroup 0–9,
-// Heartbeat 0–4, LeaveGroup 0–5, SyncGroup 0–5, DescribeGroups 0–5,
-// ListGroups 0–4). Without it those APIs are not advertised and
+// Heartbeat 0–4, LeaveGroup 0–5, SyncGroup 0–5, DescribeGroups 0–6,
+// ListGroups 0–5, DeleteGroups 0–3, OffsetDelete 0). Without it those APIs are not advertised and
 // FindCoordinator for a group answers COORDINATOR_NOT_AVAILABLE.
 //
 // Any other API or version is answered, never dropped: ApiVersions with
@@ -61,7 +103,9 @@
 // Out of scope: SASL and TLS (plaintext only: listen on loopback or a
 // trusted network), ACLs, quotas, replication (one node: the high
 // watermark is the log end, or with Config.Fsync the durable offset),
-// fetch sessions, compaction, KIP-848 consumer groups, share groups.
+// altering topic configs, KIP-848 consumer groups, share
+// groups. Compacted topics are cleaned by the Cleaner of Config.Log
+// (package cleaner's rules).
 //
 // # Connections
 //
@@ -70,7 +114,9 @@
 // order by a writer goroutine, each once ready (a produce waiting for its
 // sync, a long-poll fetch, a JoinGroup), up to 64 requests ahead.
 // Fetched record bytes alias the segment mappings (Log.Read) until the
-// response is written.
+// response is written; a partition's record bytes of 8 KiB or more are
+// written from there, not copied into the response (one writev of the
+// encoded pieces and the mapped bytes, fetch_write.go).
 //
 // A client cannot make the server hold more than its bounds (conn.go):
 // a frame of at most Config.MaxRequestBytes (Kafka's
@@ -130,9 +176,13 @@
 // unchanged through package mirror's state machine; the partitions are
 // read-only (produces answered POLICY_VIOLATION) until StopMirror writes
 // the MIRROR_PID_RESET barrier. Every partition has a mirror.Partition and
-// every client and coordinator append goes through it. The admin endpoint
-// (admin.go, ServeAdmin; HTTP and JSON, no authentication: loopback only)
-// serves `partlog mirror` and peers' failback lookups.
+// every client and coordinator append goes through it. A start that would
+// cut records a partition holds of its own is refused unless
+// MirrorStartRequest.AllowTruncation; the offsets a start cuts are
+// logged and answered (MirrorPartitionStatus.Truncated). The admin
+// endpoint (admin.go, ServeAdmin; HTTP and JSON) serves `partlog mirror`
+// and peers' failback lookups: changes need the token of AdminTokenFile,
+// and what a browser sends is refused.
 //
 // One housekeeping goroutine ticks (Config.Tick, default 1 s): it aborts
 // transactions past their timeout (bumping the producer epoch, so the

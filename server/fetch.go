@@ -97,16 +97,17 @@ func fetchWants(req *kmsg.FetchRequest) []fetchWant {
 // fewer than MinBytes it waits up to MaxWait for a high watermark to
 // move: one wait per request, on one channel every partition signals
 // (Log.WatchHighWatermark), so a request of many partitions costs no
-// goroutine per partition.
-func (s *Server) fetch(req *kmsg.FetchRequest) handled {
-	if req.Version >= 7 && (req.SessionID != 0 || req.SessionEpoch > 0) {
-		// No fetch sessions: every fetch is a full one (session id 0).
+// goroutine per partition. The partitions are the request's, or with an
+// incremental fetch its session's (fetch_session.go).
+func (s *Server) fetch(cc *connCtx, req *kmsg.FetchRequest) handled {
+	sf := cc.beginFetch(req)
+	if sf.errCode != errNone {
 		resp := kmsg.NewPtrFetchResponse()
 		resp.Version = req.Version
-		resp.ErrorCode = errFetchSessionIDNotFound
+		cc.finishFetch(sf, resp)
 		return handled{resp: resp}
 	}
-	wants := fetchWants(req)
+	wants := sf.wants
 	maxBytes := int(s.cfg.FetchMaxBytes)
 	if req.Version >= 3 && req.MaxBytes > 0 {
 		maxBytes = min(maxBytes, int(req.MaxBytes))
@@ -115,6 +116,7 @@ func (s *Server) fetch(req *kmsg.FetchRequest) handled {
 	first := s.fetchOnce(req, wants, maxBytes)
 	maxWait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	if first.bytes >= minBytes || maxWait <= 0 || first.errs || len(first.watch) == 0 {
+		cc.finishFetch(sf, first.resp)
 		return handled{resp: first.resp, release: first.release}
 	}
 	first.release()
@@ -144,6 +146,7 @@ func (s *Server) fetch(req *kmsg.FetchRequest) handled {
 				pass := s.fetchOnce(req, wants, maxBytes)
 				if pass.bytes >= minBytes || ctx.Err() != nil || pass.errs {
 					*final = pass
+					cc.finishFetch(sf, pass.resp)
 					return pass.resp
 				}
 				pass.release()
@@ -173,7 +176,20 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, wants []fetchWant, maxBytes i
 		out := &t.Partitions[len(t.Partitions)-1]
 		out.Partition = rp.Partition
 		out.RecordBatches = []byte{}
-		p, code := s.partitionFor(rt.Topic, rp.Partition)
+		// A partition answered with an error carries no offsets (-1), as
+		// Kafka's error answers do.
+		out.HighWatermark, out.LastStableOffset, out.LogStartOffset = -1, -1, -1
+		name, code := rt.Topic, errNone
+		if req.Version >= 13 {
+			var ok bool
+			if name, ok = s.topicNameForID(rt.TopicID); !ok {
+				code = errUnknownTopicID
+			}
+		}
+		var p *partition
+		if code == errNone {
+			p, code = s.partitionFor(name, rp.Partition)
+		}
 		if code == errNone {
 			code = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
 		}
@@ -183,12 +199,12 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, wants []fetchWant, maxBytes i
 			continue
 		}
 		off := p.log.Offsets()
-		out.HighWatermark, out.LastStableOffset, out.LogStartOffset = off.HighWatermark, off.LastStableOffset, off.LogStartOffset
 		if rp.FetchOffset < off.LogStartOffset || rp.FetchOffset > off.LogEndOffset {
 			out.ErrorCode = errOffsetOutOfRange
 			f.errs = true
 			continue
 		}
+		out.HighWatermark, out.LastStableOffset, out.LogStartOffset = off.HighWatermark, off.LastStableOffset, off.LogStartOffset
 		upTo := off.HighWatermark
 		if committed {
 			upTo = off.LastStableOffset
@@ -205,6 +221,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, wants []fetchWant, maxBytes i
 		v, err := p.log.Read(rp.FetchOffset, max(limit, 1), upTo)
 		if err != nil {
 			out.ErrorCode = partlog.KafkaErrorCode(err)
+			out.HighWatermark, out.LastStableOffset, out.LogStartOffset = -1, -1, -1
 			f.errs = true
 			continue
 		}
@@ -221,6 +238,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, wants []fetchWant, maxBytes i
 			if err != nil {
 				out.ErrorCode = partlog.KafkaErrorCode(err)
 				out.RecordBatches = []byte{}
+				out.HighWatermark, out.LastStableOffset, out.LogStartOffset = -1, -1, -1
 				f.errs = true
 				continue
 			}
@@ -249,54 +267,111 @@ func endOfBatches(b []byte) int64 {
 	return end
 }
 
+// listTimestampFrom is the ListOffsets version from which a special
+// timestamp may be asked; any other negative timestamp is
+// UNSUPPORTED_VERSION, as Kafka answers.
+var listTimestampFrom = map[int64]int16{
+	partlog.ListLatest:        0,
+	partlog.ListEarliest:      0,
+	partlog.ListMaxTimestamp:  7,
+	partlog.ListEarliestLocal: 8,
+	partlog.ListLatestTiered:  9,
+	-6:                        11, // earliest pending upload (KIP-1023)
+}
+
 // listOffsets answers timestamps and the special values with
-// Log.OffsetForTimestamp; "latest" is the high watermark
-// (read_uncommitted) or the last stable offset (read_committed), and a
-// timestamp lookup finds only offsets below it, as Kafka answers.
+// Log.OffsetForTimestamp, with Kafka's rules: a special timestamp only
+// from the version that defines it; a partition named twice answered
+// once, INVALID_REQUEST; "latest" is the last offset a consumer of the
+// isolation level may fetch (the high watermark, the last stable offset
+// read_committed, the log end below v2, which has no isolation level);
+// a timestamp lookup and the max-timestamp lookup find only offsets
+// below it (offset -1 otherwise); the tiered-storage lookups (-5, -6)
+// find none, and the earliest local offset (-4) is the log start offset.
 func (s *Server) listOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 	resp := kmsg.NewPtrListOffsetsResponse()
 	resp.Version = req.Version
+	type key struct {
+		topic string
+		part  int32
+	}
+	seen := map[key]int{}
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			seen[key{rt.Topic, rp.Partition}]++
+		}
+	}
 	for _, rt := range req.Topics {
 		t := kmsg.NewListOffsetsResponseTopic()
 		t.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
+			n := seen[key{rt.Topic, rp.Partition}]
+			if n < 0 {
+				continue // a duplicate, answered at its first place
+			}
+			seen[key{rt.Topic, rp.Partition}] = -1
 			out := kmsg.NewListOffsetsResponseTopicPartition()
 			out.Partition = rp.Partition
-			out.Offset, out.Timestamp = -1, -1
-			p, code := s.partitionFor(rt.Topic, rp.Partition)
+			out.Offset, out.Timestamp, out.LeaderEpoch = -1, -1, -1
+			code := errNone
+			if n > 1 {
+				code = errInvalidRequest
+			}
+			if from, ok := listTimestampFrom[rp.Timestamp]; code == errNone && rp.Timestamp < 0 && (!ok || req.Version < from) {
+				code = errUnsupportedVersion
+			}
+			var p *partition
+			if code == errNone {
+				p, code = s.partitionFor(rt.Topic, rp.Partition)
+			}
 			if code == errNone {
 				code = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
 			}
-			if code != errNone {
-				out.ErrorCode = code
-				t.Partitions = append(t.Partitions, out)
-				continue
+			if code == errNone {
+				code = s.listOffset(req, p, rp.Timestamp, &out)
 			}
-			off := p.log.Offsets()
-			fetchable := off.HighWatermark
-			if req.IsolationLevel == 1 {
-				fetchable = off.LastStableOffset
-			}
-			if rp.Timestamp == partlog.ListLatest {
-				out.Offset, out.LeaderEpoch = fetchable, p.epoch.Load()
-				t.Partitions = append(t.Partitions, out)
-				continue
-			}
-			r, found, err := p.log.OffsetForTimestamp(rp.Timestamp)
-			switch {
-			case err != nil:
-				out.ErrorCode = partlog.KafkaErrorCode(err)
-			case found && (rp.Timestamp < 0 || r.Offset < fetchable):
-				out.Offset, out.Timestamp, out.LeaderEpoch = r.Offset, r.Timestamp, r.LeaderEpoch
-				if out.LeaderEpoch < 0 && rp.Timestamp < 0 {
-					out.LeaderEpoch = p.epoch.Load()
-				}
-			}
+			out.ErrorCode = code
 			t.Partitions = append(t.Partitions, out)
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
 	return resp
+}
+
+// listOffset answers one partition's ListOffsets lookup into out.
+func (s *Server) listOffset(req *kmsg.ListOffsetsRequest, p *partition, ts int64, out *kmsg.ListOffsetsResponseTopicPartition) int16 {
+	off := p.log.Offsets()
+	fetchable := off.LogEndOffset
+	switch {
+	case req.Version < 2:
+	case req.IsolationLevel == 1:
+		fetchable = off.LastStableOffset
+	default:
+		fetchable = off.HighWatermark
+	}
+	switch ts {
+	case partlog.ListLatest:
+		out.Offset, out.LeaderEpoch = fetchable, p.epoch.Load()
+		return errNone
+	case partlog.ListLatestTiered, -6:
+		return errNone
+	case partlog.ListEarliestLocal:
+		ts = partlog.ListEarliest
+	}
+	r, found, err := p.log.OffsetForTimestamp(ts)
+	switch {
+	case err != nil:
+		return partlog.KafkaErrorCode(err)
+	case !found:
+	case ts == partlog.ListEarliest:
+		out.Offset, out.LeaderEpoch = r.Offset, r.LeaderEpoch
+		if out.LeaderEpoch < 0 {
+			out.LeaderEpoch = p.epoch.Load()
+		}
+	case r.Offset < fetchable:
+		out.Offset, out.Timestamp, out.LeaderEpoch = r.Offset, r.Timestamp, r.LeaderEpoch
+	}
+	return errNone
 }
 
 // offsetForLeaderEpoch answers with Log.EndOffsetForEpoch.

@@ -44,3 +44,125 @@ func (s *Server) findCoordinator(cc *connCtx, req *kmsg.FindCoordinatorRequest) 
 	resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.ErrorMessage, c.NodeID, c.Host, c.Port
 	return resp
 }
+
+// unknownGroupPartitions answers, as Kafka's KafkaApis does before it
+// calls the group coordinator, the partitions of an OffsetCommit or an
+// OffsetDelete that this server does not have: UNKNOWN_TOPIC_OR_PARTITION
+// for them, the others passed on. It returns nil when every partition is
+// known (the request goes to the coordinator as it is); otherwise it
+// asks the coordinator for the known ones itself and merges the answers.
+func (s *Server) unknownGroupPartitions(req kmsg.Request) kmsg.Response {
+	known := func(topic string, p int32) bool { _, code := s.partitionFor(topic, p); return code == errNone }
+	switch r := req.(type) {
+	case *kmsg.OffsetCommitRequest:
+		if r.Version >= 10 { // topics by id: the coordinator does not take them
+			return nil
+		}
+		sub := *r
+		sub.Topics = nil
+		unknown := false
+		for _, t := range r.Topics {
+			kt := t
+			kt.Partitions = nil
+			for _, p := range t.Partitions {
+				if known(t.Topic, p.Partition) {
+					kt.Partitions = append(kt.Partitions, p)
+				} else {
+					unknown = true
+				}
+			}
+			if len(kt.Partitions) > 0 {
+				sub.Topics = append(sub.Topics, kt)
+			}
+		}
+		if !unknown {
+			return nil
+		}
+		codes := map[string]map[int32]int16{}
+		if len(sub.Topics) > 0 {
+			if resp, ok := s.cfg.Groups.Handle(s.ctx, &sub); ok {
+				for _, t := range resp.(*kmsg.OffsetCommitResponse).Topics {
+					for _, p := range t.Partitions {
+						if codes[t.Topic] == nil {
+							codes[t.Topic] = map[int32]int16{}
+						}
+						codes[t.Topic][p.Partition] = p.ErrorCode
+					}
+				}
+			}
+		}
+		resp := kmsg.NewPtrOffsetCommitResponse()
+		resp.Version = r.Version
+		for _, t := range r.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = errUnknownTopicOrPartition
+				if c, ok := codes[t.Topic][p.Partition]; ok {
+					rp.ErrorCode = c
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	case *kmsg.OffsetDeleteRequest:
+		sub := *r
+		sub.Topics = nil
+		unknown := false
+		for _, t := range r.Topics {
+			kt := t
+			kt.Partitions = nil
+			for _, p := range t.Partitions {
+				if known(t.Topic, p.Partition) {
+					kt.Partitions = append(kt.Partitions, p)
+				} else {
+					unknown = true
+				}
+			}
+			if len(kt.Partitions) > 0 {
+				sub.Topics = append(sub.Topics, kt)
+			}
+		}
+		if !unknown {
+			return nil
+		}
+		got, ok := s.cfg.Groups.Handle(s.ctx, &sub)
+		if !ok {
+			return nil
+		}
+		sr := got.(*kmsg.OffsetDeleteResponse)
+		if sr.ErrorCode != errNone {
+			return sr // the group's error answers the request (Kafka lists no partition)
+		}
+		codes := map[string]map[int32]int16{}
+		for _, t := range sr.Topics {
+			for _, p := range t.Partitions {
+				if codes[t.Topic] == nil {
+					codes[t.Topic] = map[int32]int16{}
+				}
+				codes[t.Topic][p.Partition] = p.ErrorCode
+			}
+		}
+		resp := kmsg.NewPtrOffsetDeleteResponse()
+		resp.Version = r.Version
+		for _, t := range r.Topics {
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = errUnknownTopicOrPartition
+				if c, ok := codes[t.Topic][p.Partition]; ok {
+					rp.ErrorCode = c
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Request shapes: the wire layout of every request the server decodes,
@@ -37,6 +38,7 @@ const (
 	wString                     // string or nullable string: int16 length, compact: uvarint length+1
 	wBytes                      // bytes or nullable bytes: int32 length, compact: uvarint length+1
 	wArray                      // array (nullable or not) of elem or of struct fields: int32 count, compact: uvarint count+1
+	wStruct                     // nullable struct: int8 -1 for null, else its fields (and tags when flexible)
 )
 
 // versions is the range of versions carrying a field (to < 0: every
@@ -62,6 +64,11 @@ type wireField struct {
 
 func field(k wireKind, in versions) wireField { return wireField{kind: k, in: in} }
 
+// optional is a nullable struct.
+func optional(in versions, fields ...wireField) wireField {
+	return wireField{kind: wStruct, in: in, fields: fields}
+}
+
 // list is an array of a primitive type.
 func list(elem wireKind, in versions) wireField { return wireField{kind: wArray, in: in, elem: elem} }
 
@@ -78,6 +85,10 @@ type requestShape struct {
 }
 
 var all = allVersions
+
+// neverFlexible is the flexibleFrom of a request without flexible
+// versions.
+const neverFlexible = math.MaxInt16
 
 // requestShapes are the bodies of the requests the server and its group
 // coordinator answer, at every version kmsg knows.
@@ -235,6 +246,11 @@ var requestShapes = map[int16]requestShape{
 	26: {3, []wireField{ // EndTxn
 		field(wString, all), field(wInt64, all), field(wInt16, all), field(wInt8, all),
 	}},
+	27: {1, []wireField{ // WriteTxnMarkers
+		structs(all, field(wInt64, all), field(wInt16, all), field(wInt8, all),
+			structs(all, field(wString, all), list(wInt32, all)),
+			field(wInt32, all), field(wInt8, since(2))),
+	}},
 	28: {3, []wireField{ // TxnOffsetCommit
 		field(wString, all), field(wString, all), field(wInt64, all), field(wInt16, all),
 		field(wInt32, since(3)), field(wString, since(3)), field(wString, since(3)),
@@ -246,6 +262,47 @@ var requestShapes = map[int16]requestShape{
 		structs(all, field(wInt8, all), field(wString, all), list(wString, all)),
 		field(wInt8, since(1)),
 		field(wInt8, since(3)),
+	}},
+	21: {2, []wireField{ // DeleteRecords
+		structs(all, field(wString, all), structs(all, field(wInt32, all), field(wInt64, all))),
+		field(wInt32, all), // timeout
+	}},
+	35: {2, []wireField{ // DescribeLogDirs
+		structs(all, field(wString, all), list(wInt32, all)),
+	}},
+	60: {0, []wireField{ // DescribeCluster
+		field(wInt8, all), field(wInt8, since(1)), field(wInt8, since(2)),
+	}},
+	61: {0, []wireField{ // DescribeProducers
+		structs(all, field(wString, all), list(wInt32, all)),
+	}},
+	75: {0, []wireField{ // DescribeTopicPartitions
+		structs(all, field(wString, all)),
+		field(wInt32, all),
+		optional(all, field(wString, all), field(wInt32, all)), // cursor
+	}},
+	65: {0, []wireField{ // DescribeTransactions
+		list(wString, all),
+	}},
+	66: {0, []wireField{ // ListTransactions
+		list(wString, all), list(wInt64, all), field(wInt64, since(1)), field(wString, since(2)),
+	}},
+	33: {2, []wireField{ // AlterConfigs
+		structs(all, field(wInt8, all), field(wString, all),
+			structs(all, field(wString, all), field(wString, all))),
+		field(wInt8, all), // validate only
+	}},
+	44: {1, []wireField{ // IncrementalAlterConfigs
+		structs(all, field(wInt8, all), field(wString, all),
+			structs(all, field(wString, all), field(wInt8, all), field(wString, all))),
+		field(wInt8, all), // validate only
+	}},
+	42: {2, []wireField{ // DeleteGroups
+		list(wString, all),
+	}},
+	47: {neverFlexible, []wireField{ // OffsetDelete
+		field(wString, all),
+		structs(all, field(wString, all), structs(all, field(wInt32, all))),
 	}},
 	37: {2, []wireField{ // CreatePartitions
 		structs(all,
@@ -410,6 +467,16 @@ func (w *shapeWalk) value(k wireKind, f *wireField) {
 	case wString, wBytes:
 		if n := w.length(k); n > 0 {
 			w.take(n)
+		}
+	case wStruct:
+		if len(w.b) < 1 {
+			w.fail("nullable struct past the end")
+			return
+		}
+		present := int8(w.b[0]) >= 0
+		w.take(1)
+		if present {
+			w.structFields(f.fields)
 		}
 	case wArray:
 		n := w.arrayCount()

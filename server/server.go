@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/partlog/partlog"
@@ -40,6 +41,10 @@ type Config struct {
 	// Log is the template of every partition's options (nil: Kafka's
 	// defaults). Topic configs given to CreateTopics override it.
 	Log *partlog.Options
+	// Quarantine is where the recovery of a partition at open keeps the
+	// bytes it removes (partlog.DirOptions.Quarantine; relative: inside
+	// the partition directory). Default "": deleted, as Kafka does.
+	Quarantine string
 	// AutoCreate creates a topic on its first Metadata or Produce
 	// request, with DefaultPartitions partitions (Kafka's
 	// auto.create.topics.enable and num.partitions).
@@ -55,6 +60,10 @@ type Config struct {
 	// they are not advertised and answered UNSUPPORTED_VERSION. The
 	// server does not close it.
 	Groups GroupHandler
+	// GroupContext, if set, gives each group request's context the
+	// client id and host of its connection (group.ContextWithClient):
+	// DescribeGroups shows them, as Kafka does.
+	GroupContext func(ctx context.Context, clientID, clientHost string) context.Context
 	// Tick is the period of the housekeeping pass (transaction timeouts,
 	// producer expiry, retention, checkpoints). Default 1s.
 	Tick time.Duration
@@ -102,6 +111,8 @@ type Server struct {
 	cfg  Config
 	dir  *partlog.Dir
 	meta *metaStore // cluster id, producer ids, transactions, topic configs
+	// adminToken is what the admin endpoint requires of changes (admin.go).
+	adminToken string
 
 	tmu    sync.RWMutex // guards topics
 	topics map[string]*topic
@@ -124,7 +135,13 @@ type Server struct {
 	closed bool
 	// connSlots holds a token per open connection (MaxConnections).
 	connSlots chan struct{}
-	flush     *flusher
+	// fetchSessions counts the open fetch sessions of every connection
+	// (fetch_session.go).
+	fetchSessions atomic.Int32
+
+	storageLogMu sync.Mutex // guards storageLog
+	storageLog   map[partlog.TopicPartition]storageLogged
+	flush        *flusher
 }
 
 // Open opens the log directory and the server's state (state.go) and
@@ -173,12 +190,17 @@ func Open(cfg Config) (*Server, error) {
 			cfg.Logf("%s", w)
 		}
 	}
+	token, err := loadAdminToken(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
 	var tmpl partlog.Options
 	if cfg.Log != nil {
 		tmpl = *cfg.Log
 	}
 	dir, err := partlog.OpenDir(cfg.Dir, &partlog.DirOptions{
-		Log: &tmpl,
+		Log:        &tmpl,
+		Quarantine: cfg.Quarantine,
 		PartitionOptions: func(tp partlog.TopicPartition) *partlog.Options {
 			o, _ := topicOptions(tmpl, meta.topicConfigs(tp.Topic))
 			return &o
@@ -188,9 +210,9 @@ func Open(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, dir: dir, meta: meta, topics: map[string]*topic{}, ctx: ctx, cancel: cancel,
+	s := &Server{cfg: cfg, dir: dir, meta: meta, adminToken: token, topics: map[string]*topic{}, ctx: ctx, cancel: cancel,
 		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, links: map[string]*mirrorLink{},
-		connSlots: make(chan struct{}, cfg.MaxConnections)}
+		connSlots: make(chan struct{}, cfg.MaxConnections), storageLog: map[partlog.TopicPartition]storageLogged{}}
 	s.flush = newFlusher(s)
 	if err := s.loadTopics(); err != nil {
 		cancel()
@@ -390,10 +412,30 @@ func (s *Server) handle(ctx context.Context, cc *connCtx, req kmsg.Request) hand
 		return now(s.createPartitions(r))
 	case *kmsg.DescribeConfigsRequest:
 		return now(s.describeConfigs(r))
+	case *kmsg.WriteTxnMarkersRequest:
+		return now(s.writeTxnMarkers(r))
+	case *kmsg.DescribeLogDirsRequest:
+		return now(s.describeLogDirs(r))
+	case *kmsg.DeleteRecordsRequest:
+		return now(s.deleteRecords(r))
+	case *kmsg.DescribeProducersRequest:
+		return now(s.describeProducers(r))
+	case *kmsg.DescribeTopicPartitionsRequest:
+		return now(s.describeTopicPartitions(r))
+	case *kmsg.DescribeClusterRequest:
+		return now(s.describeCluster(cc, r))
+	case *kmsg.DescribeTransactionsRequest:
+		return now(s.txns.describeTransactions(r))
+	case *kmsg.ListTransactionsRequest:
+		return now(s.txns.listTransactions(r))
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return now(s.incrementalAlterConfigs(r))
+	case *kmsg.AlterConfigsRequest:
+		return now(s.alterConfigs(r))
 	case *kmsg.ProduceRequest:
 		return s.produce(r)
 	case *kmsg.FetchRequest:
-		return s.fetch(r)
+		return s.fetch(cc, r)
 	case *kmsg.ListOffsetsRequest:
 		return now(s.listOffsets(r))
 	case *kmsg.OffsetForLeaderEpochRequest:
@@ -412,7 +454,14 @@ func (s *Server) handle(ctx context.Context, cc *connCtx, req kmsg.Request) hand
 		return now(s.txns.txnOffsetCommit(r))
 	}
 	if g := s.cfg.Groups; g != nil && isGroupKey(req.Key()) {
+		if resp := s.unknownGroupPartitions(req); resp != nil {
+			return now(resp)
+		}
+		clientID, host := cc.clientID, cc.clientHost()
 		return handled{wait: func(ctx context.Context) kmsg.Response {
+			if s.cfg.GroupContext != nil {
+				ctx = s.cfg.GroupContext(ctx, clientID, host)
+			}
 			resp, ok := g.Handle(ctx, req)
 			if !ok || resp == nil {
 				return s.unsupported(req, req.Key(), req.GetVersion())

@@ -153,7 +153,7 @@ func TestProduceErrorsAndDuplicates(t *testing.T) {
 	roundTrip[*kmsg.MetadataResponse](rc, md)
 }
 
-func TestAutoCreateOnMetadataAndProduce(t *testing.T) {
+func TestAutoCreateOnMetadataNotProduce(t *testing.T) {
 	ts := startTest(t, Config{AutoCreate: true, DefaultPartitions: 3})
 	rc := dial(t, ts.addr)
 	md := kmsg.NewPtrMetadataRequest()
@@ -164,8 +164,10 @@ func TestAutoCreateOnMetadataAndProduce(t *testing.T) {
 	if mt := resp.Topics[0]; mt.ErrorCode != 0 || len(mt.Partitions) != 3 || mt.TopicID == [16]byte{} {
 		t.Fatalf("auto-created topic: %+v", mt)
 	}
-	if c := roundTrip[*kmsg.ProduceResponse](rc, produceReq("auto2", 0, 1, records(t, 1, -1, 0, 0, false, 1))).Topics[0].Partitions[0].ErrorCode; c != 0 {
-		t.Fatalf("produce to a new topic with auto-create: %d", c)
+	// A produce creates no topic (Kafka's produce path does not either:
+	// clients ask Metadata first).
+	if c := roundTrip[*kmsg.ProduceResponse](rc, produceReq("auto2", 0, 1, records(t, 1, -1, 0, 0, false, 1))).Topics[0].Partitions[0].ErrorCode; c != errUnknownTopicOrPartition {
+		t.Fatalf("produce to a new topic with auto-create: %d, want UNKNOWN_TOPIC_OR_PARTITION", c)
 	}
 	// The client's "no" is honoured.
 	md.AllowAutoTopicCreation = false
@@ -195,7 +197,7 @@ func TestTopicAdmin(t *testing.T) {
 	add("bad name", 1, 1, nil)
 	add("b", 1, 3, nil)
 	add("c", 0, 1, nil)
-	add("d", 1, 1, map[string]string{"cleanup.policy": "compact"})
+	add("d", 1, 1, map[string]string{"cleanup.policy": "tiered"})
 	want := []int16{0, errInvalidTopic, errInvalidReplicationFactor, errInvalidPartitions, errInvalidConfig}
 	resp := roundTrip[*kmsg.CreateTopicsResponse](rc, req)
 	for i, rt := range resp.Topics {
@@ -378,7 +380,7 @@ func TestTransactionSurvivesRestartAndEpochBump(t *testing.T) {
 	if c := addPartition(t, rc, id, p.ProducerID, p.ProducerEpoch, "tx", 0); c != 0 {
 		t.Fatalf("AddPartitionsToTxn: %d", c)
 	}
-	roundTrip[*kmsg.ProduceResponse](rc, produceReq("tx", 0, -1, records(t, 3, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
+	roundTrip[*kmsg.ProduceResponse](rc, txnProduceReq(id, "tx", 0, -1, records(t, 3, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
 	ts.close(t)
 
 	ts = startTest(t, Config{Dir: dir})
@@ -419,7 +421,7 @@ func TestTransactionTimeoutAborts(t *testing.T) {
 	id := "slow"
 	p := initPID(t, rc, &id, 1000)
 	addPartition(t, rc, id, p.ProducerID, p.ProducerEpoch, "to", 0)
-	roundTrip[*kmsg.ProduceResponse](rc, produceReq("to", 0, 1, records(t, 2, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
+	roundTrip[*kmsg.ProduceResponse](rc, txnProduceReq(id, "to", 0, 1, records(t, 2, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
 	l, _ := ts.Dir().Log(partlog.TopicPartition{Topic: "to", Partition: 0})
 	clock.add(2 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -449,7 +451,7 @@ func TestPreparedTransactionCompletedAtOpen(t *testing.T) {
 	id := "prep"
 	p := initPID(t, rc, &id, 60000)
 	addPartition(t, rc, id, p.ProducerID, p.ProducerEpoch, "pc", 0)
-	roundTrip[*kmsg.ProduceResponse](rc, produceReq("pc", 0, 1, records(t, 2, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
+	roundTrip[*kmsg.ProduceResponse](rc, txnProduceReq(id, "pc", 0, 1, records(t, 2, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
 	// As if EndTxn had persisted PrepareCommit and crashed.
 	if err := ts.meta.update(func(st *metaState) { st.Transactions[id].State = txnPrepareCommit }); err != nil {
 		t.Fatal(err)
@@ -474,21 +476,19 @@ func TestListOffsetsAndLeaderEpoch(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		roundTrip[*kmsg.ProduceResponse](rc, produceReq("lo", 0, 1, recordsAt(t, 1000+int64(i), 2, -1, 0, 0, false, 1)))
 	}
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.Version = 7
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = "lo"
-	for _, ts := range []int64{-1, -2, -3, 1001} {
+	want := map[int64]int64{-1: 6, -2: 0, -3: 4, 1001: 2} // max timestamp: the first record holding it
+	for ts, off := range want {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Version = 7
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "lo"
 		rp := kmsg.NewListOffsetsRequestTopicPartition()
 		rp.Timestamp = ts
 		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp := roundTrip[*kmsg.ListOffsetsResponse](rc, req)
-	want := []int64{6, 0, 4, 2} // max timestamp: the first record holding it
-	for i, p := range resp.Topics[0].Partitions {
-		if p.ErrorCode != 0 || p.Offset != want[i] {
-			t.Errorf("ListOffsets %d: offset %d error %d, want %d", rt.Partitions[i].Timestamp, p.Offset, p.ErrorCode, want[i])
+		req.Topics = append(req.Topics, rt)
+		p := roundTrip[*kmsg.ListOffsetsResponse](rc, req).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.Offset != off {
+			t.Errorf("ListOffsets %d: offset %d error %d, want %d", ts, p.Offset, p.ErrorCode, off)
 		}
 	}
 	oe := kmsg.NewPtrOffsetForLeaderEpochRequest()
@@ -618,9 +618,17 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 			var req kmsg.Request
 			switch key {
 			case 0:
-				req = produceReq("v", 0, 1, records(t, 1, -1, 0, 0, false, 1))
+				pr := produceReq("v", 0, 1, records(t, 1, -1, 0, 0, false, 1))
+				if v >= 13 { // topic ids
+					pr.Topics[0].Topic, pr.Topics[0].TopicID = "", ts.topicByName("v").id
+				}
+				req = pr
 			case 1:
-				req = fetchReq("v", 0, 0, 0, 1, 1<<20, 1<<20, 0)
+				fr := fetchReq("v", 0, 0, 0, 1, 1<<20, 1<<20, 0)
+				if v >= 13 {
+					fr.Topics[0].Topic, fr.Topics[0].TopicID = "", ts.topicByName("v").id
+				}
+				req = fr
 			case 2:
 				lr := kmsg.NewPtrListOffsetsRequest()
 				lt := kmsg.NewListOffsetsRequestTopic()
@@ -700,7 +708,7 @@ func TestInitProducerIDWaitsForPreparedTransaction(t *testing.T) {
 	id := "pw"
 	p := initPID(t, rc, &id, 60000)
 	addPartition(t, rc, id, p.ProducerID, p.ProducerEpoch, "pw", 0)
-	roundTrip[*kmsg.ProduceResponse](rc, produceReq("pw", 0, 1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 1)))
+	roundTrip[*kmsg.ProduceResponse](rc, txnProduceReq(id, "pw", 0, 1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 1)))
 	if err := ts.meta.update(func(st *metaState) { st.Transactions[id].State = txnPrepareAbort }); err != nil {
 		t.Fatal(err)
 	}
@@ -751,7 +759,8 @@ func TestDescribeConfigs(t *testing.T) {
 		want := map[string]string{"retention.ms": "3600000", "segment.bytes": "1048576", "retention.bytes": "-1",
 			"cleanup.policy": "delete", "max.message.bytes": "1048588", "message.timestamp.type": "CreateTime",
 			"segment.ms": "604800000", "index.interval.bytes": "4096", "segment.index.bytes": "10485760",
-			"message.timestamp.after.max.ms": "9223372036854775807"}
+			"message.timestamp.after.max.ms": "9223372036854775807", "min.cleanable.dirty.ratio": "0.5",
+			"min.compaction.lag.ms": "0", "max.compaction.lag.ms": "9223372036854775807", "delete.retention.ms": "86400000"}
 		for name, val := range want {
 			c, ok := all[name]
 			if !ok || c.Value == nil || *c.Value != val {
@@ -774,6 +783,48 @@ func TestDescribeConfigs(t *testing.T) {
 		}
 		if c := resp.Resources[3].ErrorCode; c != errInvalidRequest {
 			t.Errorf("v%d: broker resource: error %d", v, c)
+		}
+	}
+}
+
+// TestCompactedTopicConfigs: cleanup.policy and the cleaner's topic
+// configs are taken by CreateTopics, shown by DescribeConfigs as Kafka
+// prints them (Kafka's 0 included, which partlog's options spell
+// otherwise), reach the partitions' options, and bad values are refused.
+func TestCompactedTopicConfigs(t *testing.T) {
+	ts := startTest(t, Config{})
+	rc := dial(t, ts.addr)
+	set := map[string]string{"cleanup.policy": "compact,delete", "min.cleanable.dirty.ratio": "0",
+		"min.compaction.lag.ms": "1000", "max.compaction.lag.ms": "60000", "delete.retention.ms": "0"}
+	createTopicWith(t, rc, "changelog", 1, set)
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "changelog"
+	req.Resources = append(req.Resources, rr)
+	resp := roundTrip[*kmsg.DescribeConfigsResponse](rc, req)
+	got := map[string]string{}
+	for _, c := range resp.Resources[0].Configs {
+		got[c.Name] = *c.Value
+	}
+	want := map[string]string{"cleanup.policy": "compact,delete", "min.cleanable.dirty.ratio": "0.0",
+		"min.compaction.lag.ms": "1000", "max.compaction.lag.ms": "60000", "delete.retention.ms": "0"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	o, err := topicOptions(partlog.Options{}, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := o.Effective(); e.CleanupPolicy != partlog.CompactDelete || e.MinCleanableDirtyRatio != 0 || e.DeleteRetentionMs != 0 ||
+		e.MinCompactionLagMs != 1000 || e.MaxCompactionLagMs != 60000 {
+		t.Fatalf("effective options %+v", e)
+	}
+	for k, v := range map[string]string{"cleanup.policy": "tiered", "min.cleanable.dirty.ratio": "1.5", "max.compaction.lag.ms": "0",
+		"delete.retention.ms": "x"} {
+		if _, err := topicOptions(partlog.Options{}, map[string]string{k: v}); err == nil {
+			t.Errorf("%s=%s accepted", k, v)
 		}
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 
 	"github.com/partlog/partlog"
-	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/internal/fsutil"
 )
 
@@ -51,16 +50,32 @@ type metaState struct {
 type txnState struct {
 	ProducerID    int64 `json:"producer_id"`
 	ProducerEpoch int16 `json:"producer_epoch"`
-	TimeoutMs     int32 `json:"timeout_ms"`
+	// PrevProducerID is the producer id before the last transition (a
+	// retry of an InitProducerId that rotated the id names it), and
+	// NextProducerID the id a transaction version 2 end hands over to
+	// once its markers are written (the epoch ran out); -1 when none.
+	PrevProducerID int64 `json:"prev_producer_id"`
+	NextProducerID int64 `json:"next_producer_id"`
+	// LastProducerEpoch is the epoch before the last bump, which a
+	// retried InitProducerId names (KIP-360); -1 when none.
+	LastProducerEpoch int16 `json:"last_producer_epoch"`
+	TimeoutMs         int32 `json:"timeout_ms"`
 	// State is Empty, Ongoing, PrepareCommit, PrepareAbort,
 	// CompleteCommit or CompleteAbort.
 	State      string                   `json:"state"`
 	Partitions []partlog.TopicPartition `json:"partitions,omitempty"`
 	Groups     []string                 `json:"groups,omitempty"`
 	// StartMs is when the transaction became Ongoing (its timeout runs
-	// from there), UpdateMs the last change.
+	// from there; -1 when none is), UpdateMs the last change.
 	StartMs  int64 `json:"start_ms"`
 	UpdateMs int64 `json:"update_ms"`
+	// TV2: the last transition came from a client of transaction
+	// version 2 (KIP-890 part 2: the epoch is bumped at every end).
+	TV2 bool `json:"tv2,omitempty"`
+	// V is the format of the entry: 1 since the fields above from
+	// PrevProducerID to LastProducerEpoch; a file without it gets -1
+	// there at open.
+	V int `json:"v,omitempty"`
 }
 
 const (
@@ -91,8 +106,12 @@ func openMeta(dir string) (*metaStore, error) {
 	}
 	m := &metaStore{path: filepath.Join(dir, StateFile)}
 	b, err := fsutil.ReadSmall(m.path)
+	// Written at open only when new or changed: a server killed on a full
+	// disk must start again (read-only) without writing it.
+	write := false
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		write = true
 		var id [16]byte
 		if _, err := rand.Read(id[:]); err != nil {
 			return nil, err
@@ -114,13 +133,22 @@ func openMeta(dir string) (*metaStore, error) {
 			m.warnings = append(m.warnings, fmt.Sprintf("%s: producer id block end %d (an overflow) reset to 0; ids above every id in the logs are handed out",
 				m.path, m.st.ProducerIDBlockEnd))
 			m.st.ProducerIDBlockEnd = 0
+			write = true
 		}
 	}
 	if m.st.Transactions == nil {
 		m.st.Transactions = map[string]*txnState{}
 	}
+	for _, t := range m.st.Transactions {
+		if t.V == 0 {
+			t.PrevProducerID, t.NextProducerID, t.LastProducerEpoch, t.V = -1, -1, -1, 1
+		}
+	}
 	m.nextID = m.st.ProducerIDBlockEnd
-	return m, m.writeLocked()
+	if write {
+		return m, m.writeLocked()
+	}
+	return m, nil
 }
 
 func (m *metaStore) writeLocked() error {
@@ -128,7 +156,7 @@ func (m *metaStore) writeLocked() error {
 	if err != nil {
 		return err
 	}
-	return checkpoint.WriteFileAtomic(m.path, append(b, '\n'))
+	return fsutil.WriteFileAtomic(m.path, append(b, '\n'))
 }
 
 func (m *metaStore) flush() error {

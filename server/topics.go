@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -33,12 +34,35 @@ type partition struct {
 	// epoch is the leader epoch this node serves the partition at: the
 	// log's latest, raised by the mirror (its fencing and its stop).
 	epoch atomic.Int32
+	// The topic's configs that the server applies itself, set by
+	// setConfigs under cfgMu (the produce path reads them under it).
+	cfgMu sync.RWMutex
 	// appendTime: the topic stamps LogAppendTime (produce answers it).
 	appendTime bool
 	// segmentBytes is the log's segment.bytes: the most one append may
 	// bring (the mirror fetcher appends a fetch's batches in such steps).
 	segmentBytes int64
 	hwMu         sync.Mutex
+}
+
+// setConfigs sets the partition's view of its topic's configs
+// (configs checked, applied to the server's template tmpl).
+func (p *partition) setConfigs(tmpl partlog.Options, configs map[string]string) {
+	o, _ := topicOptions(tmpl, configs)
+	p.cfgMu.Lock()
+	defer p.cfgMu.Unlock()
+	p.appendTime = o.MessageTimestampType == partlog.LogAppendTime
+	p.segmentBytes = o.SegmentBytes
+	if p.segmentBytes <= 0 {
+		p.segmentBytes = partlog.DefaultSegmentBytes
+	}
+}
+
+// settings returns the partition's LogAppendTime flag and segment size.
+func (p *partition) settings() (appendTime bool, segmentBytes int64) {
+	p.cfgMu.RLock()
+	defer p.cfgMu.RUnlock()
+	return p.appendTime, p.segmentBytes
 }
 
 // raiseHighWatermark moves the high watermark up to hw, never down
@@ -84,11 +108,8 @@ func (s *Server) newPartition(tp partlog.TopicPartition, l *partlog.Log) (*parti
 	if s.cfg.Log != nil {
 		tmpl = *s.cfg.Log
 	}
-	o, _ := topicOptions(tmpl, s.meta.topicConfigs(tp.Topic))
-	p := &partition{tp: tp, log: l, appendTime: o.MessageTimestampType == partlog.LogAppendTime, segmentBytes: o.SegmentBytes}
-	if p.segmentBytes <= 0 {
-		p.segmentBytes = partlog.DefaultSegmentBytes
-	}
+	p := &partition{tp: tp, log: l}
+	p.setConfigs(tmpl, s.meta.topicConfigs(tp.Topic))
 	epoch := max(0, l.LatestEpoch(), s.meta.mirrorEpoch(tp))
 	mp, err := mirror.Open(l, s.mirrorOptions(tp, epoch))
 	if err != nil {
@@ -174,9 +195,98 @@ func validTopicName(name string) bool {
 	return true
 }
 
-// createTopic creates partitions [from, count) of a topic (all of a new
-// topic when from is 0), with the topic's configs. Caller holds cmu.
-func (s *Server) createTopicLocked(name string, id partlog.TopicID, from, count int32, configs map[string]string) error {
+// Topic names Kafka refuses to create, and the names partlog keeps for
+// itself.
+const (
+	clusterMetadataTopic = "__cluster_metadata" // KRaft's log: Kafka refuses to create it, OpenDir leaves it alone
+)
+
+// internalTopics are Kafka's internal topics (Topic.isInternal). Kafka's
+// coordinators create them; this server keeps group offsets and
+// transactions in its own files (state.go, package group), so a client's
+// topic of such a name would be read as Kafka's own by a broker that
+// later opens the directory.
+var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
+
+// maxRecordsPerOperation bounds the partitions (and topic and config
+// records) one CreateTopics or CreatePartitions may make: Kafka's
+// controller refuses a request that would write more than
+// MAX_RECORDS_PER_USER_OP (10 000) records.
+const maxRecordsPerOperation = 10_000
+
+// topicRefusal is a topic creation refused with a Kafka error code.
+type topicRefusal struct {
+	code int16
+	msg  string
+}
+
+func (e *topicRefusal) Error() string { return e.msg }
+
+// creationErrorCode is the error code of a failed topic creation.
+func creationErrorCode(err error) int16 {
+	var r *topicRefusal
+	if errors.As(err, &r) {
+		return r.code
+	}
+	return partlog.KafkaErrorCode(err)
+}
+
+// unifyCollisionChars maps '.' to '_', as Kafka's Topic.unifyCollisionChars
+// does: two names equal after it collide in Kafka's metric names, and
+// Kafka refuses the second.
+func unifyCollisionChars(name string) string { return strings.ReplaceAll(name, ".", "_") }
+
+// checkNewTopicLocked refuses the names Kafka refuses to create
+// (ControllerApis/KafkaApis: __cluster_metadata; ReplicationControlManager:
+// a name colliding with an existing topic's) and Kafka's internal topic
+// names. Caller holds cmu.
+func (s *Server) checkNewTopicLocked(name string) error {
+	switch {
+	case !validTopicName(name):
+		return &topicRefusal{errInvalidTopic, "topic name " + strconv.Quote(name) + " is invalid: Kafka allows 1 to 249 of [a-zA-Z0-9._-], not '.' or '..'"}
+	case name == clusterMetadataTopic:
+		return &topicRefusal{errInvalidRequest, "Creation of internal topic " + clusterMetadataTopic + " is prohibited."}
+	case internalTopics[name]:
+		return &topicRefusal{errInvalidRequest, "topic " + name + " is Kafka's internal topic; partlog keeps group offsets and transactions in its own files and does not create it"}
+	}
+	if strings.ContainsAny(name, "._") {
+		unified := unifyCollisionChars(name)
+		s.tmu.RLock()
+		defer s.tmu.RUnlock()
+		for other := range s.topics {
+			if other != name && unifyCollisionChars(other) == unified {
+				return &topicRefusal{errInvalidTopic, "Topic '" + name + "' collides with existing topic: " + other}
+			}
+		}
+	}
+	return nil
+}
+
+// checkPartitionBudgetLocked refuses to make more partitions than
+// Config.MaxPartitions allows. Caller holds cmu.
+func (s *Server) checkPartitionBudgetLocked(more int32) error {
+	have := len(s.dir.Logs())
+	if have+int(more) > s.cfg.MaxPartitions {
+		return &topicRefusal{errPolicyViolation, fmt.Sprintf("this server serves %d partitions and takes at most %d (serve --max-partitions); %d more refused",
+			have, s.cfg.MaxPartitions, more)}
+	}
+	return nil
+}
+
+// createTopicLocked creates partitions [from, count) of a topic (all of a
+// new topic when from is 0, whose name is checked first), with the
+// topic's configs. A creation that fails part way removes what it made
+// (partitions, and for a new topic its configs): a failed request leaves
+// nothing behind. Caller holds cmu.
+func (s *Server) createTopicLocked(name string, id partlog.TopicID, from, count int32, configs map[string]string) (err error) {
+	if from == 0 {
+		if err := s.checkNewTopicLocked(name); err != nil {
+			return err
+		}
+	}
+	if err := s.checkPartitionBudgetLocked(count - from); err != nil {
+		return err
+	}
 	tmpl := partlog.Options{}
 	if s.cfg.Log != nil {
 		tmpl = *s.cfg.Log
@@ -185,6 +295,12 @@ func (s *Server) createTopicLocked(name string, id partlog.TopicID, from, count 
 	if err != nil {
 		return err
 	}
+	var made []partlog.TopicPartition
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.undoCreateLocked(name, from, made))
+		}
+	}()
 	if from == 0 {
 		if err := s.meta.setTopicConfigs(name, configs); err != nil {
 			return err
@@ -197,6 +313,7 @@ func (s *Server) createTopicLocked(name string, id partlog.TopicID, from, count 
 			return err
 		}
 		tp := partlog.TopicPartition{Topic: name, Partition: n}
+		made = append(made, tp)
 		p, err := s.newPartition(tp, l)
 		if err != nil {
 			return err
@@ -212,6 +329,31 @@ func (s *Server) createTopicLocked(name string, id partlog.TopicID, from, count 
 		}
 		t.parts[n] = p
 		s.tmu.Unlock()
+	}
+	return nil
+}
+
+// undoCreateLocked removes the partitions a failed creation made (and,
+// for a new topic, the topic and its configs).
+func (s *Server) undoCreateLocked(name string, from int32, made []partlog.TopicPartition) error {
+	s.tmu.Lock()
+	if t := s.topics[name]; t != nil {
+		if from == 0 {
+			delete(s.topics, name)
+		} else if int(from) < len(t.parts) {
+			t.parts = t.parts[:from]
+		}
+	}
+	s.tmu.Unlock()
+	var errs []error
+	if len(made) > 0 {
+		errs = append(errs, s.dir.DeletePartitions(made))
+	}
+	if from == 0 {
+		errs = append(errs, s.meta.setTopicConfigs(name, nil))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("removing what the failed creation of %s made: %w", name, err)
 	}
 	return nil
 }
@@ -233,7 +375,7 @@ func (s *Server) autoCreate(name string) int16 {
 	}
 	if err := s.createTopicLocked(name, id, 0, s.cfg.DefaultPartitions, nil); err != nil {
 		s.logf("auto-create %s: %v", name, err)
-		return partlog.KafkaErrorCode(err)
+		return creationErrorCode(err)
 	}
 	return errNone
 }
@@ -338,9 +480,18 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := kmsg.NewPtrCreateTopicsResponse()
 	resp.Version = req.Version
 	seen := map[string]int{}
+	records := 0
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
+		n := int(rt.NumPartitions)
+		if n < 0 {
+			n = int(s.cfg.DefaultPartitions)
+		}
+		records += 1 + max(n, len(rt.ReplicaAssignment)) + len(rt.Configs)
 	}
+	// Kafka's controller refuses the whole request when its records
+	// would pass MAX_RECORDS_PER_USER_OP.
+	tooLarge := records > maxRecordsPerOperation
 	for _, rt := range req.Topics {
 		ct := kmsg.NewCreateTopicsResponseTopic()
 		ct.Topic = rt.Topic
@@ -360,8 +511,10 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 				configs[c.Name] = *c.Value
 			}
 		}
-		_, cfgErr := topicOptions(partlog.Options{}, configs)
+		configs, cfgErr := checkConfigs(configs)
 		switch {
+		case tooLarge:
+			fail(errPolicyViolation, "Unable to perform excessively large batch operation.")
 		case seen[rt.Topic] > 1:
 			fail(errInvalidRequest, "topic named more than once in the request")
 		case !validTopicName(rt.Topic):
@@ -385,12 +538,18 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 			s.cmu.Lock()
 			if t := s.topicByName(rt.Topic); t != nil {
 				s.cmu.Unlock()
-				fail(errTopicAlreadyExists, "topic '"+rt.Topic+"' already exists")
+				fail(errTopicAlreadyExists, "Topic '"+rt.Topic+"' already exists.")
 				break
 			}
 			if req.ValidateOnly {
+				err := errors.Join(s.checkNewTopicLocked(rt.Topic), s.checkPartitionBudgetLocked(count))
 				s.cmu.Unlock()
+				if err != nil {
+					fail(creationErrorCode(err), err.Error())
+					break
+				}
 				ct.NumPartitions, ct.ReplicationFactor = count, 1
+				ct.Configs = s.createdConfigs(configs)
 				break
 			}
 			id, err := newTopicID()
@@ -399,26 +558,34 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 			}
 			s.cmu.Unlock()
 			if err != nil {
-				fail(partlog.KafkaErrorCode(err), err.Error())
+				fail(creationErrorCode(err), err.Error())
 				break
 			}
 			ct.TopicID = id
 			ct.NumPartitions, ct.ReplicationFactor = count, 1
-			names := make([]string, 0, len(configs))
-			for k := range configs {
-				names = append(names, k)
-			}
-			sort.Strings(names)
-			for _, k := range names {
-				v := configs[k]
-				c := kmsg.NewCreateTopicsResponseTopicConfig()
-				c.Name, c.Value, c.Source = k, &v, 1 // DYNAMIC_TOPIC_CONFIG
-				ct.Configs = append(ct.Configs, c)
-			}
+			ct.Configs = s.createdConfigs(configs)
 		}
 		resp.Topics = append(resp.Topics, ct)
 	}
 	return resp
+}
+
+// createdConfigs are a created topic's configs as CreateTopics v5+
+// answers them: every config, its own or the default (Kafka lists all).
+func (s *Server) createdConfigs(configs map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+	tmpl := partlog.Options{}
+	if s.cfg.Log != nil {
+		tmpl = *s.cfg.Log
+	}
+	o, _ := topicOptions(tmpl, configs)
+	var out []kmsg.CreateTopicsResponseTopicConfig
+	for _, e := range configEntries(o, configs, false) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		v := e.value
+		c.Name, c.Value, c.Source = e.name, &v, int8(e.source)
+		out = append(out, c)
+	}
+	return out
 }
 
 func singleNodeAssignment(as []kmsg.CreateTopicsRequestTopicReplicaAssignment, node int32) bool {
@@ -466,6 +633,9 @@ func (s *Server) deleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response {
 			name = n
 		}
 		dt.Topic = &name
+		if t := s.topicByName(name); t != nil && req.Version >= 6 {
+			dt.TopicID = t.id
+		}
 		err := s.deleteTopic(name)
 		switch {
 		case errors.Is(err, partlog.ErrUnknownPartition):
@@ -490,14 +660,15 @@ func (s *Server) deleteTopic(name string) error {
 	if t == nil {
 		return fmt.Errorf("%w: topic %s", partlog.ErrUnknownPartition, name)
 	}
-	var errs []error
+	// One call for every partition: one directory sync and one
+	// checkpoint write, whatever the partition count.
+	var tps []partlog.TopicPartition
 	for _, p := range t.parts {
 		if p != nil {
-			errs = append(errs, s.dir.Delete(name, p.tp.Partition))
+			tps = append(tps, p.tp)
 		}
 	}
-	errs = append(errs, s.meta.setTopicConfigs(name, nil), s.meta.forgetMirrorEpochs(name))
-	return errors.Join(errs...)
+	return errors.Join(s.dir.DeletePartitions(tps), s.meta.setTopicConfigs(name, nil), s.meta.forgetMirrorEpochs(name))
 }
 
 func (s *Server) createPartitions(req *kmsg.CreatePartitionsRequest) kmsg.Response {
@@ -526,6 +697,8 @@ func (s *Server) createPartitions(req *kmsg.CreatePartitionsRequest) kmsg.Respon
 			fail(errInvalidPartitions, fmt.Sprintf("topic has %d partitions; the count must grow", have))
 		case rt.Assignment != nil && len(rt.Assignment) != int(rt.Count-have):
 			fail(errInvalidReplicaAssignment, "assignment count differs from the new partitions")
+		case int(rt.Count-have) > maxRecordsPerOperation:
+			fail(errPolicyViolation, "Unable to perform excessively large batch operation.")
 		case req.ValidateOnly:
 		default:
 			if id.IsZero() {
@@ -536,7 +709,7 @@ func (s *Server) createPartitions(req *kmsg.CreatePartitionsRequest) kmsg.Respon
 				}
 			}
 			if err := s.createTopicLocked(rt.Topic, id, have, rt.Count, s.meta.topicConfigs(rt.Topic)); err != nil {
-				fail(partlog.KafkaErrorCode(err), err.Error())
+				fail(creationErrorCode(err), err.Error())
 			}
 		}
 		s.cmu.Unlock()

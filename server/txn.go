@@ -25,13 +25,35 @@ const coordinatorEpoch int32 = 0
 // txnCoordinator is the transaction coordinator. Its state is the
 // metaStore's transactions (persisted at every change); mu serializes
 // every transaction operation, so a marker write never races another
-// change of the same transaction.
+// change of the same transaction, and a transactional produce that must
+// be checked against the coordinator (the first batch of a transaction
+// on a partition) appends under it, so no end of the transaction falls
+// between the check and the append.
+//
+// The rules are those of Kafka's TransactionCoordinator and
+// TransactionMetadata, state by state: InitProducerId bumps the epoch of
+// an idle transactional id (or, when it is exhausted, hands out a new
+// producer id), fences and aborts an open transaction and answers
+// CONCURRENT_TRANSACTIONS so that the client retries, and answers a
+// retry of a bump (KIP-360: the previous epoch named) with the epoch it
+// gave; EndTxn is refused in Empty, answered again in the completed
+// state it asks for, and with transaction version 2 (EndTxn v5) bumps the
+// epoch at every end, the markers written at the bumped epoch. A
+// transaction that outlives its timeout is aborted the same way (the
+// epoch bumped, the markers at it). Unlike Kafka, the markers are
+// written before EndTxn answers, so a completed transaction is never
+// seen in PrepareCommit or PrepareAbort unless a marker write failed.
 type txnCoordinator struct {
 	s  *Server
 	mu sync.Mutex
 }
 
 func newTxnCoordinator(s *Server) *txnCoordinator { return &txnCoordinator{s: s} }
+
+// epochExhausted: an epoch this high is not handed to a client, so that
+// a coordinator can always bump it once more to fence (Kafka's
+// TransactionMetadata.isEpochExhausted).
+func epochExhausted(e int16) bool { return e >= math.MaxInt16-1 }
 
 // recover runs at open: producer ids are moved past every id the logs
 // hold, and the transactions a crash left in PrepareCommit or
@@ -46,8 +68,14 @@ func (c *txnCoordinator) recover() error {
 			}
 		}
 	}
+	readOnly := c.s.dir.ReadOnly()
 	if err := c.s.meta.avoidProducerIDs(maxPID); err != nil {
-		return err
+		if readOnly == nil {
+			return err
+		}
+		// A read-only directory hands out no producer id that could be
+		// used: produces are refused.
+		c.s.logf("producer ids: %v (the log directory is read-only)", err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -62,7 +90,7 @@ func (c *txnCoordinator) recover() error {
 	slices.Sort(prepared)
 	for _, id := range prepared {
 		if err := c.completeLocked(id); err != nil {
-			if errors.Is(err, mirror.ErrReadOnly) {
+			if errors.Is(err, mirror.ErrReadOnly) || readOnly != nil {
 				// A partition of the transaction mirrors (its markers were
 				// refused before the restart too): the transaction stays
 				// prepared and the housekeeping tick completes it once the
@@ -95,101 +123,167 @@ func (c *txnCoordinator) get(id string) (txnState, bool) {
 }
 
 func (c *txnCoordinator) put(id string, t txnState) error {
+	t.V = 1
 	return c.s.meta.update(func(st *metaState) { st.Transactions[id] = &t })
+}
+
+// transition records a change of t: the producer id it had becomes the
+// previous one (Kafka's TxnTransitMetadata), and the update time moves.
+func (c *txnCoordinator) transition(t *txnState, pid int64) {
+	t.PrevProducerID = t.ProducerID
+	t.ProducerID = pid
+	t.UpdateMs = c.nowMs()
+}
+
+// fencedCode is PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH for a request
+// version that predates it (fencedFrom).
+func fencedCode(version, fencedFrom int16) int16 {
+	if version < fencedFrom {
+		return errInvalidProducerEpoch
+	}
+	return errProducerFenced
 }
 
 func (c *txnCoordinator) initProducerID(req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := kmsg.NewPtrInitProducerIDResponse()
 	resp.Version = req.Version
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if req.TransactionalID == nil || *req.TransactionalID == "" {
+	fail := func(code int16) kmsg.Response { resp.ErrorCode = code; return resp }
+	if req.TransactionalID == nil {
 		// Idempotent producer: a fresh id every time (KIP-360's bump of
 		// an idempotent producer gets a new id as well).
 		pid, err := c.s.meta.allocProducerID()
 		if err != nil {
-			resp.ErrorCode = partlog.KafkaErrorCode(err)
-			return resp
+			return fail(partlog.KafkaErrorCode(err))
 		}
 		resp.ProducerID, resp.ProducerEpoch = pid, 0
 		return resp
 	}
+	if *req.TransactionalID == "" {
+		return fail(errInvalidRequest)
+	}
 	timeout := time.Duration(req.TransactionTimeoutMillis) * time.Millisecond
 	if timeout <= 0 || timeout > maxTxnTimeout {
-		resp.ErrorCode = errInvalidTransactionTimeout
-		return resp
+		return fail(errInvalidTransactionTimeout)
+	}
+	// KIP-360 (v3+): the producer names the id and epoch it had.
+	expected := req.Version >= 3 && req.ProducerID >= 0
+	if req.Version >= 3 && (req.ProducerID < 0) != (req.ProducerEpoch < 0) {
+		return fail(errInvalidRequest)
 	}
 	id := *req.TransactionalID
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t, known := c.get(id)
-	switch {
-	case !known:
+	if !known {
 		pid, err := c.s.meta.allocProducerID()
 		if err != nil {
-			resp.ErrorCode = partlog.KafkaErrorCode(err)
-			return resp
+			return fail(partlog.KafkaErrorCode(err))
 		}
-		t = txnState{ProducerID: pid, ProducerEpoch: 0, State: txnEmpty}
-	default:
-		if req.ProducerID >= 0 && (req.ProducerID != t.ProducerID || req.ProducerEpoch != t.ProducerEpoch) {
-			// KIP-360: the producer names the id and epoch it had; a
-			// newer one has taken over since.
-			resp.ErrorCode = errProducerFenced
-			return resp
-		}
-		if t.State == txnPrepareCommit || t.State == txnPrepareAbort {
-			// Its markers are still being written (or failed and are
-			// retried by the housekeeping tick): the client retries.
-			resp.ErrorCode = errConcurrentTransactions
-			return resp
-		}
-		if t.State == txnOngoing {
-			// A new session of the transactional id: the open
-			// transaction is aborted, fenced by the new epoch.
-			if err := c.endLocked(id, &t, false, true); err != nil {
-				resp.ErrorCode = partlog.KafkaErrorCode(err)
-				return resp
-			}
-			t, _ = c.get(id)
-		}
-		if t.ProducerEpoch >= math.MaxInt16-1 {
-			pid, err := c.s.meta.allocProducerID()
-			if err != nil {
-				resp.ErrorCode = partlog.KafkaErrorCode(err)
-				return resp
-			}
-			t.ProducerID, t.ProducerEpoch = pid, 0
-		} else {
-			t.ProducerEpoch++
-		}
-		t.State, t.Partitions, t.Groups = txnEmpty, nil, nil
+		t = txnState{ProducerID: pid, PrevProducerID: -1, NextProducerID: -1, ProducerEpoch: -1, LastProducerEpoch: -1,
+			State: txnEmpty, StartMs: -1}
 	}
+	if t.State == txnPrepareCommit || t.State == txnPrepareAbort {
+		// Its markers are still being written (or failed and are
+		// retried by the housekeeping tick): the client retries.
+		return fail(errConcurrentTransactions)
+	}
+	if expected && t.ProducerEpoch != -1 && req.ProducerID != t.ProducerID &&
+		!(req.ProducerID == t.PrevProducerID && epochExhausted(req.ProducerEpoch)) {
+		// A newer producer has taken over the transactional id.
+		return fail(fencedCode(req.Version, 4))
+	}
+	if t.State == txnOngoing {
+		// A new session of the transactional id: the open transaction is
+		// aborted with the epoch bumped (the old producer is fenced),
+		// and the client retries; its retry bumps the epoch again.
+		if err := c.fenceLocked(id, &t); err != nil {
+			return fail(storageCode(err))
+		}
+		return fail(errConcurrentTransactions)
+	}
+	pid := t.ProducerID
+	switch {
+	case epochExhausted(t.ProducerEpoch) && (!expected || req.ProducerEpoch == t.ProducerEpoch):
+		// No epoch left for this id: a new producer id, epoch 0.
+		var err error
+		if pid, err = c.s.meta.allocProducerID(); err != nil {
+			return fail(partlog.KafkaErrorCode(err))
+		}
+		t.LastProducerEpoch = -1
+		if expected {
+			t.LastProducerEpoch = t.ProducerEpoch
+		}
+		t.ProducerEpoch = 0
+	case !expected:
+		t.ProducerEpoch, t.LastProducerEpoch = t.ProducerEpoch+1, -1
+	case t.ProducerEpoch == -1 || req.ProducerEpoch == t.ProducerEpoch:
+		t.ProducerEpoch, t.LastProducerEpoch = t.ProducerEpoch+1, t.ProducerEpoch
+	case req.ProducerEpoch == t.LastProducerEpoch:
+		// A retry of the bump this producer asked for: the same answer.
+	default:
+		return fail(fencedCode(req.Version, 4))
+	}
+	c.transition(&t, pid)
+	t.State, t.Partitions, t.Groups, t.StartMs, t.NextProducerID = txnEmpty, nil, nil, -1, -1
 	t.TimeoutMs = req.TransactionTimeoutMillis
-	t.UpdateMs = c.nowMs()
 	if err := c.put(id, t); err != nil {
-		resp.ErrorCode = partlog.KafkaErrorCode(err)
-		return resp
+		return fail(partlog.KafkaErrorCode(err))
 	}
 	resp.ProducerID, resp.ProducerEpoch = t.ProducerID, t.ProducerEpoch
 	return resp
 }
 
+// storageCode is the code of a failed marker or state write.
+func storageCode(err error) int16 {
+	if c := partlog.KafkaErrorCode(err); c != -1 {
+		return c
+	}
+	return errKafkaStorageError
+}
+
 // check answers a transactional request's producer id and epoch against
-// the transaction, as Kafka's coordinator does.
-func (c *txnCoordinator) check(id string, pid int64, epoch int16, version int16) (txnState, int16) {
+// the transaction, as Kafka's coordinator does for AddPartitionsToTxn,
+// AddOffsetsToTxn and the verification of a produce: the id unknown or
+// another producer's (INVALID_PRODUCER_ID_MAPPING), an epoch other than
+// the current one (PRODUCER_FENCED), the transaction being completed
+// (CONCURRENT_TRANSACTIONS).
+func (c *txnCoordinator) check(id string, pid int64, epoch int16) (txnState, int16) {
 	t, ok := c.get(id)
 	switch {
 	case !ok || t.ProducerID != pid:
 		return t, errInvalidProducerIDMapping
 	case epoch != t.ProducerEpoch:
-		if version < 2 {
-			return t, errInvalidProducerEpoch
-		}
 		return t, errProducerFenced
 	case t.State == txnPrepareCommit || t.State == txnPrepareAbort:
 		return t, errConcurrentTransactions
 	}
 	return t, errNone
+}
+
+// addLocked makes t Ongoing with the partitions and groups added (its
+// timeout starts with its first partition or group) and persists it.
+func (c *txnCoordinator) addLocked(id string, t *txnState, tps []partlog.TopicPartition, group string, tv2 bool) error {
+	changed := t.State != txnOngoing
+	for _, tp := range tps {
+		if !slices.Contains(t.Partitions, tp) {
+			t.Partitions = append(t.Partitions, tp)
+			changed = true
+		}
+	}
+	if group != "" && !slices.Contains(t.Groups, group) {
+		t.Groups = append(t.Groups, group)
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	c.transition(t, t.ProducerID)
+	if t.State != txnOngoing {
+		t.State, t.StartMs = txnOngoing, t.UpdateMs
+	}
+	t.TV2 = tv2
+	return c.put(id, *t)
 }
 
 func (c *txnCoordinator) addPartitions(req *kmsg.AddPartitionsToTxnRequest) kmsg.Response {
@@ -207,13 +301,8 @@ func (c *txnCoordinator) addPartitions(req *kmsg.AddPartitionsToTxnRequest) kmsg
 			resp.Topics = append(resp.Topics, t)
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, code := c.check(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Version)
-	if code != errNone {
-		answer(func(string, int32) int16 { return code })
-		return resp
-	}
+	// Partitions this node does not lead are answered first, the others
+	// not attempted (Kafka's KafkaApis does this before the coordinator).
 	// A partition that mirrors cannot take part: its markers would be
 	// refused (read-only until the mirror stops).
 	partCode := func(topic string, n int32) int16 {
@@ -223,12 +312,14 @@ func (c *txnCoordinator) addPartitions(req *kmsg.AddPartitionsToTxnRequest) kmsg
 		}
 		return code
 	}
+	var tps []partlog.TopicPartition
 	unknown := false
 	for _, rt := range req.Topics {
 		for _, p := range rt.Partitions {
 			if partCode(rt.Topic, p) != errNone {
 				unknown = true
 			}
+			tps = append(tps, partlog.TopicPartition{Topic: rt.Topic, Partition: p})
 		}
 	}
 	if unknown {
@@ -240,35 +331,29 @@ func (c *txnCoordinator) addPartitions(req *kmsg.AddPartitionsToTxnRequest) kmsg
 		})
 		return resp
 	}
-	changed := t.State != txnOngoing
-	for _, rt := range req.Topics {
-		for _, p := range rt.Partitions {
-			tp := partlog.TopicPartition{Topic: rt.Topic, Partition: p}
-			if !slices.Contains(t.Partitions, tp) {
-				t.Partitions = append(t.Partitions, tp)
-				changed = true
-			}
-		}
+	if req.TransactionalID == "" {
+		answer(func(string, int32) int16 { return errInvalidRequest })
+		return resp
 	}
-	var err error
-	if changed {
-		c.begin(&t)
-		err = c.put(req.TransactionalID, t)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, code := c.check(req.TransactionalID, req.ProducerID, req.ProducerEpoch)
+	if code == errProducerFenced {
+		code = fencedCode(req.Version, 2)
 	}
-	ec := partlog.KafkaErrorCode(err)
-	answer(func(string, int32) int16 { return ec })
+	if code == errNone {
+		code = storageCode0(c.addLocked(req.TransactionalID, &t, tps, "", false))
+	}
+	answer(func(string, int32) int16 { return code })
 	return resp
 }
 
-// begin makes t Ongoing (its timeout starts with its first partition or
-// group).
-func (c *txnCoordinator) begin(t *txnState) {
-	now := c.nowMs()
-	if t.State != txnOngoing {
-		t.State = txnOngoing
-		t.StartMs = now
+// storageCode0 is storageCode that answers NONE for no error.
+func storageCode0(err error) int16 {
+	if err == nil {
+		return errNone
 	}
-	t.UpdateMs = now
+	return storageCode(err)
 }
 
 func (c *txnCoordinator) addOffsets(req *kmsg.AddOffsetsToTxnRequest) kmsg.Response {
@@ -278,18 +363,20 @@ func (c *txnCoordinator) addOffsets(req *kmsg.AddOffsetsToTxnRequest) kmsg.Respo
 		resp.ErrorCode = errCoordinatorNotAvailable
 		return resp
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, code := c.check(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Version)
-	if code != errNone {
-		resp.ErrorCode = code
+	if req.TransactionalID == "" {
+		resp.ErrorCode = errInvalidRequest
 		return resp
 	}
-	if !slices.Contains(t.Groups, req.Group) {
-		t.Groups = append(t.Groups, req.Group)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, code := c.check(req.TransactionalID, req.ProducerID, req.ProducerEpoch)
+	if code == errProducerFenced {
+		code = fencedCode(req.Version, 2)
 	}
-	c.begin(&t)
-	resp.ErrorCode = partlog.KafkaErrorCode(c.put(req.TransactionalID, t))
+	if code == errNone {
+		code = storageCode0(c.addLocked(req.TransactionalID, &t, nil, req.Group, false))
+	}
+	resp.ErrorCode = code
 	return resp
 }
 
@@ -309,6 +396,12 @@ func (c *txnCoordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) kmsg.
 			code = errInvalidProducerIDMapping
 		case t.ProducerEpoch != req.ProducerEpoch:
 			code = errProducerFenced
+		case t.State == txnPrepareCommit || t.State == txnPrepareAbort:
+			code = errConcurrentTransactions
+		case req.Version >= 5:
+			// Transaction version 2: the commit adds the group to the
+			// transaction itself (no AddOffsetsToTxn).
+			code = storageCode0(c.addLocked(req.TransactionalID, &t, nil, req.Group, true))
 		case t.State != txnOngoing || !slices.Contains(t.Groups, req.Group):
 			code = errInvalidTxnState
 		}
@@ -334,66 +427,114 @@ func (c *txnCoordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) kmsg.
 func (c *txnCoordinator) endTxn(req *kmsg.EndTxnRequest) kmsg.Response {
 	resp := kmsg.NewPtrEndTxnResponse()
 	resp.Version = req.Version
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	fail := func(code int16) kmsg.Response { resp.ErrorCode = code; return resp }
+	if req.TransactionalID == "" {
+		return fail(errInvalidRequest)
+	}
+	clientTV2 := req.Version >= 5
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t, ok := c.get(req.TransactionalID)
-	switch {
-	case !ok || t.ProducerID != req.ProducerID:
-		resp.ErrorCode = errInvalidProducerIDMapping
-		return resp
-	case req.ProducerEpoch != t.ProducerEpoch:
-		resp.ErrorCode = errProducerFenced
-		if req.Version < 2 {
-			resp.ErrorCode = errInvalidProducerEpoch
+	if !ok {
+		return fail(errInvalidProducerIDMapping)
+	}
+	pid, epoch := req.ProducerID, req.ProducerEpoch
+	// With transaction version 2 every end bumps the epoch, so a retried
+	// end names the epoch below the current one (or, past an exhausted
+	// epoch, the producer id before the current one).
+	retryOnOverflow := t.TV2 && t.PrevProducerID == pid && epoch == math.MaxInt16-1 && t.ProducerEpoch == 0
+	retryOnBump := t.TV2 && t.ProducerEpoch == epoch+1
+	valid := epoch == t.ProducerEpoch
+	if t.TV2 {
+		switch t.State {
+		case txnPrepareCommit, txnPrepareAbort:
+			valid = retryOnBump
+		case txnCompleteCommit, txnCompleteAbort:
+			// A retry, or the next end at the bumped epoch (answered by
+			// the state: INVALID_TXN_STATE, as Kafka 4.4 does).
+			valid = valid || retryOnBump || retryOnOverflow
 		}
+	}
+	switch {
+	case t.ProducerID != pid && !retryOnOverflow:
+		return fail(errInvalidProducerIDMapping)
+	case !valid:
+		return fail(fencedCode(req.Version, 2))
+	}
+	same := func() kmsg.Response {
+		resp.ProducerID, resp.ProducerEpoch = t.ProducerID, t.ProducerEpoch
 		return resp
 	}
 	switch t.State {
 	case txnOngoing:
-	case txnCompleteCommit, txnCompleteAbort:
-		// A retried EndTxn whose first answer was lost.
-		if (t.State == txnCompleteCommit) != req.Commit {
-			resp.ErrorCode = errInvalidTxnState
+	case txnCompleteCommit:
+		if req.Commit {
+			return same() // a retry whose first answer was lost
 		}
-		return resp
-	case txnEmpty:
+		return fail(errInvalidTxnState)
+	case txnCompleteAbort:
 		if !req.Commit {
-			return resp // aborting nothing is allowed (Kafka does the same)
+			return same()
 		}
-		resp.ErrorCode = errInvalidTxnState
-		return resp
-	default:
-		resp.ErrorCode = errConcurrentTransactions
-		return resp
-	}
-	if err := c.endLocked(req.TransactionalID, &t, req.Commit, false); err != nil {
-		resp.ErrorCode = partlog.KafkaErrorCode(err)
-		if resp.ErrorCode == -1 {
-			resp.ErrorCode = errKafkaStorageError
+		return fail(errInvalidTxnState)
+	case txnPrepareCommit, txnPrepareAbort:
+		if (t.State == txnPrepareCommit) == req.Commit {
+			return fail(errConcurrentTransactions)
 		}
+		return fail(errInvalidTxnState)
+	default: // Empty
+		return fail(errInvalidTxnState)
 	}
+	next := int64(-1)
+	if clientTV2 && epochExhausted(t.ProducerEpoch) {
+		var err error
+		if next, err = c.s.meta.allocProducerID(); err != nil {
+			return fail(partlog.KafkaErrorCode(err))
+		}
+		c.s.logf("end transaction %q: %v", req.TransactionalID, err)
+	}
+	if clientTV2 {
+		t.ProducerEpoch, t.LastProducerEpoch = t.ProducerEpoch+1, t.ProducerEpoch
+	}
+	t.TV2, t.NextProducerID = clientTV2, next
+	answerPID, answerEpoch := t.ProducerID, t.ProducerEpoch
+	if err := c.endLocked(req.TransactionalID, &t, req.Commit); err != nil {
+		return fail(storageCode(err))
+	}
+	resp.ProducerID, resp.ProducerEpoch = answerPID, answerEpoch
 	return resp
+}
+
+// fenceLocked aborts t's open transaction with its producer fenced, as
+// Kafka's coordinator does for a timeout or a new session of the
+// transactional id: the epoch is bumped (the one before it kept as the
+// last epoch, so that the fenced producer's KIP-360 retry is answered
+// the bumped epoch, as Kafka 4.4 answers it) and the ABORT markers are
+// written at the new epoch, so the old producer's later writes are
+// refused. The transaction keeps the client's transaction version: its
+// EndTxn at the old epoch is fenced. The epoch can always be bumped
+// once: no client is given one above epochExhausted.
+func (c *txnCoordinator) fenceLocked(id string, t *txnState) error {
+	if t.ProducerEpoch == math.MaxInt16 {
+		return fmt.Errorf("%w: producer epoch %d cannot be bumped to fence", partlog.ErrInvalidProducerEpoch, t.ProducerEpoch)
+	}
+	t.ProducerEpoch, t.LastProducerEpoch = t.ProducerEpoch+1, t.ProducerEpoch
+	t.NextProducerID = -1
+	return c.endLocked(id, t, false)
 }
 
 // endLocked ends an Ongoing transaction: PrepareCommit/PrepareAbort is
 // persisted first (so a crash completes it at the next open), then the
-// markers are written to every partition of the transaction, the group
-// offsets made visible or dropped, and the completed state persisted.
-// fence (a timeout, or a new session of the transactional id) bumps the
-// producer epoch first and writes the ABORT markers at it, so the old
-// producer's later writes are refused.
-func (c *txnCoordinator) endLocked(id string, t *txnState, commit, fence bool) error {
-	if fence {
-		if t.ProducerEpoch >= math.MaxInt16-1 {
-			return fmt.Errorf("%w: producer epoch exhausted", partlog.ErrInvalidProducerEpoch)
-		}
-		t.ProducerEpoch++
-	}
+// markers are written to every partition of the transaction at t's
+// producer id and epoch, the group offsets made visible or dropped, and
+// the completed state persisted.
+func (c *txnCoordinator) endLocked(id string, t *txnState, commit bool) error {
 	t.State = txnPrepareAbort
 	if commit {
 		t.State = txnPrepareCommit
 	}
-	t.UpdateMs = c.nowMs()
+	c.transition(t, t.ProducerID)
 	if err := c.put(id, *t); err != nil {
 		return err
 	}
@@ -455,9 +596,38 @@ func (c *txnCoordinator) completeLocked(id string) error {
 	if commit {
 		t.State = txnCompleteCommit
 	}
-	t.Partitions, t.Groups = nil, nil
-	t.UpdateMs = c.nowMs()
+	pid := t.ProducerID
+	if t.TV2 && t.NextProducerID >= 0 {
+		// The epoch ran out with this end: the next transaction is the
+		// new producer id's, at epoch 0.
+		pid, t.ProducerEpoch = t.NextProducerID, 0
+	}
+	c.transition(&t, pid)
+	t.Partitions, t.Groups, t.NextProducerID = nil, nil, -1
 	return c.put(id, t)
+}
+
+// verifyProduceLocked answers whether a transactional batch of producer
+// (pid, epoch) may start writing to tp for transactional id id, as
+// Kafka's produce path asks the coordinator (KIP-890) when the partition
+// holds no open transaction of the producer at that epoch: with
+// transaction version 1 (produce below v12) the partition must have been
+// added to the transaction (TRANSACTION_ABORTABLE otherwise); with
+// version 2 the produce adds it. The code is the coordinator's; the
+// produce path maps it for its version (produceTxnCode). Caller holds
+// c.mu and appends under it.
+func (c *txnCoordinator) verifyProduceLocked(id string, pid int64, epoch int16, tp partlog.TopicPartition, add bool) int16 {
+	t, code := c.check(id, pid, epoch)
+	if code != errNone {
+		return code
+	}
+	if add {
+		return storageCode0(c.addLocked(id, &t, []partlog.TopicPartition{tp}, "", true))
+	}
+	if t.State != txnOngoing || !slices.Contains(t.Partitions, tp) {
+		return errTransactionAbortable
+	}
+	return errNone
 }
 
 // endOnPartition ends, before a mirror start makes tp read-only, the
@@ -487,7 +657,7 @@ func (c *txnCoordinator) endOnPartition(tp partlog.TopicPartition) error {
 		var err error
 		switch t.State {
 		case txnOngoing:
-			err = c.endLocked(id, &t, false, true)
+			err = c.fenceLocked(id, &t)
 		case txnPrepareCommit, txnPrepareAbort:
 			err = c.completeLocked(id)
 		}
@@ -498,6 +668,12 @@ func (c *txnCoordinator) endOnPartition(tp partlog.TopicPartition) error {
 	return errors.Join(errs...)
 }
 
+// timedOut reports whether an Ongoing transaction has outlived its
+// timeout at now (Kafka: start + timeout < now).
+func timedOut(t *txnState, now int64) bool {
+	return t.State == txnOngoing && t.StartMs+int64(t.TimeoutMs) < now
+}
+
 // abortExpired aborts the Ongoing transactions older than their timeout
 // (Kafka's transaction.abort.timed.out.transaction.cleanup), fencing
 // their producer. The server's housekeeping tick calls it.
@@ -506,7 +682,7 @@ func (c *txnCoordinator) abortExpired() {
 	var expired []string
 	c.s.meta.view(func(st *metaState) {
 		for id, t := range st.Transactions {
-			if t.State == txnOngoing && now-t.StartMs > int64(t.TimeoutMs) {
+			if timedOut(t, now) {
 				expired = append(expired, id)
 			}
 		}
@@ -514,8 +690,8 @@ func (c *txnCoordinator) abortExpired() {
 	slices.Sort(expired)
 	for _, id := range expired {
 		c.mu.Lock()
-		if t, ok := c.get(id); ok && t.State == txnOngoing && now-t.StartMs > int64(t.TimeoutMs) {
-			if err := c.endLocked(id, &t, false, true); err != nil {
+		if t, ok := c.get(id); ok && timedOut(&t, now) {
+			if err := c.fenceLocked(id, &t); err != nil {
 				c.s.logf("abort timed-out transaction %q: %v", id, err)
 			}
 		}

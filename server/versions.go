@@ -16,35 +16,53 @@ type versionRange struct{ min, max int16 }
 // apis are the APIs and versions the server implements and its tests
 // cover (package doc). ApiVersions advertises exactly these.
 var apis = map[int16]versionRange{
-	0:  {3, 9},  // Produce (v3: record batches v2; v9 flexible)
-	1:  {4, 12}, // Fetch (v4: isolation levels; v12 flexible; v13 needs topic ids)
-	2:  {1, 7},  // ListOffsets (v7: max timestamp)
-	3:  {0, 12}, // Metadata
+	0:  {3, 13}, // Produce (v3: record batches v2; v9 flexible; v12 transaction version 2; v13 topic ids)
+	1:  {4, 18}, // Fetch (v4: isolation levels; v12 flexible; v13 topic ids)
+	2:  {1, 11}, // ListOffsets (v7: max timestamp; v8-v11 the tiered-storage lookups)
+	3:  {0, 13}, // Metadata
 	10: {0, 4},  // FindCoordinator (v4: batched keys)
 	18: {0, 3},  // ApiVersions
 	19: {0, 7},  // CreateTopics
 	20: {0, 6},  // DeleteTopics
-	22: {0, 4},  // InitProducerId (v3: epoch bump of a known producer)
+	22: {0, 5},  // InitProducerId (v3: epoch bump of a known producer)
 	23: {0, 4},  // OffsetForLeaderEpoch
 	24: {0, 3},  // AddPartitionsToTxn (v4 is the broker-to-broker batch form)
-	25: {0, 3},  // AddOffsetsToTxn
-	26: {0, 3},  // EndTxn
-	28: {0, 3},  // TxnOffsetCommit
+	25: {0, 4},  // AddOffsetsToTxn
+	26: {0, 5},  // EndTxn (v5: transaction version 2)
+	27: {1, 2},  // WriteTxnMarkers (the admin client's abort of a hanging transaction)
+	28: {0, 5},  // TxnOffsetCommit (v5: transaction version 2)
 	32: {0, 4},  // DescribeConfigs (topics)
+	21: {0, 2},  // DeleteRecords
+	33: {0, 2},  // AlterConfigs (topics)
+	35: {1, 5},  // DescribeLogDirs
 	37: {0, 3},  // CreatePartitions
+	44: {0, 1},  // IncrementalAlterConfigs (topics)
+	60: {0, 2},  // DescribeCluster
+	61: {0, 0},  // DescribeProducers
+	65: {0, 0},  // DescribeTransactions
+	66: {0, 2},  // ListTransactions
+	75: {0, 0},  // DescribeTopicPartitions
 }
+
+// transactionVersion is the KIP-890 transaction version the server
+// implements and advertises as finalized: 2, every transaction's end
+// bumps the producer epoch when the client asks for it (EndTxn v5), and
+// a produce adds its partition to the transaction (Produce v12).
+const transactionVersion = 2
 
 // groupAPIs are advertised when Config.Groups is set: the classic group
 // protocol, at the versions the group coordinator answers.
 var groupAPIs = map[int16]versionRange{
-	8:  {0, 8}, // OffsetCommit
-	9:  {0, 8}, // OffsetFetch
+	8:  {0, 9}, // OffsetCommit
+	9:  {0, 9}, // OffsetFetch
 	11: {0, 9}, // JoinGroup
 	12: {0, 4}, // Heartbeat
 	13: {0, 5}, // LeaveGroup
 	14: {0, 5}, // SyncGroup
-	15: {0, 5}, // DescribeGroups
-	16: {0, 4}, // ListGroups
+	15: {0, 6}, // DescribeGroups
+	16: {0, 5}, // ListGroups
+	42: {0, 3}, // DeleteGroups
+	47: {0, 0}, // OffsetDelete
 }
 
 func isGroupKey(key int16) bool { _, ok := groupAPIs[key]; return ok }
@@ -86,6 +104,15 @@ func (s *Server) apiVersions(req *kmsg.ApiVersionsRequest) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = req.Version
 	resp.ApiKeys = s.apiKeys()
+	if req.Version >= 3 {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = "transaction.version", 0, transactionVersion
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", transactionVersion, transactionVersion
+		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{sf}
+		resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{ff}
+		resp.FinalizedFeaturesEpoch = 0
+	}
 	return resp
 }
 
@@ -197,10 +224,20 @@ const (
 	errConcurrentTransactions    int16 = 51
 	errOperationNotAttempted     int16 = 55
 	errKafkaStorageError         int16 = 56
-	errUnknownLeaderEpoch        int16 = 76
+	errUnknownLeaderEpoch        int16 = 75
 	errFencedLeaderEpoch         int16 = 74
 	errProducerFenced            int16 = 90
 	errUnknownTopicID            int16 = 100
 	errInvalidRecord             int16 = 87
+	errNotEnoughReplicas         int16 = 19
+	errInvalidRequiredAcks       int16 = 21
+	errTxnIDAuthorizationFailed  int16 = 53
+	errUnsupportedCompression    int16 = 76
+	errTransactionAbortable      int16 = 120
+	errMessageTooLarge           int16 = 10
+	errRecordListTooLarge        int16 = 18
 	errFetchSessionIDNotFound    int16 = 70
+	errTransactionalIDNotFound   int16 = 105
+	errInvalidRegularExpression  int16 = 116
+	errUnsupportedEndpointType   int16 = 114
 )

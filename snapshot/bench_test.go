@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // benchEntries is the size of the large benchmarks: the goal is a write and
@@ -78,7 +80,7 @@ func BenchmarkRead(b *testing.B) {
 	if err := Write(dir, 1000, entries); err != nil {
 		b.Fatal(err)
 	}
-	p := filepath.Join(dir, FileName(1000))
+	p := filepath.Join(dir, filenames.Make(1000, filenames.Snapshot))
 	b.Run("snapshot.Read/1M", func(b *testing.B) {
 		b.SetBytes(int64(len(raw)))
 		for b.Loop() {

@@ -3,9 +3,10 @@ package snapshot
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"slices"
+
+	"github.com/partlog/partlog/internal/crc32c"
 )
 
 // Kafka format; do not change (formats.md §5.2).
@@ -36,10 +37,6 @@ const (
 	coordinatorEpochPos      = 34
 	currentTxnFirstOffsetPos = 38
 )
-
-// castagnoli is the CRC-32C table; hash/crc32 uses the SSE4.2/ARMv8
-// instructions for it when the CPU has them.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Entry is one producer's persisted state. The field order here is chosen
 // to pack the struct into 48 bytes (a 1M-producer snapshot decodes into one
@@ -104,7 +101,7 @@ func Encode(dst []byte, entries []Entry) []byte {
 	// Kafka computes the CRC with the field zeroed and covers everything
 	// after it; since the CRC field lies before the covered range, storing
 	// it last is equivalent.
-	binary.BigEndian.PutUint32(out[crcPos:], crc32.Checksum(out[countPos:], castagnoli))
+	binary.BigEndian.PutUint32(out[crcPos:], crc32c.Checksum(out[countPos:]))
 	return dst
 }
 
@@ -121,7 +118,7 @@ func Decode(b []byte) ([]Entry, error) {
 		return nil, err
 	}
 	stored := binary.BigEndian.Uint32(b[crcPos:])
-	if computed := crc32.Checksum(b[countPos:], castagnoli); computed != stored {
+	if computed := crc32c.Checksum(b[countPos:]); computed != stored {
 		return nil, crcMismatch(stored, computed)
 	}
 	entries := make([]Entry, count)

@@ -5,12 +5,14 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/partlog/partlog/internal/crc32c"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 const vectorName = "00000000000000000018.snapshot"
@@ -166,7 +168,7 @@ func TestRoundTrip(t *testing.T) {
 // check under test, not on the CRC.
 func recrc(b []byte) []byte {
 	if len(b) >= HeaderSize {
-		binary.BigEndian.PutUint32(b[2:], crc32.Checksum(b[6:], castagnoli))
+		binary.BigEndian.PutUint32(b[2:], crc32c.Checksum(b[6:]))
 	}
 	return b
 }
@@ -177,7 +179,7 @@ func TestDecodeCorrupt(t *testing.T) {
 	tests := []struct {
 		name   string
 		damage func() []byte
-		offset int64 // expected CorruptionError.Offset
+		offset int64 // expected CorruptionError.Pos
 	}{
 		{"empty file", func() []byte { return nil }, 0},
 		{"one byte", func() []byte { return raw[:1] }, 1},
@@ -226,21 +228,21 @@ func TestDecodeCorrupt(t *testing.T) {
 			if !errors.As(err, &ce) {
 				t.Fatalf("error %T is not a *CorruptionError", err)
 			}
-			if ce.Offset != tc.offset {
-				t.Errorf("Offset = %d, want %d (%v)", ce.Offset, tc.offset, err)
+			if ce.Pos != tc.offset {
+				t.Errorf("Offset = %d, want %d (%v)", ce.Pos, tc.offset, err)
 			}
 			if got != nil {
 				t.Errorf("entries returned with an error")
 			}
 			// Read streams the file through another code path; it must
 			// reach the same verdict at the same byte, naming the file.
-			p := filepath.Join(t.TempDir(), FileName(18))
+			p := filepath.Join(t.TempDir(), filenames.Make(18, filenames.Snapshot))
 			if err := os.WriteFile(p, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			_, rerr := Read(p)
 			var rce *CorruptionError
-			if !errors.As(rerr, &rce) || rce.Path != p || rce.Offset != ce.Offset || rce.Reason != ce.Reason {
+			if !errors.As(rerr, &rce) || rce.Path != p || rce.Pos != ce.Pos || rce.Reason != ce.Reason {
 				t.Errorf("Read error %v differs from Decode error %v", rerr, err)
 			}
 		})

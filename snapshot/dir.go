@@ -4,15 +4,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
+	"github.com/partlog/partlog/internal/crc32c"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/fsutil"
 )
 
@@ -32,7 +32,7 @@ type File struct {
 const chunkEntries = 16384
 
 // Write stores entries as the snapshot for offset in dir, atomically: it
-// writes the file to `<name>.snapshot.tmp` (see TempSuffix), fsyncs it,
+// writes the file to `<name>.snapshot.tmp` (see filenames.Temp), fsyncs it,
 // renames it over `<name>.snapshot` and fsyncs dir. A crash leaves either
 // the old file (or none) or the complete new one, plus at worst a stray
 // temporary file. An existing snapshot at offset is replaced. The bytes are
@@ -44,7 +44,7 @@ func Write(dir string, offset int64, entries []Entry) error {
 	if len(entries) > MaxEntries {
 		return fmt.Errorf("%w: %d entries exceed the int32 count", ErrInvalidArgument, len(entries))
 	}
-	return writeAtomic(dir, FileName(offset), func(f *os.File) error { return writeEntries(f, entries) })
+	return fsutil.WriteFileAtomicFunc(filepath.Join(dir, filenames.Make(offset, filenames.Snapshot)), func(f *os.File) error { return writeEntries(f, entries) })
 }
 
 // writeEntries streams the encoding of entries to f, which must be empty
@@ -53,14 +53,14 @@ func Write(dir string, offset int64, entries []Entry) error {
 func writeEntries(f *os.File, entries []Entry) error {
 	buf := make([]byte, HeaderSize+EntrySize*min(len(entries), chunkEntries))
 	putHeader(buf, len(entries))
-	crc := crc32.Update(0, castagnoli, buf[countPos:HeaderSize])
+	crc := crc32c.Update(0, buf[countPos:HeaderSize])
 	filled := HeaderSize // the first chunk carries the header
 	rest := entries
 	for {
 		k := min(len(rest), chunkEntries)
 		p := buf[filled : filled+EntrySize*k]
 		putEntries(p, rest[:k])
-		crc = crc32.Update(crc, castagnoli, p)
+		crc = crc32c.Update(crc, p)
 		if _, err := f.Write(buf[:filled+len(p)]); err != nil {
 			return err
 		}
@@ -74,55 +74,6 @@ func writeEntries(f *os.File, entries []Entry) error {
 	binary.BigEndian.PutUint32(stored[:], crc)
 	_, err := f.WriteAt(stored[:], crcPos)
 	return err
-}
-
-// writeAtomic creates dir/name through a temporary file filled by fill,
-// fsyncs it, renames it into place and fsyncs dir. On failure the temporary
-// file is removed (best effort) and the target is untouched.
-func writeAtomic(dir, name string, fill func(*os.File) error) (err error) {
-	target := filepath.Join(dir, name)
-	tmp := target + TempSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return fmt.Errorf("partlog/snapshot: create %s: %w", tmp, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err = fill(f); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("partlog/snapshot: write %s: %w", tmp, err)
-	}
-	if err = f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("partlog/snapshot: fsync %s: %w", tmp, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("partlog/snapshot: close %s: %w", tmp, err)
-	}
-	if err = os.Rename(tmp, target); err != nil {
-		return fmt.Errorf("partlog/snapshot: rename %s: %w", tmp, err)
-	}
-	return syncDir(dir)
-}
-
-// syncDir fsyncs a directory so that renames and removals in it survive a
-// power failure.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("partlog/snapshot: open directory %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("partlog/snapshot: fsync directory %s: %w", dir, err)
-	}
-	return nil
 }
 
 // Read reads and decodes the snapshot file at path, with the checks and
@@ -177,7 +128,7 @@ func readEntries(f *os.File) ([]Entry, error) {
 		return nil, err
 	}
 	entries := make([]Entry, count)
-	crc := crc32.Update(0, castagnoli, hdr[countPos:])
+	crc := crc32c.Update(0, hdr[countPos:])
 	buf := make([]byte, EntrySize*min(count, chunkEntries))
 	for done := 0; done < count; {
 		k := min(count-done, chunkEntries)
@@ -185,7 +136,7 @@ func readEntries(f *os.File) ([]Entry, error) {
 		if _, err := io.ReadFull(f, p); err != nil {
 			return nil, shrunk(err, HeaderSize+EntrySize*int64(done))
 		}
-		crc = crc32.Update(crc, castagnoli, p)
+		crc = crc32c.Update(crc, p)
 		getEntries(entries[done:done+k], p)
 		done += k
 	}
@@ -205,7 +156,7 @@ func shrunk(err error, at int64) error {
 }
 
 // List returns the snapshot files of dir, sorted by offset. Only regular
-// files with canonical names (ParseFileName) are listed; temporary files,
+// files with canonical names (filenames.ParseSnapshot) are listed; temporary files,
 // `.deleted` files, sub-directories and foreign names are skipped.
 func List(dir string) ([]File, error) {
 	des, err := os.ReadDir(dir)
@@ -214,7 +165,7 @@ func List(dir string) ([]File, error) {
 	}
 	var files []File
 	for _, de := range des {
-		offset, ok := ParseFileName(de.Name())
+		offset, ok := filenames.ParseSnapshot(de.Name())
 		if usable, _ := fsutil.Usable(de); !ok || !usable {
 			continue
 		}
@@ -303,7 +254,7 @@ func deleteWhere(dir string, match func(int64) bool) ([]File, error) {
 		deleted = append(deleted, f)
 	}
 	if len(deleted) > 0 {
-		if err := syncDir(dir); err != nil && firstErr == nil {
+		if err := fsutil.SyncDir(dir); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
@@ -322,11 +273,11 @@ func RemoveTempFiles(dir string) ([]string, error) {
 	var removed []string
 	var firstErr error
 	for _, de := range des {
-		base, ok := strings.CutSuffix(de.Name(), TempSuffix)
+		base, ok := strings.CutSuffix(de.Name(), filenames.Temp)
 		if usable, _ := fsutil.Usable(de); !ok || !usable {
 			continue
 		}
-		if _, ok := ParseFileName(base); !ok {
+		if _, ok := filenames.ParseSnapshot(base); !ok {
 			continue
 		}
 		p := filepath.Join(dir, de.Name())
@@ -337,7 +288,7 @@ func RemoveTempFiles(dir string) ([]string, error) {
 		removed = append(removed, p)
 	}
 	if len(removed) > 0 {
-		if err := syncDir(dir); err != nil && firstErr == nil {
+		if err := fsutil.SyncDir(dir); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}

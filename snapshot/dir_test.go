@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // offsetsOf returns the offsets of files.
@@ -66,14 +68,14 @@ func TestWriteReplacesAndRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A stale temporary file from a crash is overwritten, not appended to.
-	stale := filepath.Join(dir, FileName(5)+TempSuffix)
+	stale := filepath.Join(dir, filenames.Make(5, filenames.Snapshot)+filenames.Temp)
 	if err := os.WriteFile(stale, make([]byte, 4096), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := Write(dir, 5, []Entry{{ProducerID: 3}}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Read(filepath.Join(dir, FileName(5)))
+	got, err := Read(filepath.Join(dir, filenames.Make(5, filenames.Snapshot)))
 	if err != nil || len(got) != 1 || got[0].ProducerID != 3 {
 		t.Fatalf("after replace: %+v, %v", got, err)
 	}
@@ -90,7 +92,7 @@ func TestWriteReplacesAndRejects(t *testing.T) {
 
 func TestReadErrors(t *testing.T) {
 	dir := t.TempDir()
-	p := filepath.Join(dir, FileName(7))
+	p := filepath.Join(dir, filenames.Make(7, filenames.Snapshot))
 	// Missing file: an I/O error, not corruption.
 	_, err := Read(p)
 	if err == nil || IsCorrupt(err) || !errors.Is(err, fs.ErrNotExist) {
@@ -141,7 +143,7 @@ func populate(t *testing.T, offsets ...int64) string {
 		}
 	}
 	// A directory with a snapshot-like name is not a snapshot.
-	if err := os.Mkdir(filepath.Join(dir, FileName(99)), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, filenames.Make(99, filenames.Snapshot)), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -157,7 +159,7 @@ func TestListIgnoresForeignNames(t *testing.T) {
 		t.Fatalf("List offsets = %v", got)
 	}
 	for _, f := range files {
-		if f.Path != filepath.Join(dir, FileName(f.Offset)) {
+		if f.Path != filepath.Join(dir, filenames.Make(f.Offset, filenames.Snapshot)) {
 			t.Errorf("path %q for offset %d", f.Path, f.Offset)
 		}
 	}
@@ -251,7 +253,7 @@ func TestRemoveTempFiles(t *testing.T) {
 		t.Fatalf("removed %q, want %q", removed, want)
 	}
 	names := dirNames(t, dir)
-	if slices.Contains(names, "00000000000000000009.snapshot.tmp") || !slices.Contains(names, FileName(5)) {
+	if slices.Contains(names, "00000000000000000009.snapshot.tmp") || !slices.Contains(names, filenames.Make(5, filenames.Snapshot)) {
 		t.Fatalf("directory after cleanup: %q", names)
 	}
 	removed, err = RemoveTempFiles(dir)
@@ -271,7 +273,7 @@ func TestWriteReadManyChunks(t *testing.T) {
 		if err := Write(dir, 42, entries); err != nil {
 			t.Fatal(err)
 		}
-		p := filepath.Join(dir, FileName(42))
+		p := filepath.Join(dir, filenames.Make(42, filenames.Snapshot))
 		onDisk, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)

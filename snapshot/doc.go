@@ -51,7 +51,7 @@
 // can leave a torn file that only the CRC catches. Write instead writes
 // `<name>.snapshot.tmp`, fsyncs it, renames it over `<name>.snapshot` and
 // fsyncs the directory (recovery.md §1.5 requires this of the engine). The
-// temporary name is chosen so that Kafka ignores it (see TempSuffix).
+// temporary name is chosen so that Kafka ignores it (see filenames.Temp).
 //
 // List, Latest and NewestAtOrBelow see only canonical names (exactly 20
 // ASCII digits + ".snapshot"). DeleteAbove, DeleteBelow and DeleteAtOrBelow

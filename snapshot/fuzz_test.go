@@ -29,8 +29,8 @@ func FuzzDecode(f *testing.F) {
 			if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v (%T) is not a *CorruptionError", err, err)
 			}
-			if ce.Offset < 0 || ce.Offset > int64(len(b)) {
-				t.Fatalf("error offset %d outside [0, %d]", ce.Offset, len(b))
+			if ce.Pos < 0 || ce.Pos > int64(len(b)) {
+				t.Fatalf("error offset %d outside [0, %d]", ce.Pos, len(b))
 			}
 			return
 		}

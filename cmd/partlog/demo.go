@@ -12,7 +12,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
-	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/spf13/cobra"
 )
 
@@ -72,7 +72,7 @@ func checkDemoDir(dir string) error {
 	for _, e := range entries {
 		name := e.Name()
 		_, isPart := partlog.ParsePartitionDir(name)
-		_, segErr := segment.ParseFileName(name)
+		_, segErr := filenames.Parse(name)
 		switch {
 		case e.IsDir() && isPart:
 			return fmt.Errorf("%s already holds partition directory %s: demo builds and damages a partition, so it only runs in a directory without Kafka data", dir, name)

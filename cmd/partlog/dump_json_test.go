@@ -1,21 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/partlog/partlog/dump"
 )
 
-// decodeJSONLines parses --json output: one FileJSON per line.
-func decodeJSONLines(t *testing.T, out string) []FileJSON {
+// decodeJSONLines parses --json output: one dump.File per line.
+func decodeJSONLines(t *testing.T, out string) []dump.File {
 	t.Helper()
-	var files []FileJSON
+	var files []dump.File
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
 	for dec.More() {
-		var f FileJSON
+		var f dump.File
 		if err := dec.Decode(&f); err != nil {
 			t.Fatalf("%v in:\n%s", err, out)
 		}
@@ -61,7 +62,7 @@ func TestDumpJSONAllKinds(t *testing.T) {
 		t.Fatalf("log: %d batches, invalid %v", len(log.Batches), log.InvalidBytes)
 	}
 	b := log.Batches[3]
-	if b.V2HeaderJSON == nil || b.Position != 307 || b.BaseOffset != 6 || b.LastOffset != 7 || b.CRC != 3660345671 || !b.CRCValid ||
+	if b.V2Header == nil || b.Position != 307 || b.BaseOffset != 6 || b.LastOffset != 7 || b.CRC != 3660345671 || !b.CRCValid ||
 		b.ProducerID != 1000 || b.ProducerEpoch != 5 || !b.IsTransactional || len(b.Records) != 2 {
 		t.Errorf("batch 3: %+v", b)
 	}
@@ -86,19 +87,19 @@ func TestDumpJSONAllKinds(t *testing.T) {
 		t.Errorf("empty batch %+v", b)
 	}
 
-	var ti []TimeEntryJSON
+	var ti []dump.TimeEntry
 	remarshal(t, files[2].Entries, &ti)
-	if len(ti) != 1 || ti[0] != (TimeEntryJSON{Timestamp: 1700000005000, Offset: 15}) {
+	if len(ti) != 1 || ti[0] != (dump.TimeEntry{Timestamp: 1700000005000, Offset: 15}) {
 		t.Errorf("timeindex entries %v", ti)
 	}
-	var oi []OffsetEntryJSON
+	var oi []dump.OffsetEntry
 	remarshal(t, files[1].Entries, &oi)
 	if oi == nil || len(oi) != 0 {
 		t.Errorf("index entries %v", files[1].Entries)
 	}
-	var txn []TxnEntryJSON
+	var txn []dump.TxnEntry
 	remarshal(t, files[3].Entries, &txn)
-	if len(txn) != 1 || txn[0] != (TxnEntryJSON{ProducerID: 4000, FirstOffset: 100, LastOffset: 105, LastStableOffset: 100}) {
+	if len(txn) != 1 || txn[0] != (dump.TxnEntry{ProducerID: 4000, FirstOffset: 100, LastOffset: 105, LastStableOffset: 100}) {
 		t.Errorf("txnindex entries %v", txn)
 	}
 	snap := files[4]
@@ -144,7 +145,7 @@ func TestDumpJSONDamagedLog(t *testing.T) {
 	if len(f.Batches) != 10 || f.Batches[1].CRCValid || !f.Batches[2].CRCValid {
 		t.Errorf("batches %d, crcValid %t %t", len(f.Batches), f.Batches[1].CRCValid, f.Batches[2].CRCValid)
 	}
-	if f.InvalidBytes == nil || *f.InvalidBytes != (InvalidBytesJSON{Position: sampleLogSize, Count: 13}) {
+	if f.InvalidBytes == nil || *f.InvalidBytes != (dump.InvalidBytes{Position: sampleLogSize, Count: 13}) {
 		t.Errorf("invalidBytes %+v", f.InvalidBytes)
 	}
 	var kinds []string
@@ -178,7 +179,7 @@ func TestDumpJSONLegacy(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	b := decodeJSONLines(t, out)[0].Batches[0]
-	if b.LegacyHeaderJSON == nil || b.V2HeaderJSON != nil || b.Magic != 1 || b.BaseOffset != 2 || b.LastOffset != 3 ||
+	if b.LegacyHeader == nil || b.V2Header != nil || b.Magic != 1 || b.BaseOffset != 2 || b.LastOffset != 3 ||
 		b.CRC != 969688407 || b.Compression != "gzip" || len(b.Records) != 2 {
 		t.Fatalf("legacy batch %+v", b)
 	}
@@ -232,24 +233,5 @@ func TestDumpJSONProblems(t *testing.T) {
 	_, out, _ = runReadOnly(t, dir, "dump", "--json", "--index-sanity-check", "segment/00000000000000000000.timeindex")
 	if f := decodeJSONLines(t, out)[0]; f.SanityCheck == nil || !f.SanityCheck.Passed || f.Entries != nil {
 		t.Errorf("sanity object %+v", f)
-	}
-}
-
-func TestEncodeBytes(t *testing.T) {
-	if s, enc := encodeBytes([]byte("héllo")); *s != "héllo" || enc != "utf8" {
-		t.Errorf("utf8: %q %s", *s, enc)
-	}
-	if s, enc := encodeBytes([]byte{0xff, 0x00, 0xfe}); *s != "/wD+" || enc != "base64" {
-		t.Errorf("binary: %q %s", *s, enc)
-	}
-	if s, enc := encodeBytes(nil); s != nil || enc != "" {
-		t.Errorf("null: %v %s", s, enc)
-	}
-	if s, _ := encodeBytes([]byte{}); s == nil || *s != "" {
-		t.Error("empty is not null")
-	}
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(RecordJSON{}); err != nil || !strings.Contains(buf.String(), `"key":null`) {
-		t.Errorf("null key encodes as %s", buf.String())
 	}
 }

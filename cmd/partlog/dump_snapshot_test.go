@@ -5,8 +5,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/partlog/partlog/snapshot"
 )
 
 // TestDumpSnapshotGolden checks the sample snapshot against segment.json:
@@ -69,18 +67,5 @@ func TestDumpSnapshotMissing(t *testing.T) {
 	code, _, errOut := runReadOnly(t, dir, "dump", "segment/00000000000000000099.snapshot")
 	if code != exitOperational || !strings.HasPrefix(errOut, "partlog: ") || strings.Count(errOut, "segment/00000000000000000099.snapshot") != 1 {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
-	}
-}
-
-func TestFirstSequenceWraps(t *testing.T) {
-	for _, tc := range []struct{ last, delta, want int32 }{
-		{1, 1, 0},
-		{11, 1, 10},
-		{2, 5, 2147483645},
-	} {
-		e := snapshot.Entry{LastSequence: tc.last, OffsetDelta: tc.delta}
-		if got := firstSequence(&e); got != tc.want {
-			t.Errorf("firstSequence(%d, %d) = %d, want %d", tc.last, tc.delta, got, tc.want)
-		}
 	}
 }

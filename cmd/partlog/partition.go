@@ -11,8 +11,10 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/recovery"
 	"github.com/partlog/partlog/segment"
+	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,10 +23,11 @@ import (
 type logDirState struct {
 	path  string
 	clean bool
-	// rps and starts are nil when the checkpoint is missing or malformed.
-	rps, starts map[partlog.TopicPartition]int64
+	// rps and starts are nil when the checkpoint is missing or malformed;
+	// so are hws (high watermarks), read for compact.
+	rps, starts, hws map[partlog.TopicPartition]int64
 	// hasRP and hasStart say whether the checkpoint files exist.
-	hasRP, hasStart bool
+	hasRP, hasStart, hasHW bool
 	// warnings are malformed checkpoints (treated as missing, which
 	// means full recovery: the safe direction).
 	warnings []string
@@ -64,6 +67,9 @@ func readLogDirState(path string) (*logDirState, error) {
 		return nil, err
 	}
 	if err := read(checkpoint.LogStartOffsetFile, &s.starts, &s.hasStart); err != nil {
+		return nil, err
+	}
+	if err := read(checkpoint.ReplicationOffsetFile, &s.hws, &s.hasHW); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -136,7 +142,7 @@ func (r *resolver) logDir(path string) (*logDirState, error) {
 func isLogDirFile(name string) bool {
 	switch name {
 	case ".lock", checkpoint.CleanShutdownFile, checkpoint.RecoveryPointFile, checkpoint.LogStartOffsetFile,
-		checkpoint.ReplicationOffsetFile, "meta.properties", "cleaner-offset-checkpoint":
+		checkpoint.ReplicationOffsetFile, "meta.properties", checkpoint.CleanerOffsetFile:
 		return true
 	}
 	return false
@@ -173,7 +179,7 @@ func (r *resolver) resolve(arg string) ([]partitionTarget, error) {
 			}
 			continue
 		}
-		if _, err := segment.ParseFileName(name); err == nil {
+		if _, err := filenames.Parse(name); err == nil {
 			segmentFiles = true
 		}
 		logDirFiles = logDirFiles || isLogDirFile(name)
@@ -234,24 +240,29 @@ func resolveAll(args []string, stderr io.Writer) (targets []partitionTarget, cod
 	return targets, code
 }
 
-// logDirLockHolder reports whether another process holds the POSIX
-// record lock of the log directory's .lock file, without creating or
+// logDirLockHolder reports whether another process holds a record lock
+// of the log directory's .lock file, and who, without creating or
 // changing anything (F_GETLK on a read-only descriptor). A missing .lock
-// means no holder.
-func logDirLockHolder(logDir string) (held bool, pid int32) {
+// means no holder. A broker's POSIX lock names its process; partlog's
+// open-file-description lock (partlog serve, a program embedding
+// partlog) names none: the kernel reports pid -1.
+func logDirLockHolder(logDir string) (held bool, who string) {
 	f, err := os.Open(filepath.Join(logDir, ".lock"))
 	if err != nil {
-		return false, 0
+		return false, ""
 	}
 	defer f.Close()
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
 	if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk); err != nil {
-		return false, 0
+		return false, ""
 	}
 	if lk.Type == unix.F_UNLCK {
-		return false, 0
+		return false, ""
 	}
-	return true, lk.Pid
+	if lk.Pid <= 0 {
+		return true, "a running partlog (partlog serve, or a program embedding partlog: an open-file-description lock, whose process the kernel does not name)"
+	}
+	return true, fmt.Sprintf("process %d (a running broker?)", lk.Pid)
 }
 
 // partitionLock is what recover --apply holds while it changes a
@@ -294,6 +305,45 @@ func lockPartition(t *partitionTarget) (*partitionLock, error) {
 
 // release drops both locks.
 func (l *partitionLock) release() error {
+	return errors.Join(l.releaseDir(), l.logDir.Close())
+}
+
+// releaseDir drops the partition directory's flock only (before a
+// partlog.Open of it, which takes its own); release then drops the rest.
+func (l *partitionLock) releaseDir() error {
+	if l.dir == nil {
+		return nil
+	}
 	err := unix.Flock(int(l.dir.Fd()), unix.LOCK_UN)
-	return errors.Join(err, l.dir.Close(), l.logDir.Close())
+	err = errors.Join(err, l.dir.Close())
+	l.dir = nil
+	return err
+}
+
+// dirCommand is the options of a command over partition or log
+// directories (verify, recover, info, compact): flags, their check, the
+// run over the DIR arguments.
+type dirCommand interface {
+	addFlags(cmd *cobra.Command)
+	validate() error
+	run(dirs []string, stdout, stderr io.Writer) error
+}
+
+// newDirCommand makes the cobra command of o: at least one DIR, the
+// flags validated before the run.
+func newDirCommand(o dirCommand, use, short, long string, stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(args, stdout, stderr)
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
 }

@@ -55,6 +55,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newDumpCommand(stdout, stderr))
 	root.AddCommand(newVerifyCommand(stdout, stderr))
 	root.AddCommand(newRecoverCommand(stdout, stderr))
+	root.AddCommand(newCompactCommand(stdout, stderr))
 	root.AddCommand(newInfoCommand(stdout, stderr))
 	root.AddCommand(newProducersCommand(stdout, stderr))
 	root.AddCommand(newDemoCommand(stdout, stderr))

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/partlog/partlog/internal/fsutil"
 )
 
 // Kafka format; do not change (formats.md §6.7).
@@ -136,7 +138,7 @@ func WriteCleanShutdown(path string, brokerEpoch int64) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("partlog/checkpoint: close %s: %w", path, err)
 	}
-	return syncDir(filepath.Dir(path))
+	return fsutil.SyncDir(filepath.Dir(path))
 }
 
 // RemoveCleanShutdown deletes the marker at path (a missing marker is not
@@ -147,5 +149,5 @@ func RemoveCleanShutdown(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("partlog/checkpoint: remove: %w", err)
 	}
-	return syncDir(filepath.Dir(path))
+	return fsutil.SyncDir(filepath.Dir(path))
 }

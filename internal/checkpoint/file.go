@@ -3,12 +3,8 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
-	"syscall"
 	"unicode/utf8"
 )
 
@@ -25,6 +21,9 @@ const (
 	// ReplicationOffsetFile holds every partition's high watermark (log
 	// directory; Offsets).
 	ReplicationOffsetFile = "replication-offset-checkpoint"
+	// CleanerOffsetFile holds the first dirty offset of the compacted
+	// partitions the log cleaner has cleaned (log directory; Offsets).
+	CleanerOffsetFile = "cleaner-offset-checkpoint"
 	// LeaderEpochFile holds a partition's leader epochs (partition
 	// directory; LeaderEpochs).
 	LeaderEpochFile = "leader-epoch-checkpoint"
@@ -34,9 +33,6 @@ const (
 	// CleanShutdownFile is the clean-shutdown marker (log directory;
 	// CleanShutdown).
 	CleanShutdownFile = ".kafka_cleanshutdown"
-	// TempSuffix is appended to a file's name while it is being replaced
-	// (`recovery-point-offset-checkpoint.tmp`).
-	TempSuffix = ".tmp"
 )
 
 // ParseEntries parses the generic checkpoint format (formats.md §6.1) and
@@ -200,66 +196,4 @@ func readOptional(path string) ([]byte, error) {
 		return nil, fmt.Errorf("partlog/checkpoint: read: %w", err)
 	}
 	return b, nil
-}
-
-// WriteFileAtomic replaces path with data the way Kafka replaces checkpoint
-// files: write `<path>.tmp` (truncating a stale one), fsync it, rename it
-// over path, then fsync the directory. A symbolic link is never written
-// through: a link at the temporary name fails the write, one at path is
-// replaced by the rename. A crash leaves either the old or the
-// new content at path. On failure the temporary file is removed (best
-// effort).
-func WriteFileAtomic(path string, data []byte) error {
-	return WriteFileAtomicFunc(path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// WriteFileAtomicFunc is WriteFileAtomic with the content written by fill
-// (for content too large to hold in memory, such as a copied segment
-// tail): a failure of fill, or a crash, leaves no partial file at path.
-func WriteFileAtomicFunc(path string, fill func(io.Writer) error) (err error) {
-	tmp := path + TempSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return fmt.Errorf("partlog/checkpoint: create %s: %w", tmp, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err = fill(f); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("partlog/checkpoint: write %s: %w", tmp, err)
-	}
-	if err = f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("partlog/checkpoint: fsync %s: %w", tmp, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("partlog/checkpoint: close %s: %w", tmp, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("partlog/checkpoint: rename %s: %w", tmp, err)
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir fsyncs a directory so that a rename, creation or removal in it
-// survives a power failure.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("partlog/checkpoint: open directory %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("partlog/checkpoint: fsync directory %s: %w", dir, err)
-	}
-	return nil
 }

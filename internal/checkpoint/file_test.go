@@ -134,34 +134,6 @@ func TestSplitFieldsLikeJava(t *testing.T) {
 	}
 }
 
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, RecoveryPointFile)
-	// A stale temporary file from a crash is overwritten, not appended to.
-	if err := os.WriteFile(p+TempSuffix, []byte("stale stale stale stale"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, content := range []string{"0\n0\n", "0\n1\nt 0 5\n"} {
-		if err := WriteFileAtomic(p, []byte(content)); err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(p)
-		if err != nil || string(got) != content {
-			t.Fatalf("content %q, %v; want %q", got, err, content)
-		}
-		des, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(des) != 1 || des[0].Name() != RecoveryPointFile {
-			t.Fatalf("directory holds %v, want only %s", des, RecoveryPointFile)
-		}
-	}
-	if err := WriteFileAtomic(filepath.Join(dir, "missing", "x"), nil); err == nil {
-		t.Fatal("write into a missing directory succeeded")
-	}
-}
-
 func FuzzParseEntries(f *testing.F) {
 	f.Add([]byte("0\n2\norders 0 1534\norders 1 871\n"), 3)
 	f.Add([]byte("0\n2\n0 0\n3 1200\n"), 2)

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // TestWritesNeverFollowLinks: a link at a checkpoint's temporary name or
@@ -16,13 +18,13 @@ func TestWritesNeverFollowLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	rp := filepath.Join(dir, RecoveryPointFile)
-	if err := os.Symlink(target, rp+TempSuffix); err != nil {
+	if err := os.Symlink(target, rp+filenames.Temp); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteOffsets(rp, map[TopicPartition]int64{{Topic: "t", Partition: 0}: 5}); err == nil {
 		t.Fatal("write through a linked temporary file succeeded")
 	}
-	if err := os.Remove(rp + TempSuffix); err != nil {
+	if err := os.Remove(rp + filenames.Temp); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(target, rp); err != nil {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/partlog/partlog/internal/fsutil"
 )
 
 // Kafka format; do not change (formats.md §6.2–§6.5).
@@ -117,13 +119,13 @@ func ReadOffsets(path string) (map[TopicPartition]int64, error) {
 }
 
 // WriteOffsets atomically replaces the offset checkpoint at path
-// (WriteFileAtomic).
+// (fsutil.WriteFileAtomic).
 func WriteOffsets(path string, offsets map[TopicPartition]int64) error {
 	b, err := AppendOffsets(nil, offsets)
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, b)
+	return fsutil.WriteFileAtomic(path, b)
 }
 
 // EpochEntry is one line of leader-epoch-checkpoint: the first offset
@@ -183,7 +185,7 @@ func ReadLeaderEpochs(path string) ([]EpochEntry, error) {
 }
 
 // WriteLeaderEpochs atomically replaces leader-epoch-checkpoint at path
-// (WriteFileAtomic).
+// (fsutil.WriteFileAtomic).
 func WriteLeaderEpochs(path string, entries []EpochEntry) error {
-	return WriteFileAtomic(path, AppendLeaderEpochs(nil, entries))
+	return fsutil.WriteFileAtomic(path, AppendLeaderEpochs(nil, entries))
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 func TestOffsetsGolden(t *testing.T) {
@@ -51,7 +53,7 @@ func TestOffsetsRoundTripFiles(t *testing.T) {
 		if err != nil || !maps.Equal(got, want) {
 			t.Fatalf("%s: %v, %v", name, got, err)
 		}
-		if _, err := os.Stat(p + TempSuffix); !os.IsNotExist(err) {
+		if _, err := os.Stat(p + filenames.Temp); !os.IsNotExist(err) {
 			t.Fatalf("%s: temporary file left: %v", name, err)
 		}
 	}

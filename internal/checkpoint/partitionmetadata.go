@@ -139,11 +139,11 @@ func ReadPartitionMetadata(path string) (PartitionMetadata, error) {
 }
 
 // WritePartitionMetadata atomically replaces partition.metadata at path
-// (WriteFileAtomic), as Kafka does.
+// (fsutil.WriteFileAtomic), as Kafka does.
 func WritePartitionMetadata(path string, m PartitionMetadata) error {
 	b, err := AppendPartitionMetadata(nil, m)
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, b)
+	return fsutil.WriteFileAtomic(path, b)
 }

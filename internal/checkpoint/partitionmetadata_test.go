@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // idOne is the UUID 00000000-0000-0000-0000-000000000001, whose Kafka text
@@ -114,7 +116,7 @@ func TestPartitionMetadataFiles(t *testing.T) {
 	if err != nil || got != want {
 		t.Fatalf("round trip: %+v, %v", got, err)
 	}
-	if _, err := os.Stat(p + TempSuffix); !os.IsNotExist(err) {
+	if _, err := os.Stat(p + filenames.Temp); !os.IsNotExist(err) {
 		t.Fatalf("temporary file left: %v", err)
 	}
 	if err := WritePartitionMetadata(p, PartitionMetadata{}); !errors.Is(err, ErrInvalidEntry) {

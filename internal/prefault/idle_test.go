@@ -12,7 +12,7 @@ import (
 
 // TestPrefaultIdleWriterGivesBack: a writer that took the whole budget
 // and then stopped appending holds it until it has been idle for
-// PrefaultIdle; then a busy writer gets pages ahead of it, the idle
+// Idle; then a busy writer gets pages ahead of it, the idle
 // one's populated pages leave its mapping, and when the idle writer
 // appends again it is counted and populated again.
 func TestPrefaultIdleWriterGivesBack(t *testing.T) {
@@ -22,7 +22,7 @@ func TestPrefaultIdleWriterGivesBack(t *testing.T) {
 	pool.clock = clock.Load
 	var ps [2]*Writer
 	for i := range ps {
-		f, err := mmapfile.Create(testutil.TempPath(t, fmt.Sprint("w", i)), 16<<20)
+		f, err := mmapfile.Open(testutil.TempPath(t, fmt.Sprint("w", i)), mmapfile.Options{Create: true, Reserve: 16 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestPrefaultIdleWriterGivesBack(t *testing.T) {
 	if d := prefaulterDone(busy); d != 0 {
 		t.Fatalf("after %v the second writer got %d bytes", Idle/2, d)
 	}
-	// Idle for PrefaultIdle: its share comes back to the pool.
+	// Idle for Idle: its share comes back to the pool.
 	clock.Add(int64(Idle))
 	busy.Advance(2 << 20)
 	waitPoolIdle(pool)
@@ -98,7 +98,7 @@ func TestPrefaultSweeperWhenAllIdle(t *testing.T) {
 	pool := NewPool(1, 64<<20)
 	pool.clock = clock.Load
 	pool.sweepAfter = 10 * time.Millisecond
-	f, err := mmapfile.Create(testutil.TempPath(t, "s"), 4<<20)
+	f, err := mmapfile.Open(testutil.TempPath(t, "s"), mmapfile.Options{Create: true, Reserve: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

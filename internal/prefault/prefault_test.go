@@ -15,7 +15,7 @@ import (
 
 func TestPrefaulter(t *testing.T) {
 	const size = 16 << 20
-	f, err := mmapfile.Create(testutil.TempPath(t, "w"), size)
+	f, err := mmapfile.Open(testutil.TempPath(t, "w"), mmapfile.Options{Create: true, Reserve: size})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestPrefaultPool(t *testing.T) {
 	var files []*mmapfile.File
 	var ps []*Writer
 	for i := range 4 {
-		f, err := mmapfile.Create(testutil.TempPath(t, fmt.Sprint("p", i)), size)
+		f, err := mmapfile.Open(testutil.TempPath(t, fmt.Sprint("p", i)), mmapfile.Options{Create: true, Reserve: size})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,11 +145,11 @@ func TestPrefaultPool(t *testing.T) {
 }
 
 // TestPrefaulterRetarget: a writer whose file is mapped again keeps its
-// Prefaulter: after Retarget it populates the new mapping from the
+// Writer: after Retarget it populates the new mapping from the
 // writer's position on, past the old mapping's end, and the old File's
 // Close does not stop it.
 func TestPrefaulterRetarget(t *testing.T) {
-	f, err := mmapfile.CreateAhead(testutil.TempPath(t, "t"), 8<<20, 1<<20)
+	f, err := mmapfile.Open(testutil.TempPath(t, "t"), mmapfile.Options{Create: true, Ahead: true, Reserve: 1 << 20, Capacity: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestPrefaultWindowFollowsRate(t *testing.T) {
 	pool.clock = clock.Load
 	var ps [2]*Writer
 	for i := range ps {
-		f, err := mmapfile.Create(testutil.TempPath(t, fmt.Sprint("r", i)), 16<<20)
+		f, err := mmapfile.Open(testutil.TempPath(t, fmt.Sprint("r", i)), mmapfile.Options{Create: true, Reserve: 16 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,7 +250,7 @@ func TestPrefaultWindowFollowsRate(t *testing.T) {
 // of its position, or waiting for a Preallocate (the step its next
 // append may take), is queued before the writers that are further ahead.
 func TestPrefaultUrgentFirst(t *testing.T) {
-	f, err := mmapfile.Create(testutil.TempPath(t, "u"), 4<<20)
+	f, err := mmapfile.Open(testutil.TempPath(t, "u"), mmapfile.Options{Create: true, Reserve: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestPrefaultUrgentFirst(t *testing.T) {
 // page to populate: the writer's next reservation step must not wait on
 // the disk because its request arrived a moment too early.
 func TestPrefaulterPreallocateDuringPreallocate(t *testing.T) {
-	f, err := mmapfile.CreateAhead(testutil.TempPath(t, "d"), 8<<20, 64<<10)
+	f, err := mmapfile.Open(testutil.TempPath(t, "d"), mmapfile.Options{Create: true, Ahead: true, Reserve: 64 << 10, Capacity: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestPrefaulterPreallocateDuringPreallocate(t *testing.T) {
 // Truncate freeing them).
 func TestWriterPreallocate(t *testing.T) {
 	path := testutil.TempPath(t, "p")
-	f, err := mmapfile.CreateAhead(path, 8<<20, 64<<10)
+	f, err := mmapfile.Open(path, mmapfile.Options{Create: true, Ahead: true, Reserve: 64 << 10, Capacity: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -265,6 +265,17 @@ func (b *Broker) Running() bool {
 	return b.cmd != nil
 }
 
+// Pid is the broker JVM's process id, 0 while it is not running (for
+// its CPU time and memory in /proc: ReadUsage).
+func (b *Broker) Pid() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd == nil {
+		return 0
+	}
+	return b.cmd.Process.Pid
+}
+
 // Stop shuts the broker down cleanly (SIGTERM: Kafka's controlled
 // shutdown flushes, writes checkpoints and the clean-shutdown marker)
 // and waits for it; after 60 s it is killed and Stop reports it.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -35,6 +36,7 @@ const (
 	DeleteRecords       = "org.apache.kafka.tools.DeleteRecordsCommand"
 	ProducerPerformance = "org.apache.kafka.tools.ProducerPerformance"
 	ConsumerPerformance = "org.apache.kafka.tools.ConsumerPerformance"
+	EndToEndLatency     = "org.apache.kafka.tools.EndToEndLatency"
 	ConsoleConsumer     = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 	ConsoleProducer     = "org.apache.kafka.tools.ConsoleProducer"
 	StorageTool         = "kafka.tools.StorageTool"
@@ -57,9 +59,10 @@ var (
 	toolLogPath string
 )
 
-// toolJVMArgs are the JVM flags of a tool process: a small fixed heap
-// and the logging configuration above.
-func (in *Install) toolJVMArgs() []string {
+// toolJVMArgs are the JVM flags of a tool process: a small heap, the
+// quick-starting compiler and collector (jvm nil), or jvm; then the
+// logging configuration above.
+func (in *Install) toolJVMArgs(jvm []string) []string {
 	toolLogOnce.Do(func() {
 		f, err := os.CreateTemp("", "partlog-kafka-tools-*.properties")
 		if err != nil {
@@ -69,7 +72,11 @@ func (in *Install) toolJVMArgs() []string {
 		f.Close()
 		toolLogPath = f.Name()
 	})
-	args := []string{"-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"}
+	args := append([]string(nil), jvm...)
+	if jvm == nil {
+		args = []string{"-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
+	}
+	args = append(args, "-Djava.awt.headless=true")
 	if toolLogPath != "" {
 		args = append(args, "-Dlog4j2.configurationFile="+toolLogPath)
 	}
@@ -80,7 +87,7 @@ func (in *Install) toolJVMArgs() []string {
 // own and returns its output. The error is for a tool that could not be
 // run at all; a tool that fails reports it in Result.Code.
 func (in *Install) Run(ctx context.Context, class string, args ...string) (Result, error) {
-	argv := append(in.toolJVMArgs(), "-cp", in.Classpath(), class)
+	argv := append(in.toolJVMArgs(nil), "-cp", in.Classpath(), class)
 	argv = append(argv, args...)
 	cmd := exec.CommandContext(ctx, in.Java, argv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -105,11 +112,13 @@ func (in *Install) Run(ctx context.Context, class string, args ...string) (Resul
 // in Run with a context instead.
 type Tools struct {
 	in     *Install
+	jvm    []string // JVM flags (nil: toolJVMArgs' defaults)
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
-	stderr syncBuffer // the JVM's own stderr (its logging)
+	stderr syncBuffer   // the JVM's own stderr (its logging)
+	pid    atomic.Int64 // cmd's process id, 0 without one (read during a call)
 }
 
 // StartTools starts the tool JVM of a test (stopped at its end). It ends
@@ -124,12 +133,27 @@ func (in *Install) StartTools(t testing.TB) *Tools {
 	return tl
 }
 
+// StartToolsJVM is StartTools with the tool JVM's flags (heap, compiler,
+// collector) given, for clients that are measured: a benchmark wants a
+// fixed heap and the optimizing compiler, not a quick start.
+func (in *Install) StartToolsJVM(t testing.TB, jvm ...string) *Tools {
+	t.Helper()
+	tl, err := in.newTools(append([]string{}, jvm...))
+	if err != nil {
+		Unavailable(t, err)
+	}
+	t.Cleanup(tl.Close)
+	return tl
+}
+
 // NewTools starts a tool JVM; Close stops it.
-func (in *Install) NewTools() (*Tools, error) {
+func (in *Install) NewTools() (*Tools, error) { return in.newTools(nil) }
+
+func (in *Install) newTools(jvm []string) (*Tools, error) {
 	if _, err := in.Helpers(); err != nil {
 		return nil, err
 	}
-	tl := &Tools{in: in}
+	tl := &Tools{in: in, jvm: jvm}
 	if err := tl.start(); err != nil {
 		return nil, err
 	}
@@ -137,7 +161,7 @@ func (in *Install) NewTools() (*Tools, error) {
 }
 
 func (tl *Tools) start() error {
-	argv := append(tl.in.toolJVMArgs(), "-cp", tl.in.Classpath(), "ToolRunner")
+	argv := append(tl.in.toolJVMArgs(tl.jvm), "-cp", tl.in.Classpath(), "ToolRunner")
 	cmd := exec.Command(tl.in.Java, argv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
@@ -154,6 +178,7 @@ func (tl *Tools) start() error {
 		return fmt.Errorf("starting the Kafka tool JVM: %w", err)
 	}
 	tl.cmd, tl.stdin, tl.stdout = cmd, stdin, bufio.NewReaderSize(stdout, 1<<16)
+	tl.pid.Store(int64(cmd.Process.Pid))
 	return nil
 }
 
@@ -258,7 +283,12 @@ func (tl *Tools) kill() {
 	_ = tl.cmd.Process.Kill()
 	_ = tl.cmd.Wait()
 	tl.cmd = nil
+	tl.pid.Store(0)
 }
+
+// Pid is the tool JVM's process id (0 while none runs: before the first
+// call after a killed one). It does not wait for a call in progress.
+func (tl *Tools) Pid() int { return int(tl.pid.Load()) }
 
 // Close stops the tool JVM.
 func (tl *Tools) Close() {
@@ -277,6 +307,7 @@ func (tl *Tools) Close() {
 		<-waited
 	}
 	tl.cmd = nil
+	tl.pid.Store(0)
 }
 
 // Dump runs DumpLogSegments over files with flags (e.g. "--deep-iteration",

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -59,7 +59,7 @@ func BenchmarkOffsetCommit(b *testing.B) {
 		path := filepath.Join(b.TempDir(), "f")
 		data := make([]byte, 100)
 		for b.Loop() {
-			if err := checkpoint.WriteFileAtomic(path, data); err != nil {
+			if err := fsutil.WriteFileAtomic(path, data); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -117,6 +117,8 @@ var versions = map[int16]int16{
 	15: 6, // DescribeGroups
 	16: 5, // ListGroups
 	28: 5, // TxnOffsetCommit (CommitTxnOffsets; v6 names topics by id)
+	42: 3, // DeleteGroups
+	47: 0, // OffsetDelete
 }
 
 // Versions returns, per API key the coordinator handles, the highest
@@ -145,7 +147,8 @@ func ContextWithClient(ctx context.Context, clientID, clientHost string) context
 // Handle answers one group request at the request's version:
 // *kmsg.JoinGroupRequest, SyncGroupRequest, HeartbeatRequest,
 // LeaveGroupRequest, OffsetCommitRequest, OffsetFetchRequest,
-// ListGroupsRequest, DescribeGroupsRequest and TxnOffsetCommitRequest.
+// ListGroupsRequest, DescribeGroupsRequest, TxnOffsetCommitRequest,
+// DeleteGroupsRequest and OffsetDeleteRequest.
 // JoinGroup and SyncGroup wait until the rebalance step completes or ctx
 // ends (then they answer REBALANCE_IN_PROGRESS; the member stays in the
 // rebalance, as in Kafka when a client goes away). A version above
@@ -175,6 +178,10 @@ func (c *Coordinator) Handle(ctx context.Context, req kmsg.Request) (resp kmsg.R
 		return c.handleDescribeGroups(r), true
 	case *kmsg.TxnOffsetCommitRequest:
 		return c.CommitTxnOffsets(r), true
+	case *kmsg.DeleteGroupsRequest:
+		return c.handleDeleteGroups(r), true
+	case *kmsg.OffsetDeleteRequest:
+		return c.handleOffsetDelete(r), true
 	}
 	return nil, false
 }

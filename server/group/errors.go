@@ -15,7 +15,9 @@ const (
 	errRebalanceInProgress       int16 = 27
 	errUnsupportedVersion        int16 = 35
 	errInvalidProducerEpoch      int16 = 47
+	errNonEmptyGroup             int16 = 68
 	errGroupIDNotFound           int16 = 69
+	errGroupSubscribedToTopic    int16 = 86
 	errMemberIDRequired          int16 = 79
 	errFencedInstanceID          int16 = 82
 	errUnstableOffsetCommit      int16 = 88

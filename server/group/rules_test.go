@@ -225,6 +225,15 @@ func errorCode(t *testing.T, resp kmsg.Response) int16 {
 			}
 		}
 		return 0
+	case *kmsg.DeleteGroupsResponse:
+		for _, g := range r.Groups {
+			if g.ErrorCode != 0 && g.ErrorCode != errGroupIDNotFound {
+				return g.ErrorCode
+			}
+		}
+		return 0
+	case *kmsg.OffsetDeleteResponse:
+		return r.ErrorCode
 	}
 	t.Fatalf("unexpected response %T", resp)
 	return 0

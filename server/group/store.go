@@ -5,13 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"math"
 	"slices"
 	"time"
 
-	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/corrupt"
+	"github.com/partlog/partlog/internal/crc32c"
 	"github.com/partlog/partlog/internal/fsutil"
 )
 
@@ -24,15 +24,13 @@ const (
 	stateVersion = 1
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // errCorruptState marks a state file that does not decode.
-var errCorruptState = errors.New("partlog/server/group: corrupt state file")
+var errCorruptState = corrupt.Sentinel("partlog/server/group: corrupt state file")
 
 // saveLocked writes the whole state (committed and staged offsets, the
 // stored metadata of every group) to the state file, atomically.
 func (c *Coordinator) saveLocked() error {
-	return checkpoint.WriteFileAtomic(c.path, c.encodeLocked())
+	return fsutil.WriteFileAtomic(c.path, c.encodeLocked())
 }
 
 func (c *Coordinator) encodeLocked() []byte {
@@ -81,12 +79,10 @@ func (c *Coordinator) encodeLocked() []byte {
 			e.offsets(st.offsets)
 		}
 	}
-	out := binary.BigEndian.AppendUint32(e.b, crc32c(e.b))
+	out := binary.BigEndian.AppendUint32(e.b, crc32c.Checksum(e.b))
 	c.lastSize = len(out)
 	return out
 }
-
-func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
 // load reads the state file, if any, into c: groups with stored members
 // come back Stable with fresh sessions (members that are gone expire and
@@ -299,7 +295,7 @@ func decodeState(data []byte) ([]*group, uint64, error) {
 		return nil, 0, errors.New("not a group coordinator state file")
 	}
 	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
-	if crc32c(body) != sum {
+	if crc32c.Checksum(body) != sum {
 		return nil, 0, errors.New("checksum mismatch")
 	}
 	d := &decoder{b: body[len(stateMagic):]}

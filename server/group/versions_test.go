@@ -30,9 +30,15 @@ func groupRequests(v int16) []kmsg.Request {
 	rg := kmsg.NewOffsetFetchRequestGroup()
 	rg.Group = g
 	f.Groups = []kmsg.OffsetFetchRequestGroup{rg}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Version = v
+	del.Groups = []string{"missing"}
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Version = v
+	od.Group = "s" + g
 	return []kmsg.Request{
 		j, syncReq(v, g, "m", 1, nil), hbReq(v, g, "m", 1), leaveReq(v, g, "m"),
-		commitReq(v, "s"+g, "", -1, one), f, lg, dg, txnReq(v, "s"+g, 1, 0, map[int32]int64{0: 1}),
+		commitReq(v, "s"+g, "", -1, one), f, lg, dg, txnReq(v, "s"+g, 1, 0, map[int32]int64{0: 1}), del, od,
 	}
 }
 
@@ -43,7 +49,7 @@ func TestEveryVersion(t *testing.T) {
 	h := newHarness(t, Config{})
 	adv := h.c.Versions()
 	keys := slices.Sorted(maps.Keys(adv))
-	want := []int16{8, 9, 11, 12, 13, 14, 15, 16, 28}
+	want := []int16{8, 9, 11, 12, 13, 14, 15, 16, 28, 42, 47}
 	if !slices.Equal(keys, want) {
 		t.Fatalf("Versions keys %v, want %v", keys, want)
 	}
