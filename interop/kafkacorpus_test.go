@@ -321,10 +321,23 @@ func parseSnapshotDump(out string) ([]producerEntry, error) {
 // partlogProducers is `partlog producers --json dir` as entries.
 func partlogProducers(t *testing.T, dir string) []producerEntry {
 	t.Helper()
-	out, errOut, code := runPartlogSplit(t, "producers", "--json", dir)
-	if code != 0 {
-		t.Fatalf("partlog producers %s: exit %d: %s", dir, code, errOut)
+	es, err := producersOf(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return es
+}
+
+// producersOf runs `partlog producers --json dir` (safe to call from any
+// goroutine).
+func producersOf(dir string) ([]producerEntry, error) {
+	cmd := exec.Command(partlogBin, "producers", "--json", dir)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("partlog producers %s: %v: %s", dir, err, stderr.String())
+	}
+	out := stdout.String()
 	var st struct {
 		Producers []struct {
 			ProducerID            int64  `json:"producerId"`
@@ -338,7 +351,7 @@ func partlogProducers(t *testing.T, dir string) []producerEntry {
 		} `json:"producers"`
 	}
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatalf("partlog producers --json %s: %v\n%s", dir, err, out)
+		return nil, fmt.Errorf("partlog producers --json %s: %v\n%s", dir, err, out)
 	}
 	es := []producerEntry{}
 	for _, p := range st.Producers {
@@ -350,7 +363,7 @@ func partlogProducers(t *testing.T, dir string) []producerEntry {
 		es = append(es, e)
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].ProducerID < es[j].ProducerID })
-	return es
+	return es, nil
 }
 
 // latestSnapshot is the .snapshot of dir with the highest offset: the one
