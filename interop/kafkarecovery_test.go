@@ -475,28 +475,6 @@ func tornMiddle(t *testing.T, c *kafka.Corpus) int {
 	return (start + len(data)) / 2
 }
 
-// copyPartition copies the regular files of src into dst (created).
-func copyPartition(t *testing.T, src, dst string) {
-	t.Helper()
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		mustWrite(t, filepath.Join(dst, e.Name()), data)
-	}
-}
-
 // readEpochs reads a leader-epoch-checkpoint ((epoch, start offset)
 // pairs); a missing or malformed file reads as none.
 func readEpochs(path string) [][2]int64 {
@@ -622,7 +600,7 @@ func (s *recoverySession) run() (kafkaOut, partlogOut map[string]recoveryOutcome
 	damaged := make([]string, n)
 	for i, rc := range s.cases {
 		damaged[i] = filepath.Join(work, "damaged", strconv.Itoa(i))
-		copyPartition(t, filepath.Join(s.corpus.LogDir, rc.source), damaged[i])
+		copyDir(t, filepath.Join(s.corpus.LogDir, rc.source), damaged[i])
 		if rc.damage != nil {
 			rc.damage(t, damaged[i])
 		}
@@ -766,7 +744,7 @@ func (s *recoverySession) run() (kafkaOut, partlogOut map[string]recoveryOutcome
 	for _, p := range refused {
 		rc := s.cases[p]
 		dir := filepath.Join(work, "dies", fmt.Sprintf("%s-%d", recoveryTopic, p))
-		copyPartition(t, damaged[p], dir)
+		copyDir(t, damaged[p], dir)
 		v, _ := rp(int(p))
 		l, _ := ls(int(p))
 		res, err := s.tl.Run(0, "LoadLog", dir, strconv.FormatBool(rc.clean), strconv.FormatInt(v, 10), strconv.FormatInt(l, 10))
@@ -851,7 +829,7 @@ func (s *recoverySession) killUnderLoad(b *kafka.Broker, work string) (string, i
 	}
 	dir := b.PartitionDir("load", 0)
 	cp := filepath.Join(work, "killed", "load-0")
-	copyPartition(t, dir, cp)
+	copyDir(t, dir, cp)
 	entry := func(file string) int64 {
 		m, err := kafka.ReadCheckpoint(filepath.Join(filepath.Dir(dir), file))
 		if err != nil {
@@ -871,7 +849,7 @@ func (s *recoverySession) partlogOne(work, src, topic string, p int32, rp, ls in
 	t := s.t
 	ldir := filepath.Join(work, "partlog-"+topic)
 	dir := filepath.Join(ldir, fmt.Sprintf("%s-%d", topic, p))
-	copyPartition(t, src, dir)
+	copyDir(t, src, dir)
 	for file, v := range map[string]int64{kafka.RecoveryPointCheckpoint: rp, kafka.LogStartCheckpoint: ls} {
 		m := map[kafka.TopicPartition]int64{}
 		if v >= 0 {
@@ -916,7 +894,7 @@ func (s *recoverySession) partlog(work string, damaged []string, rp, ls func(int
 			if rc.clean != clean {
 				continue
 			}
-			copyPartition(t, damaged[i], filepath.Join(pdir, fmt.Sprintf("%s-%d", recoveryTopic, i)))
+			copyDir(t, damaged[i], filepath.Join(pdir, fmt.Sprintf("%s-%d", recoveryTopic, i)))
 			tp := kafka.TopicPartition{Topic: recoveryTopic, Partition: int32(i)}
 			if v, ok := rp(i); ok {
 				rps[tp] = v
