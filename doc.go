@@ -48,6 +48,12 @@
 // Dir.Create and Dir.Delete (partitions with their topic ids), and
 // KafkaErrorCode (the Kafka error code for every error returned).
 //
+// Compacted topics (Options.CleanupPolicy Compact or CompactDelete): a
+// Cleaner (package cleaner; DefaultCleaner, shared by the process) cleans
+// each compacted log when it is due, with Kafka's rules and the mirroring
+// barrier always kept; Compact cleans one now; CleanerCheckpoint is the
+// cleaner-offset-checkpoint entry a Dir persists.
+//
 // Concurrency: one appender at a time, any number of concurrent readers.
 // See the Log type for which lock guards what, and the lock order.
 //
