@@ -340,36 +340,25 @@ func reversed(pairs [][2]int64) [][2]int64 {
 	return out
 }
 
-// print writes the trailer to w in kafka-dump-log's format.
+// print writes the trailer to w in kafka-dump-log's format: for each
+// report, its heading per file and one line per pair. Kafka's heading for
+// indexed offsets not found names no file, hence its %.0s.
 func (t *trailer) print(w io.Writer) {
-	for _, f := range t.indexMismatches {
-		fmt.Fprintf(w, "Mismatches in :%s\n", f.abs)
-		for _, p := range f.pairs {
-			fmt.Fprintf(w, "  Index offset: %d, log offset: %d\n", p[0], p[1])
-		}
-	}
-	for _, f := range t.timeMismatches {
-		fmt.Fprintf(w, "Found timestamp mismatch in :%s\n", f.abs)
-		for _, p := range f.pairs {
-			fmt.Fprintf(w, "  Index timestamp: %d, log timestamp: %d\n", p[0], p[1])
-		}
-	}
-	for _, f := range t.timeOutOfOrder {
-		fmt.Fprintf(w, "Found out of order timestamp in :%s\n", f.abs)
-		for _, p := range f.pairs {
-			fmt.Fprintf(w, "  Index timestamp: %d, Previously indexed timestamp: %d\n", p[0], p[1])
-		}
-	}
-	for _, f := range t.timeNotFound {
-		fmt.Fprintln(w, "The following indexed offsets are not found in the log.")
-		for _, p := range f.pairs {
-			fmt.Fprintf(w, "Indexed offset: %d, found log offset: %d\n", p[0], p[1])
-		}
-	}
-	for _, f := range t.nonConsecutive {
-		fmt.Fprintf(w, "Non-consecutive offsets in %s\n", f.abs)
-		for _, p := range f.pairs {
-			fmt.Fprintf(w, "  %d is followed by %d\n", p[0], p[1])
+	for _, r := range []struct {
+		files         []fileOffsetPairs
+		heading, pair string
+	}{
+		{t.indexMismatches, "Mismatches in :%s\n", "  Index offset: %d, log offset: %d\n"},
+		{t.timeMismatches, "Found timestamp mismatch in :%s\n", "  Index timestamp: %d, log timestamp: %d\n"},
+		{t.timeOutOfOrder, "Found out of order timestamp in :%s\n", "  Index timestamp: %d, Previously indexed timestamp: %d\n"},
+		{t.timeNotFound, "The following indexed offsets are not found in the log.\n%.0s", "Indexed offset: %d, found log offset: %d\n"},
+		{t.nonConsecutive, "Non-consecutive offsets in %s\n", "  %d is followed by %d\n"},
+	} {
+		for _, f := range r.files {
+			fmt.Fprintf(w, r.heading, f.abs)
+			for _, p := range f.pairs {
+				fmt.Fprintf(w, r.pair, p[0], p[1])
+			}
 		}
 	}
 }

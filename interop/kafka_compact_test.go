@@ -118,8 +118,9 @@ func copyDir(t testing.TB, src, dst string) string {
 // at now and returns what the round did.
 func cleanWithPartlog(t *testing.T, dir string, hw int64, now time.Time) partlog.CleanResult {
 	t.Helper()
-	l, err := partlog.Open(dir, &partlog.Options{CleanShutdown: true, RecoveryPoint: hw, HighWatermark: hw,
-		PrefaultBytes: -1, DeleteRetentionMs: judgeDeleteRetentionMs, Now: func() time.Time { return now }})
+	opts := &partlog.Options{CleanShutdown: true, RecoveryPoint: hw, HighWatermark: hw,
+		PrefaultBytes: -1, DeleteRetentionMs: judgeDeleteRetentionMs, Now: func() time.Time { return now }}
+	l, err := partlog.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +130,9 @@ func cleanWithPartlog(t *testing.T, dir string, hw int64, now time.Time) partlog
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if err := partlog.Check(dir, opts); err != nil {
+		t.Errorf("consistency check of %s after cleaning: %v", dir, err)
 	}
 	return res
 }
@@ -224,13 +228,11 @@ func readJudgeBatches(t *testing.T, dir string, below int64) []judgeBatch {
 		if err != nil {
 			t.Fatal(err)
 		}
-		it := batch.NewRecordIterator(v, data)
-		var r batch.Record
-		for it.Next(&r) {
+		it := v.Records(data)
+		for r, ok := it.Next(); ok; r, ok = it.Next() {
 			var hs []string
 			h := r.Headers()
-			var hd batch.Header
-			for h.Next(&hd) {
+			for hd, ok := h.Next(); ok; hd, ok = h.Next() {
 				hs = append(hs, fmt.Sprintf("%s=%q", hd.Key, hd.Value))
 			}
 			jb.records = append(jb.records, fmt.Sprintf("%d@%d %q=%q (null value %v) %v", r.Offset, r.Timestamp, r.Key, r.Value, r.Value == nil, hs))

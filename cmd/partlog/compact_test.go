@@ -106,9 +106,8 @@ func readKeys(t *testing.T, dir string) (map[string]string, int) {
 				abortedBatch = abortedBatch || (b.ProducerID() == a.ProducerID && b.BaseOffset() >= a.FirstOffset && b.BaseOffset() <= a.LastOffset)
 			}
 			data, _ := b.RecordData(nil, 1<<20)
-			ri := batch.NewRecordIterator(b, data)
-			var r batch.Record
-			for ri.Next(&r) {
+			ri := b.Records(data)
+			for r, ok := ri.Next(); ok; r, ok = ri.Next() {
 				n++
 				if abortedBatch {
 					continue
@@ -160,6 +159,7 @@ func TestCompactCLI(t *testing.T) {
 	if code, out, errOut := runCLI(t, "", "verify", "--full", dir); code != exitOK {
 		t.Fatalf("verify after compact: exit %d\n%s%s", code, out, errOut)
 	}
+	checkConsistent(t, dir)
 	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
 	code, out, _ = runCLI(t, "", "dump", "--deep-iteration", "--print-data-log", segs[0])
 	if code != exitOK || !strings.Contains(out, "deleteHorizonMs: OptionalLong[") {
