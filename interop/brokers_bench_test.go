@@ -68,6 +68,10 @@ func BenchmarkBrokers(b *testing.B) {
 	e.warmUp(b, m)
 	cells := brokerCells(m, testing.Short())
 	for i, c := range cells {
+		if m == windowMatrix && c.parts != e.sharedParts {
+			e.dropShared(b)
+			e.prepareShared(b, c.parts)
+		}
 		b.Run(c.name(), func(b *testing.B) {
 			res := e.runCell(b, c, i, b.N)
 			res.report(b)
@@ -76,6 +80,7 @@ func BenchmarkBrokers(b *testing.B) {
 			e.mu.Unlock()
 		})
 	}
+	e.dropShared(b)
 	if *brokersReport != "" {
 		var rs []*cellResult
 		for _, c := range cells {
@@ -307,6 +312,25 @@ type brokersEnv struct {
 	topics  atomic.Int64
 	mu      sync.Mutex
 	results map[string]*cellResult
+
+	// The quiet window's topics, one per broker, acknowledgement
+	// (durable or not) and partition count, made and primed once for
+	// all the cells of that count (sharedParts): at 1 000 partitions
+	// Kafka took 35-45 s for each of the first two rounds of the
+	// priming's appends, partlog 5 s to create the topic.
+	shared      map[sharedKey]string
+	sharedParts int
+	// consumeFrom is where a size's records start in a shared topic:
+	// the ends before its first produce cell, where its consume cell
+	// reads from.
+	consumeFrom map[sharedKey]map[int32]kgo.Offset
+}
+
+// sharedKey names a shared topic (size 0) or a size's records in it.
+type sharedKey struct {
+	target  int
+	durable bool
+	size    int
 }
 
 func newBrokersEnv(b *testing.B, in *kafka.Install) *brokersEnv {
@@ -348,6 +372,48 @@ func newBrokersEnv(b *testing.B, in *kafka.Install) *brokersEnv {
 	return e
 }
 
+// prepareShared creates the quiet window's topics of parts partitions
+// on every broker and primes them, the primings at once (Kafka's are
+// mostly waiting).
+func (e *brokersEnv) prepareShared(b *testing.B, parts int) {
+	e.shared = map[sharedKey]string{}
+	e.consumeFrom = map[sharedKey]map[int32]kgo.Offset{}
+	e.sharedParts = parts
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*len(e.targets))
+	for i, t := range e.targets {
+		for _, m := range []ackMode{acks1, durable} {
+			topic := e.newTopic()
+			e.createTopic(b, t, topic, parts, m)
+			e.shared[sharedKey{target: i, durable: m.durable}] = topic
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := primePartitions(t.addrFor(m), topic, parts); err != nil {
+					errs <- fmt.Errorf("priming %s on %s: %w", topic, t.name, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+// dropShared deletes the shared topics.
+func (e *brokersEnv) dropShared(b *testing.B) {
+	for k, topic := range e.shared {
+		m := acks1
+		if k.durable {
+			m = durable
+		}
+		e.deleteTopic(b, e.targets[k.target], topic, m)
+	}
+	e.shared, e.sharedParts = nil, 0
+}
+
 // describe is the report's header: the machine and the run.
 func (e *brokersEnv) describe(m matrix) runInfo {
 	return runInfo{note: *brokersNote, matrix: m}
@@ -382,7 +448,7 @@ func (e *brokersEnv) warmUp(b *testing.B, m matrix) {
 			if _, err := perfConsume(e.tools, t.addrFor(m), topic, 2*n); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := kgoConsume(t.addrFor(m), topic, 2*n); err != nil {
+			if _, err := kgoConsume(t.addrFor(m), topic, nil, 2*n); err != nil {
 				b.Fatal(err)
 			}
 			e.deleteTopic(b, t, topic, m)
@@ -431,6 +497,24 @@ func (e *brokersEnv) runCell(b *testing.B, c brokerCell, index, rounds int) *cel
 	topics := make([]string, len(e.targets))
 	for i, t := range e.targets {
 		res.brokers = append(res.brokers, t.name)
+		if e.shared != nil {
+			topics[i] = e.shared[sharedKey{target: i, durable: c.mode.durable}]
+			if c.kind != produceCell {
+				continue
+			}
+			// A size's first produce cell: its records start here.
+			k := sharedKey{target: i, durable: c.mode.durable, size: c.size}
+			if e.consumeFrom[k] == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				ends, err := listEnds(ctx, t.addrFor(c.mode), topics[i], c.parts)
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+				e.consumeFrom[k] = ends
+			}
+			continue
+		}
 		topics[i] = e.newTopic()
 		e.createTopic(b, t, topics[i], c.parts, c.mode)
 		var err error
@@ -451,22 +535,25 @@ func (e *brokersEnv) runCell(b *testing.B, c brokerCell, index, rounds int) *cel
 			if (r+index)%2 == 1 {
 				i = len(e.targets) - 1 - k
 			}
-			s, err := e.measure(c, e.targets[i], topics[i], r)
+			s, err := e.measure(c, i, topics[i], r)
 			if err != nil {
 				b.Fatalf("%s on %s: %v", c.name(), e.targets[i].name, err)
 			}
 			res.samples[i] = append(res.samples[i], s)
 		}
 	}
-	for i, t := range e.targets {
-		e.deleteTopic(b, t, topics[i], c.mode)
+	if e.shared == nil {
+		for i, t := range e.targets {
+			e.deleteTopic(b, t, topics[i], c.mode)
+		}
 	}
 	return res
 }
 
 // measure runs one cell's load once on one broker, with the page cache
 // warmed first and the broker's CPU and peak RSS taken around it.
-func (e *brokersEnv) measure(c brokerCell, t *brokerTarget, topic string, round int) (sample, error) {
+func (e *brokersEnv) measure(c brokerCell, target int, topic string, round int) (sample, error) {
+	t := e.targets[target]
 	if err := warmPageCache(e.scratch, int64(c.records)*int64(c.size)); err != nil {
 		return sample{}, err
 	}
@@ -502,7 +589,10 @@ func (e *brokersEnv) measure(c brokerCell, t *brokerTarget, topic string, round 
 	case c.kind == produceCell:
 		s, err = kgoProduce(addr, topic, c.records, c.size, c.mode)
 	case c.kind == consumeCell:
-		s, err = consumePasses(e.tools, c, addr, topic)
+		// From the start, or in a shared topic from the start of the
+		// records of c's size.
+		from := e.consumeFrom[sharedKey{target: target, durable: c.mode.durable, size: c.size}]
+		s, err = consumePasses(e.tools, c, addr, topic, from)
 	case c.kind == e2eCell && c.client == "perf":
 		s, err = perfE2E(e.tools, addr, topic, c.records, c.size, c.mode)
 	default:
@@ -686,7 +776,7 @@ func perfProduce(tl *kafka.Tools, addr, topic string, n, size int, m ackMode) (s
 // cell's records from the start, each by a new consumer (perf: a new
 // group), so the broker's CPU is counted over enough work for /proc's
 // 10 ms ticks; the time is the sum of the reads' times.
-func consumePasses(tl *kafka.Tools, c brokerCell, addr, topic string) (sample, error) {
+func consumePasses(tl *kafka.Tools, c brokerCell, addr, topic string, from map[int32]kgo.Offset) (sample, error) {
 	var sum sample
 	for range consumePassCount {
 		var s sample
@@ -694,7 +784,7 @@ func consumePasses(tl *kafka.Tools, c brokerCell, addr, topic string) (sample, e
 		if c.client == "perf" {
 			s, err = perfConsume(tl, addr, topic, c.records)
 		} else {
-			s, err = kgoConsume(addr, topic, c.records)
+			s, err = kgoConsume(addr, topic, from, c.records)
 		}
 		if err != nil {
 			return sample{}, err
@@ -815,10 +905,14 @@ func kgoProduce(addr, topic string, n, size int, m ackMode) (sample, error) {
 }
 
 // kgoConsume reads n records of topic from the start of every
-// partition, without a group (kgo's defaults: 50 MB per fetch, 1 MiB
-// per partition).
-func kgoConsume(addr, topic string, n int) (sample, error) {
-	c, err := benchClient(addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+// partition, or from the offsets from when not nil, without a group
+// (kgo's defaults: 50 MB per fetch, 1 MiB per partition).
+func kgoConsume(addr, topic string, from map[int32]kgo.Offset, n int) (sample, error) {
+	read := kgo.ConsumeTopics(topic)
+	if from != nil {
+		read = kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from})
+	}
+	c, err := benchClient(addr, read, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return sample{}, err
 	}
