@@ -216,15 +216,18 @@ func (p *pass) findLastMarkers() error {
 		if err != nil {
 			return err
 		}
-		// Up to the first entry that does not frame as a batch: the
-		// cleaning pass reports it.
-		w := batch.NewWalker(data)
-		for v, ok := w.Next(); ok; v, ok = w.Next() {
+		for pos := 0; pos < len(data); {
+			n, err := batch.Frame(data[pos:])
+			if err != nil || n < batch.HeaderSize {
+				break // the cleaning pass reports it
+			}
+			v := batch.View(data[pos : pos+n])
 			if v.Magic() == batch.MagicV2 && v.IsControl() {
 				if _, live := p.r.Producers[v.ProducerID()]; live {
 					p.lastMarker[v.ProducerID()] = v.BaseOffset()
 				}
 			}
+			pos += n
 		}
 		release()
 		if err := p.check(len(data)); err != nil {
@@ -234,8 +237,8 @@ func (p *pass) findLastMarkers() error {
 	return nil
 }
 
-// controlType reads the type of a control batch's record (batch's one
-// reader of it); ok is false for an empty control batch.
+// controlType reads the type of a control batch's record; ok is false for
+// an empty control batch.
 func (w *Worker) controlType(v batch.View) (typ batch.ControlType, ok bool, err error) {
 	if v.RecordsCount() <= 0 {
 		return 0, false, nil
@@ -270,7 +273,6 @@ func (p *pass) buildMap() (int64, error) {
 		return 0, err
 	}
 	t.add(aborted)
-	var rec batch.Record
 	for i, s := range r.Segments {
 		if r.Next[i] <= r.FirstDirty || s.BaseOffset() >= r.FirstUncleanable {
 			continue
@@ -304,8 +306,8 @@ func (p *pass) buildMap() (int64, error) {
 					if err != nil {
 						return false, uncleanable(s, it.Position()-int64(len(v)), err)
 					}
-					ri := batch.NewRecordIterator(v, recs)
-					for ri.Next(&rec) {
+					ri := v.Records(recs)
+					for rec, ok := ri.Next(); ok; rec, ok = ri.Next() {
 						if rec.Key == nil || rec.Offset < r.FirstDirty {
 							continue
 						}
@@ -522,11 +524,14 @@ func (p *pass) decide(v batch.View, t *txnTracker, upperBound int64) (decision, 
 		if data, err = w.records(v); err != nil {
 			return decision{}, err
 		}
-		it := batch.NewRecordIterator(v, data)
+		it := v.Records(data)
 		retainDeletes := !hasHorizon || r.NowMs < horizon
-		var rec batch.Record
 		m := w.m
-		for i := 0; it.Next(&rec); i++ {
+		for i := 0; ; i++ {
+			rec, ok := it.Next()
+			if !ok {
+				break
+			}
 			k := true
 			switch {
 			case control:
