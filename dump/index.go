@@ -13,6 +13,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // This file reads the three index files of a segment as kafka-dump-log
@@ -41,8 +42,8 @@ func siblingsOf(path string) (segmentFiles, error) {
 	dir := filepath.Dir(abs)
 	return segmentFiles{
 		base:  base,
-		log:   filepath.Join(dir, stem+".log"),
-		index: filepath.Join(dir, stem+".index"),
+		log:   filepath.Join(dir, stem+filenames.Log),
+		index: filepath.Join(dir, stem+filenames.Index),
 	}, nil
 }
 
@@ -147,9 +148,8 @@ func maxRecordTimestamp(entry []byte, limit int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	it := batch.NewRecordIterator(v, data)
-	var r batch.Record
-	for it.Next(&r) {
+	it := v.Records(data)
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
 		maxTS = max(maxTS, r.Timestamp)
 	}
 	return maxTS, it.Err()

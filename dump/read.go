@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // Options say what Read reads and what the renderers print; they are
@@ -107,12 +108,12 @@ func (r *Range) contains(offset int64) bool { return r.overlaps(offset, offset) 
 
 // kinds maps a file name extension to its kind (File.Kind).
 var kinds = map[string]string{
-	".log":        "log",
-	".index":      "index",
-	".timeindex":  "timeindex",
-	".txnindex":   "txnindex",
-	".snapshot":   "snapshot",
-	".checkpoint": "kraftSnapshot",
+	filenames.Log:       "log",
+	filenames.Index:     "index",
+	filenames.TimeIndex: "timeindex",
+	filenames.TxnIndex:  "txnindex",
+	filenames.Snapshot:  "snapshot",
+	".checkpoint":       "kraftSnapshot",
 }
 
 // ErrUnknownKind is returned by Read for a file whose name ends in no
@@ -458,21 +459,19 @@ func (lw *logWalk) v2(v batch.View, pos int64) Batch {
 		return b
 	}
 	b.Records = []Record{}
-	it := batch.NewRecordIterator(v, data)
-	var r batch.Record
-	for it.Next(&r) {
+	it := v.Records(data)
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
 		lw.noteOffset(pos, r.Offset)
 		seq := r.Sequence
 		rec := Record{Offset: r.Offset, Timestamp: r.Timestamp, KeySize: r.KeySize(), ValueSize: r.ValueSize(),
 			Sequence: &seq, HeaderKeys: []string{}}
 		hi := r.Headers()
-		var h batch.Header
-		for hi.Next(&h) {
+		for h, ok := hi.Next(); ok; h, ok = hi.Next() {
 			rec.HeaderKeys = append(rec.HeaderKeys, string(h.Key))
 		}
 		lw.setKeyValue(&rec, r.Offset, r.Key, r.Value, v.IsControl())
 		if v.IsControl() {
-			rec.Control = lw.control(pos, &r)
+			rec.Control = lw.control(pos, r)
 		}
 		b.Records = append(b.Records, rec)
 	}

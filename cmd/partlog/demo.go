@@ -38,7 +38,9 @@ no clean-shutdown marker), and runs on it, in order:
   partlog verify <partition>
   partlog producers <partition>
 
-Nothing outside the demo directory (a temporary one by default) is touched.
+Nothing outside the demo directory is touched. By default it is a new
+temporary directory, removed at the end (the last line says so); --keep
+keeps it for a look at the files, --dir DIR builds it in DIR and keeps it.
 A --dir that already holds Kafka data (a partition directory, segment,
 index or snapshot files, checkpoints, meta.properties) is refused.
 
@@ -127,6 +129,12 @@ func (o *demoOptions) run(stdout, stderr io.Writer) error {
 		if codes[i] != want[i] {
 			return &exitError{code: exitOperational, err: fmt.Errorf("demo step %q exited %d, expected %d", joinArgs(steps[i]), codes[i], want[i])}
 		}
+	}
+	// A newcomer who wants to look at the files must learn how.
+	if o.dir == "" && !o.keep {
+		fmt.Fprintf(stdout, "# removing %s (partlog demo --keep keeps it, --dir DIR builds it in DIR)\n", root)
+	} else {
+		fmt.Fprintf(stdout, "# kept %s\n", root)
 	}
 	return nil
 }

@@ -126,10 +126,7 @@ func (o *dumpOptions) run(files []string, stdout, stderr io.Writer) error {
 		}
 	}
 	t.Finish()
-	if code != exitOK {
-		return &exitError{code: code}
-	}
-	return nil
+	return exitWith(code)
 }
 
 // runJSON dumps every file as one JSON object a line; an unknown file is
@@ -155,10 +152,7 @@ func (o *dumpOptions) runJSON(files []string, stdout, stderr io.Writer) error {
 			return &exitError{code: exitOperational, err: err}
 		}
 	}
-	if code != exitOK {
-		return &exitError{code: code}
-	}
-	return nil
+	return exitWith(code)
 }
 
 const dumpLong = `dump prints the files it is given as Apache Kafka 4.4's kafka-dump-log

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -152,10 +151,7 @@ func (o *producersOptions) run(dir string, stdout, stderr io.Writer) error {
 	} else {
 		st.printText(stdout, t.dir)
 	}
-	if code != exitOK {
-		return &exitError{code: code}
-	}
-	return nil
+	return exitWith(code)
 }
 
 func (st *producerState) json(dir string) producersJSON {
@@ -337,7 +333,7 @@ func readBatch(r *bufio.Reader, buf []byte, pos, limit int64, h *batch.BatchHead
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, buf, err
 	}
-	length := int64(int32(binary.BigEndian.Uint32(hdr[8:])))
+	length := int64(batch.View(hdr[:]).BatchLength())
 	size := length + batch.LogOverhead
 	if length < 0 || size > limit-pos || size < batch.HeaderSize {
 		return nil, buf, fmt.Errorf("%w: entry length %d at position %d (%d bytes left)", errBadEntry, length, pos, limit-pos)
