@@ -236,9 +236,8 @@ func recordValues(t *testing.T, l *partlog.Log) map[int64]string {
 				rv.Release()
 				t.Fatal(err)
 			}
-			it := batch.NewRecordIterator(v, data)
-			var rec batch.Record
-			for it.Next(&rec) {
+			it := v.Records(data)
+			for rec, ok := it.Next(); ok; rec, ok = it.Next() {
 				out[rec.Offset] = string(rec.Value)
 			}
 			off = v.NextOffset()
