@@ -240,6 +240,10 @@ func recordValues(t *testing.T, l *partlog.Log) map[int64]string {
 			for rec, ok := it.Next(); ok; rec, ok = it.Next() {
 				out[rec.Offset] = string(rec.Value)
 			}
+			if err := it.Err(); err != nil {
+				rv.Release()
+				t.Fatalf("records of the batch at %d: %v", off, err)
+			}
 			off = v.NextOffset()
 			b = b[len(v):]
 		}
