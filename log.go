@@ -420,11 +420,46 @@ func (l *Log) adopt(ld *recovery.Loaded) error {
 // closeSegments closes whatever load opened (on a failed open).
 func (l *Log) closeSegments() {
 	for _, s := range l.segments {
-		if k, ok := l.keys[s]; ok {
-			l.cache.forget(k)
-		}
+		l.uncache(s)
 		_ = s.Close()
 	}
+}
+
+// uncache forgets segment s in the Log's share of the segment cache: s
+// is being closed, deleted or rewritten. Caller holds mu exclusively (or
+// owns the Log, opening it).
+func (l *Log) uncache(s *segment.Segment) {
+	if k, ok := l.keys[s]; ok {
+		l.cache.forget(k)
+		delete(l.keys, s)
+	}
+}
+
+// renameDeleted uncaches segs and renames their files .deleted, returning
+// the new paths (for the deletion queue) and each rename's error. Caller
+// holds mu exclusively.
+func (l *Log) renameDeleted(segs []*segment.Segment) (paths []string, errs []error) {
+	for _, s := range segs {
+		l.uncache(s)
+		p, err := s.RenameDeleted()
+		paths = append(paths, p...)
+		errs = append(errs, err)
+	}
+	return paths, errs
+}
+
+// markClosed marks the log closed, wakes its waiters and uncaches its
+// segments, which it returns for the caller to close. Caller holds
+// appendMu.
+func (l *Log) markClosed() []*segment.Segment {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed.Store(true)
+	l.waiters.closed()
+	for _, s := range l.segments {
+		l.uncache(s)
+	}
+	return l.segments
 }
 
 // RecoveryReport returns what recovery found and did when this Log was
@@ -675,17 +710,7 @@ func (l *Log) Close() error {
 			l.closedDurable = err == nil
 			errs = append(errs, err, l.takeSnapshot())
 		}
-		l.mu.Lock()
-		l.closed.Store(true)
-		l.waiters.closed()
-		segs := l.segments
-		for _, s := range segs {
-			if k, ok := l.keys[s]; ok {
-				l.cache.forget(k)
-			}
-		}
-		l.mu.Unlock()
-		for _, s := range segs {
+		for _, s := range l.markClosed() {
 			errs = append(errs, s.Close())
 		}
 		if l.failed == nil {
@@ -709,18 +734,8 @@ func (l *Log) discard() error {
 	l.closeOnce.Do(func() {
 		l.appendMu.Lock()
 		defer l.appendMu.Unlock()
-		l.mu.Lock()
-		l.closed.Store(true)
-		l.waiters.closed()
-		segs := l.segments
-		for _, s := range segs {
-			if k, ok := l.keys[s]; ok {
-				l.cache.forget(k)
-			}
-		}
-		l.mu.Unlock()
 		var errs []error
-		for _, s := range segs {
+		for _, s := range l.markClosed() {
 			errs = append(errs, s.Discard())
 		}
 		errs = append(errs, l.deletions.removeNow(), unlockDir(l.lock))
@@ -744,10 +759,7 @@ func (l *Log) removeSegmentsLocked(segs []*segment.Segment) error {
 	l.clean.removals.Add(1)
 	var errs []error
 	for _, s := range segs {
-		if k, ok := l.keys[s]; ok {
-			l.cache.forget(k)
-			delete(l.keys, s)
-		}
+		l.uncache(s)
 		errs = append(errs, s.Delete())
 	}
 	l.setSegments(slices.DeleteFunc(l.segments, func(s *segment.Segment) bool { return slices.Contains(segs, s) }))

@@ -44,10 +44,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 	slices.Reverse(doomed)
 	err := l.removeSegmentsLocked(doomed)
 	if err == nil {
-		if k, ok := l.keys[target]; ok {
-			l.cache.forget(k)
-			delete(l.keys, target)
-		}
+		l.uncache(target)
 		_, err = target.TruncateTo(offset, l.opts.Now())
 	}
 	l.mu.Unlock()
@@ -154,12 +151,7 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	if offset <= l.logStartOffset.Load() {
 		return nil
 	}
-	l.beginOffsetsChange()
-	l.logStartOffset.Store(offset)
-	l.recoveryPoint.Store(max(l.recoveryPoint.Load(), offset))
-	l.highWatermark.Store(max(l.highWatermark.Load(), offset))
-	l.endOffsetsChange()
-	l.waiters.highWatermarkMoved()
+	l.raiseLogStart(offset)
 	var doomed []*segment.Segment
 	for i := 0; i+1 < len(l.segments); i++ {
 		if l.segments[i+1].BaseOffset() <= offset {
@@ -211,4 +203,16 @@ func (l *Log) truncatedBelow(since uint64, offset int64) bool {
 		}
 	}
 	return false
+}
+
+// raiseLogStart moves the log start up to offset, with the recovery point
+// and the high watermark when they are below it, and wakes the waiters on
+// the high watermark. Caller holds appendMu.
+func (l *Log) raiseLogStart(offset int64) {
+	l.beginOffsetsChange()
+	l.logStartOffset.Store(offset)
+	l.recoveryPoint.Store(max(l.recoveryPoint.Load(), offset))
+	l.highWatermark.Store(max(l.highWatermark.Load(), offset))
+	l.endOffsetsChange()
+	l.waiters.highWatermarkMoved()
 }

@@ -236,10 +236,13 @@ func recordValues(t *testing.T, l *partlog.Log) map[int64]string {
 				rv.Release()
 				t.Fatal(err)
 			}
-			it := batch.NewRecordIterator(v, data)
-			var rec batch.Record
-			for it.Next(&rec) {
+			it := v.Records(data)
+			for rec, ok := it.Next(); ok; rec, ok = it.Next() {
 				out[rec.Offset] = string(rec.Value)
+			}
+			if err := it.Err(); err != nil {
+				rv.Release()
+				t.Fatalf("records of the batch at %d: %v", off, err)
 			}
 			off = v.NextOffset()
 			b = b[len(v):]

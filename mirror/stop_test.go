@@ -503,9 +503,9 @@ func markerCoordinatorEpochs(t *testing.T, l *partlog.Log, from int64) map[int64
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rec batch.Record
-		it := batch.NewRecordIterator(v, data)
-		if !it.Next(&rec) {
+		it := v.Records(data)
+		rec, ok := it.Next()
+		if !ok {
 			t.Fatalf("marker at %d has no record: %v", v.BaseOffset(), it.Err())
 		}
 		m, err := batch.ParseEndTxnMarker(rec.Value)

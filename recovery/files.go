@@ -324,24 +324,9 @@ func (x *run) rewrite(name, kind, reason string, write func(target string) error
 // the change.
 func (x *run) replace(name string, data []byte, kind, reason string) error {
 	err := x.rewrite(name, kind, reason, func(target string) error {
-		tmp := target + filenames.Temp
-		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
-		if err != nil {
-			return fmt.Errorf("partlog/recovery: write %s: %w", tmp, err)
-		}
-		_, err = f.Write(data)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp, target)
-		}
-		if err != nil {
-			_ = os.Remove(tmp)
-			return fmt.Errorf("partlog/recovery: write %s: %w", target, err)
+		// The directory is synced once, after every change (dirDirty).
+		if err := fsutil.ReplaceFile(target, data); err != nil {
+			return fmt.Errorf("partlog/recovery: %w", err)
 		}
 		return nil
 	})

@@ -49,7 +49,7 @@ var allowed = map[string][]string{
 	"mirror/sim":   {"", "mirror", "batch", "producerstate", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil"},
 	"server":       {"", "mirror", "batch", "producerstate", "internal/checkpoint", "internal/fsutil"},
 	"server/group": {"internal/checkpoint", "internal/corrupt", "internal/crc32c", "internal/fsutil", "internal/crashfs"},
-	"dump":         {"batch", "index", "snapshot", "internal/crc32c", "internal/unsafeutil"},
+	"dump":         {"batch", "index", "snapshot", "internal/crc32c", "internal/filenames", "internal/unsafeutil"},
 	"cmd/partlog":  {"*"},
 	"bench":        {"*"},
 }
