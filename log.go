@@ -117,11 +117,18 @@ type logCold struct {
 	// commit is the group commit of Sync (groupcommit.go); its env is
 	// this Log.
 	commit groupCommit
+	// onTruncated, set by the Dir that opened the log, rewrites the
+	// directory's checkpoints after a truncation: a recovery point
+	// checkpointed above the cut would make recovery trust, unscanned,
+	// what is appended there next (Kafka's LogManager.truncateTo
+	// checkpoints too).
+	onTruncated func() error
 	// flushFault, set by tests, makes a flush fail as an fsync would.
 	flushFault func() error
 	// flushed, set by tests, is called by a flush before it fsyncs each
 	// segment, with that segment's base offset and the recovery point the
-	// flush will set (the log end offset it saw when it started).
+	// flush will set (the log end offset it saw when it started), and with
+	// base -1 after it fsynced the directory.
 	flushed func(base, target int64)
 	scratch []byte
 	// appendTimeBuf holds a LogAppendTime append's stamped copy
@@ -621,6 +628,18 @@ func (l *Log) rollLocked(base int64) error {
 		l.failed = err
 		return err
 	}
+	if l.recoveryPoint.Load() >= l.logEndOffset.Load() {
+		// Every byte of old is durable and recovery will trust it as it
+		// is on disk (it lies below the recovery point), yet no flush
+		// will sync it again: make its trim durable now, before a later
+		// segment can be. Only the length is written. Otherwise the
+		// recovery point lies in old or before it, so the next flush
+		// syncs it, and until then recovery scans it.
+		if err := old.Flush(); err != nil {
+			l.failed = err
+			return err
+		}
+	}
 	s, err := segment.Create(l.dir, base, l.segConfig(), l.opts.Now())
 	if err != nil {
 		// The old segment is sealed and cannot take more appends.
@@ -653,12 +672,9 @@ func (l *Log) flushLocked() error {
 	leo := l.logEndOffset.Load()
 	rp := l.recoveryPoint.Load()
 	l.mu.RLock()
-	segs := slices.Clone(l.segments)
+	segs := unflushed(nil, l.segments, rp)
 	l.mu.RUnlock()
-	for i, s := range segs {
-		if i+1 < len(segs) && segs[i+1].BaseOffset() <= rp {
-			continue // wholly below the recovery point
-		}
+	for _, s := range segs {
 		if err := s.Flush(); err != nil {
 			l.failed = err
 			return err
@@ -733,8 +749,12 @@ func (l *Log) discard() error {
 // append can move the log meanwhile).
 var closeCheck func(*Log)
 
-// removeSegmentsLocked deletes segs (renamed .deleted, then removed) and
-// drops them from the list. Caller holds appendMu and mu exclusively.
+// removeSegmentsLocked deletes segs (renamed .deleted, then removed) in
+// their order and drops them from the list. A power cut before the
+// directory's fsync keeps some first renames of segs: the caller orders
+// them so that any such prefix leaves the log contiguous (a suffix of the
+// log newest first, a prefix oldest first). Caller holds appendMu and mu
+// exclusively.
 func (l *Log) removeSegmentsLocked(segs []*segment.Segment) error {
 	l.clean.removals.Add(1)
 	var errs []error

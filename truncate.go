@@ -2,6 +2,7 @@ package partlog
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/producerstate"
@@ -37,7 +38,11 @@ func (l *Log) truncateToLocked(offset int64) error {
 	}
 	target := l.segments[i]
 	l.mu.Lock()
-	err := l.removeSegmentsLocked(l.segments[i+1:])
+	// Newest first: a cut that keeps only some renames then leaves the
+	// log shorter, never with a hole below a segment it kept.
+	doomed := slices.Clone(l.segments[i+1:])
+	slices.Reverse(doomed)
+	err := l.removeSegmentsLocked(doomed)
 	if err == nil {
 		l.uncache(target)
 		_, err = target.TruncateTo(offset, l.opts.Now())
@@ -83,11 +88,15 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 		return &OffsetError{Err: ErrOffsetOutOfRange, Offset: offset}
 	}
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	if err := l.checkWritable(); err != nil {
-		return err
+	err := l.checkWritable()
+	if err == nil {
+		err = l.truncateFullyLocked(offset)
 	}
-	return l.truncateFullyLocked(offset)
+	l.appendMu.Unlock()
+	if err == nil {
+		err = l.truncatedHook()
+	}
+	return err
 }
 
 func (l *Log) truncateFullyLocked(offset int64) error {

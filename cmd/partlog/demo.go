@@ -32,7 +32,7 @@ transactional batches, a COMMIT marker and a MIRROR_PID_RESET barrier), then
 damages it as a crash in the middle of an append would (a torn last batch,
 no clean-shutdown marker), and runs on it, in order:
 
-  partlog dump --deep-iteration --print-data-log <the .log>
+  partlog dump --deep-iteration --print-data-log --mirror-format <the .log>
   partlog verify <partition>
   partlog recover --apply <partition>
   partlog verify <partition>
@@ -110,7 +110,7 @@ func (o *demoOptions) run(stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "# demo log directory: %s (partition orders-0; crashed with a torn last batch)\n\n", root)
 	codes := []int{}
 	steps := [][]string{
-		{"dump", "--deep-iteration", "--print-data-log", logFile},
+		{"dump", "--deep-iteration", "--print-data-log", "--mirror-format", logFile},
 		{"verify", part},
 		{"recover", "--apply", part},
 		{"verify", part},

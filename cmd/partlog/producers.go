@@ -71,10 +71,13 @@ error, 16 usage error.`,
 
 // producerJSON is one producer entry of the JSON output.
 type producerJSON struct {
-	ProducerID       int64 `json:"producerId"`
-	ProducerEpoch    int16 `json:"producerEpoch"`
-	LastSequence     int32 `json:"lastSequence"`
-	LastOffset       int64 `json:"lastOffset"`
+	ProducerID    int64 `json:"producerId"`
+	ProducerEpoch int16 `json:"producerEpoch"`
+	LastSequence  int32 `json:"lastSequence"`
+	LastOffset    int64 `json:"lastOffset"`
+	// OffsetDelta is the last batch's (0 with none): with LastSequence
+	// it gives the batch's first sequence, as a Kafka snapshot holds it.
+	OffsetDelta      int32 `json:"offsetDelta"`
 	CoordinatorEpoch int32 `json:"coordinatorEpoch"`
 	// CurrentTxnFirstOffset is null when no transaction is open.
 	CurrentTxnFirstOffset *int64 `json:"currentTxnFirstOffset"`
@@ -162,7 +165,7 @@ func (st *producerState) json(dir string) producersJSON {
 	}
 	for _, e := range st.m.Producers() {
 		p := producerJSON{ProducerID: e.ProducerID, ProducerEpoch: e.ProducerEpoch, LastSequence: e.LastSequence,
-			LastOffset: e.LastOffset, CoordinatorEpoch: e.CoordinatorEpoch, LastTimestamp: e.LastTimestamp}
+			LastOffset: e.LastOffset, OffsetDelta: e.OffsetDelta, CoordinatorEpoch: e.CoordinatorEpoch, LastTimestamp: e.LastTimestamp}
 		if e.CurrentTxnFirstOffset >= 0 {
 			v := e.CurrentTxnFirstOffset
 			p.CurrentTxnFirstOffset = &v
