@@ -214,9 +214,8 @@ func (l *Log) leaderRules(v batch.View, h *batch.BatchHeader, pos int64) error {
 	if compacted {
 		// Kafka's leader refuses a record without a key on a compacted
 		// topic (the cleaner could only drop it).
-		it := batch.NewRecordIterator(v, data)
-		var r batch.Record
-		for it.Next(&r) {
+		it := v.Records(data)
+		for r, ok := it.Next(); ok; r, ok = it.Next() {
 			if r.Key == nil {
 				return fmt.Errorf("%w: compacted topic cannot accept a record without a key (batch at %d, offset delta %d)", ErrPolicy, pos, r.OffsetDelta)
 			}

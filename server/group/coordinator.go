@@ -192,6 +192,19 @@ func supported(req kmsg.Request) bool {
 	return v >= 0 && v <= versions[req.Key()]
 }
 
+// enter is a handler's preamble: the request's version checked, then the
+// coordinator locked (lock). errNone means the lock is held and the
+// caller unlocks; any other code answers the request.
+func (c *Coordinator) enter(req kmsg.Request) int16 {
+	if !supported(req) {
+		return errUnsupportedVersion
+	}
+	if !c.lock() {
+		return errCoordinatorNotAvailable
+	}
+	return errNone
+}
+
 // lock takes the coordinator lock and runs the expirations that are due;
 // false (lock not held) when the coordinator is closed.
 func (c *Coordinator) lock() bool {
