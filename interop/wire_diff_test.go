@@ -39,7 +39,7 @@ func TestWireDiff(t *testing.T) {
 	kt := wirediff.Target{Name: "kafka", Addr: b.Addr, NodeID: 1}
 	pt := wirediff.Target{Name: "partlog", Addr: s.addr, NodeID: 1}
 	var scripts []*wirediff.Script
-	for _, f := range []func() []*wirediff.Script{wirediff.BasicScripts, wirediff.ProduceScripts, wirediff.TxnScripts, wirediff.FetchScripts, wirediff.GroupScripts, wirediff.ConfigScripts, wirediff.AdminScripts} {
+	for _, f := range []func() []*wirediff.Script{wirediff.BasicScripts, wirediff.ProduceScripts, wirediff.TxnScripts, wirediff.FetchScripts, wirediff.GroupScripts, wirediff.ConsumerGroupScripts, wirediff.ConfigScripts, wirediff.AdminScripts} {
 		scripts = append(scripts, f()...)
 	}
 	if only := os.Getenv("WIREDIFF_ONLY"); only != "" {

@@ -155,6 +155,7 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	if err != nil {
 		return &exitError{code: exitOperational, err: fmt.Errorf("serve: %w", err)}
 	}
+	groups.SetTopics(srv) // consumer groups (KIP-848) assign the server's topics
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		_ = srv.Close()
