@@ -26,28 +26,50 @@ type AppendInfo struct {
 	Position, SegmentBaseOffset int64
 }
 
-// scan is the result of validating an append's bytes.
+// scan is what validating an append found, carried to the steps after it
+// so that none decodes the bytes again: each batch's header (to the
+// segment append and the epoch cache), the sums and epochs below, and the
+// producer state's view of the batches, staged in l.stage during the same
+// walk (its barriers included). With LogAppendTime the walk stamps the
+// batches too, into a copy: bytes is what to append.
 type scan struct {
-	batches, records int
-	firstBase        int64 // base offset of the first batch as received
-	lastOffset       int64 // last offset of the last batch as received
-	offsetSlots      int64 // sum of lastOffsetDelta+1
-	maxTimestamp     int64
-	firstEpoch       int32
-	lastEpoch        int32
-	epochsDecrease   bool // a batch's leader epoch is below the previous one's
+	// hdrs holds each batch's decoded header in append order (their
+	// positions follow from their sizes); its array is the Log's
+	// (logCold.hdrBuf), reused from append to append.
+	hdrs           []batch.BatchHeader
+	bytes          []byte
+	records        int
+	firstBase      int64 // base offset of the first batch as received
+	lastOffset     int64 // last offset of the last batch as received
+	offsetSlots    int64 // sum of lastOffsetDelta+1
+	maxTimestamp   int64
+	firstEpoch     int32
+	lastEpoch      int32
+	epochsDecrease bool // a batch's leader epoch is below the previous one's
 }
 
-// reset empties s.
-func (s *scan) reset() {
-	s.batches, s.records, s.offsetSlots = 0, 0, 0
+// reset empties s for an append of records, keeping buf's array for the
+// headers.
+func (s *scan) reset(records []byte, buf []batch.BatchHeader) {
+	s.hdrs, s.bytes = buf[:0], records
+	s.records, s.offsetSlots = 0, 0
 	s.firstBase, s.lastOffset, s.maxTimestamp = -1, -1, batch.NoTimestamp
 	s.firstEpoch, s.lastEpoch, s.epochsDecrease = 0, 0, false
 }
 
-// add counts the batch of header h, the next one of the append.
+// next returns the slot for the next batch's header: the walk decodes
+// into it (batch.CheckAt) and add counts it; drop gives it back when the
+// batch is refused.
+func (s *scan) next() *batch.BatchHeader {
+	s.hdrs = append(s.hdrs, batch.BatchHeader{})
+	return &s.hdrs[len(s.hdrs)-1]
+}
+
+func (s *scan) drop() { s.hdrs = s.hdrs[:len(s.hdrs)-1] }
+
+// add counts the batch of header h, the last slot of hdrs.
 func (s *scan) add(h *batch.BatchHeader) {
-	if e := h.PartitionLeaderEpoch; s.batches == 0 {
+	if e := h.PartitionLeaderEpoch; len(s.hdrs) == 1 {
 		s.firstBase = h.BaseOffset
 		s.firstEpoch, s.lastEpoch = e, e
 	} else {
@@ -56,7 +78,6 @@ func (s *scan) add(h *batch.BatchHeader) {
 	}
 	s.lastOffset = h.LastOffset()
 	s.offsetSlots += int64(h.LastOffsetDelta) + 1
-	s.batches++
 	s.records += int(h.RecordsCount)
 	if ts := h.MaxTimestamp; ts > s.maxTimestamp {
 		s.maxTimestamp = ts
@@ -66,12 +87,20 @@ func (s *scan) add(h *batch.BatchHeader) {
 // validate checks every batch of records (batch.Check: framing, magic 2,
 // CRC-32C, header rules), for a client Kafka's leader rules, and, when
 // the offsets are kept as they are (follower, mirror), that they
-// increase from batch to batch; in the same walk it stages each batch in
-// the producer state (l.stage), which appendStamped commits. The
-// bytes must be exactly a sequence of whole batches. It does not
-// allocate.
+// increase from batch to batch; for a leader or coordinator append it
+// applies the topic's timestamp rules (applyTimestampRules); in the same
+// walk it stages each batch in the producer state (l.stage), which
+// appendStamped commits, and keeps each header in s. The bytes must be
+// exactly a sequence of whole batches. It does not allocate (but to grow
+// the Log's header array, once).
 func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan) error {
-	s.reset()
+	s.reset(records, l.hdrBuf)
+	err := l.validateWalk(records, origin, keptOffsets, s)
+	l.hdrBuf = s.hdrs[:0]
+	return err
+}
+
+func (l *Log) validateWalk(records []byte, origin Origin, keptOffsets bool, s *scan) error {
 	if len(records) == 0 {
 		return fmt.Errorf("%w: empty append", ErrInvalidRecords)
 	}
@@ -80,15 +109,23 @@ func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan)
 	// offset it will have: as fetched, or assigned from the log end.
 	l.psm.Begin(&l.stage, origin, 0) // the manager does not read the clock
 	next := l.logEndOffset.Load()
-	// Each batch's header is decoded once, by batch.CheckAt (an
-	// Iterator's step, called here directly); the rules, the producer
-	// state and the scan read it from h.
-	var hdr batch.BatchHeader
-	h := &hdr
+	var ts timestampRules
+	if l.tsRules && !keptOffsets {
+		ts = l.timestampRules(records)
+		if ts.stamped != nil {
+			s.bytes = ts.stamped
+		}
+	}
 	prevLast := int64(-1)
 	for p := 0; p < len(records); {
+		// Each batch's header is decoded once, by batch.CheckAt (an
+		// Iterator's step, called here directly), into its slot of
+		// s.hdrs; the rules, the producer state and the segment read it
+		// from there.
+		h := s.next()
 		v, err := batch.CheckAt(records[p:], int64(p), h)
 		if err != nil {
+			s.drop()
 			return fmt.Errorf("%w: %w", ErrInvalidRecords, err)
 		}
 		pos := int64(p) // the batch's position in records, for errors
@@ -98,7 +135,8 @@ func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan)
 			// them (the call is made to name the failure, or to walk
 			// the records).
 			if int64(len(v)) > l.opts.MaxBatchBytes || h.IsControl() || h.RecordsCount <= 0 ||
-				int64(h.LastOffsetDelta)+1 != int64(h.RecordsCount) || h.ProducerID >= 0 && h.BaseSequence < 0 || l.opts.ValidateRecords {
+				int64(h.LastOffsetDelta)+1 != int64(h.RecordsCount) || h.ProducerID >= 0 && h.BaseSequence < 0 ||
+				l.opts.ValidateRecords || l.opts.CleanupPolicy&Compact != 0 {
 				if err := l.leaderRules(v, h, pos); err != nil {
 					return err
 				}
@@ -107,9 +145,14 @@ func (l *Log) validate(records []byte, origin Origin, keptOffsets bool, s *scan)
 			if err := coordinatorRules(h, pos); err != nil {
 				return err
 			}
-		} else if keptOffsets && s.batches > 0 && h.BaseOffset <= prevLast {
+		} else if keptOffsets && len(s.hdrs) > 1 && h.BaseOffset <= prevLast {
 			return &OffsetError{Err: ErrUnexpectedOffset, Offset: h.BaseOffset,
 				LogStartOffset: l.logStartOffset.Load(), LogEndOffset: l.logEndOffset.Load()}
+		}
+		if ts.apply {
+			if v, err = ts.batch(v, h, pos); err != nil {
+				return err
+			}
 		}
 		slots := int64(h.LastOffsetDelta) + 1
 		base := h.BaseOffset
@@ -151,21 +194,34 @@ func (l *Log) leaderRules(v batch.View, h *batch.BatchHeader, pos int64) error {
 	case h.ProducerID >= 0 && h.BaseSequence < 0:
 		return fmt.Errorf("%w: idempotent batch at %d without a base sequence", ErrPolicy, pos)
 	}
-	if !l.opts.ValidateRecords {
+	compacted := l.opts.CleanupPolicy&Compact != 0
+	if !l.opts.ValidateRecords && !compacted {
 		return nil
 	}
-	if h.Compression() == batch.CompressionNone {
-		if err := batch.CheckRecords(v, v.RecordsSection(), true); err != nil {
-			return fmt.Errorf("%w: batch at %d: %w", ErrInvalidRecords, pos, err)
-		}
-	}
+	data := v.RecordsSection()
 	if h.Compression() != batch.CompressionNone {
-		data, err := v.RecordData(l.scratch, int(l.opts.MaxBatchBytes)*64)
-		if err != nil {
+		var err error
+		if data, err = v.RecordData(l.scratch, int(l.opts.MaxBatchBytes)*64); err != nil {
 			return fmt.Errorf("%w: batch at %d: %w", ErrInvalidRecords, pos, err)
 		}
 		l.scratch = data[:0]
+	}
+	if l.opts.ValidateRecords {
 		if err := batch.CheckRecords(v, data, true); err != nil {
+			return fmt.Errorf("%w: batch at %d: %w", ErrInvalidRecords, pos, err)
+		}
+	}
+	if compacted {
+		// Kafka's leader refuses a record without a key on a compacted
+		// topic (the cleaner could only drop it).
+		it := batch.NewRecordIterator(v, data)
+		var r batch.Record
+		for it.Next(&r) {
+			if r.Key == nil {
+				return fmt.Errorf("%w: compacted topic cannot accept a record without a key (batch at %d, offset delta %d)", ErrPolicy, pos, r.OffsetDelta)
+			}
+		}
+		if err := it.Err(); err != nil {
 			return fmt.Errorf("%w: batch at %d: %w", ErrInvalidRecords, pos, err)
 		}
 	}
@@ -211,11 +267,10 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 // comingBack, is itself in Sync), and reports whether it counted, for
 // leaveAppend. Otherwise an append pays one load of a line it reads
 // anyway (writes) instead of two atomic additions on a line of logCold,
-// which no append touches otherwise (no difference beyond the machine's
-// noise was measured either way: 256 B leader appends and round robin,
-// old and new binaries alternated). An append that starts before the first caller
-// enters Sync goes uncounted: a leader may then cut its group without
-// waiting for it, as it would for an appender that never syncs.
+// which no append touches otherwise. An append that starts before the
+// first caller enters Sync goes uncounted: a leader may then cut its
+// group without waiting for it, as it would for an appender that never
+// syncs.
 func (l *Log) enterAppend() bool {
 	if l.writes.syncers.Load() == 0 {
 		return false
@@ -259,7 +314,7 @@ func (l *Log) beginLeader(v batch.View, h *batch.BatchHeader, next int64) error 
 }
 
 func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *AppendInfo) error {
-	if l.failed != nil || l.closed.Load() || l.tsRules || l.opts.ValidateRecords ||
+	if l.failed != nil || l.closed.Load() || l.tsRules || l.opts.ValidateRecords || l.opts.CleanupPolicy&Compact != 0 ||
 		leaderEpoch != l.latestEpoch.Load() || int64(len(records)) > l.opts.SegmentBytes {
 		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
 	}
@@ -305,9 +360,12 @@ func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *Append
 			}
 		}
 		var s scan
-		s.reset()
+		s.reset(records, l.hdrBuf)
+		*s.next() = h
 		s.add(&h)
-		return l.appendStamped(records, &s, st, next, last, info)
+		err := l.appendStamped(&s, st, next, last, info)
+		l.hdrBuf = s.hdrs[:0]
+		return err
 	}
 	l.logEndOffset.Store(last + 1)
 	l.waiters.logEndMoved()
@@ -362,16 +420,10 @@ func (l *Log) appendAssignedLocked(records []byte, leaderEpoch int32, origin Ori
 	if err := l.validate(records, origin, false, &s); err != nil {
 		return err
 	}
-	if l.tsRules {
-		var err error
-		if records, err = l.applyTimestampRules(records, origin, &s); err != nil {
-			return err
-		}
-	}
 	if latest := l.epochs.latest(); leaderEpoch < latest {
 		return fmt.Errorf("%w: append at epoch %d, latest %d", ErrStaleLeaderEpoch, leaderEpoch, latest)
 	}
-	if origin == OriginCoordinator && containsBarrier(records) {
+	if origin == OriginCoordinator && l.stage.HasBarrier() {
 		if open := l.psm.OngoingTransactions(); len(open) > 0 {
 			return fmt.Errorf("%w: %d open (the first from producer %d at offset %d)",
 				ErrOpenTransactions, len(open), open[0].ProducerID, open[0].FirstOffset)
@@ -379,7 +431,7 @@ func (l *Log) appendAssignedLocked(records []byte, leaderEpoch int32, origin Ori
 	}
 	leo := l.logEndOffset.Load()
 	st := segment.Stamp{Assign: true, NextOffset: leo, LeaderEpoch: leaderEpoch, Write: l.writes.write(l.opts.WritePath, len(records))}
-	return l.appendStamped(records, &s, st, leo, leo+s.offsetSlots-1, info)
+	return l.appendStamped(&s, st, leo, leo+s.offsetSlots-1, info)
 }
 
 // AppendAsFollower appends batches fetched from a leader as they are:
@@ -432,15 +484,16 @@ func (l *Log) appendKeptLocked(records []byte, origin Origin, info *AppendInfo) 
 			ErrStaleLeaderEpoch, s.firstBase, s.firstEpoch, latest)
 	}
 	st := segment.Stamp{Write: l.writes.write(l.opts.WritePath, len(records))}
-	return l.appendStamped(records, &s, st, s.firstBase, s.lastOffset, info)
+	return l.appendStamped(&s, st, s.firstBase, s.lastOffset, info)
 }
 
-// appendStamped rolls if needed, records epochs, appends, commits the
-// producer state staged by validate and advances the log end offset
+// appendStamped rolls if needed, records epochs, appends s.bytes, commits
+// the producer state staged by validate and advances the log end offset
 // (invariant order of doc.go: the bytes are in the log before the
-// producer state changes). Caller holds appendMu, has validated records
-// and chose st.Write (writePolicy.write, once per append).
-func (l *Log) appendStamped(records []byte, s *scan, st segment.Stamp, first, last int64, info *AppendInfo) error {
+// producer state changes). Caller holds appendMu, has validated the bytes
+// into s and chose st.Write (writePolicy.write, once per append).
+func (l *Log) appendStamped(s *scan, st segment.Stamp, first, last int64, info *AppendInfo) error {
+	records := s.bytes
 	active := l.active()
 	if active.ShouldRoll(int64(len(records)), last, s.maxTimestamp, l.opts.SegmentMs, l.jitterMs, l.now) {
 		if err := l.rollLocked(first); err != nil {
@@ -451,12 +504,12 @@ func (l *Log) appendStamped(records []byte, s *scan, st segment.Stamp, first, la
 	// recordEpochs has nothing to do for a leader append at the latest
 	// epoch (the usual case): tested inline.
 	if !st.Assign || st.LeaderEpoch > l.epochs.latest() {
-		if err := l.recordEpochs(records, s, st, first); err != nil {
+		if err := l.recordEpochs(s, st, first); err != nil {
 			return err
 		}
 	}
 	var out segment.Appended
-	if err := active.Append(records, st, &out); err != nil {
+	if err := active.Append(records, s.hdrs, st, &out); err != nil {
 		return err
 	}
 	// The bytes are in the log: publish the end first, so that a failure
@@ -484,31 +537,10 @@ func (l *Log) appendStamped(records []byte, s *scan, st segment.Stamp, first, la
 	return nil
 }
 
-// containsBarrier reports whether validated records hold a control batch
-// whose first record is a MIRROR_PID_RESET (type 7).
-func containsBarrier(records []byte) bool {
-	for p := 0; p < len(records); {
-		v := batch.View(records[p:])
-		v = v[:v.Size()]
-		p += len(v)
-		if !v.IsControl() || v.RecordsCount() == 0 || v.Compression() != batch.CompressionNone {
-			continue
-		}
-		it := batch.NewRecordIterator(v, v.RecordsSection())
-		var r batch.Record
-		if it.Next(&r) {
-			if _, t, err := batch.ParseControlKey(r.Key); err == nil && t == batch.ControlMirrorPidReset {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // recordEpochs adds new leader epochs to the cache: the leader's epoch at
 // the first assigned offset, or each new epoch met in a follower's
 // batches at that batch's base offset.
-func (l *Log) recordEpochs(records []byte, s *scan, st segment.Stamp, first int64) error {
+func (l *Log) recordEpochs(s *scan, st segment.Stamp, first int64) error {
 	latest := l.epochs.latest()
 	if st.Assign {
 		if st.LeaderEpoch > latest {
@@ -521,16 +553,13 @@ func (l *Log) recordEpochs(records []byte, s *scan, st segment.Stamp, first int6
 	if s.lastEpoch <= latest {
 		return nil
 	}
-	// records was validated: walk the headers without checking again.
-	for p := 0; p < len(records); {
-		v := batch.View(records[p:])
-		if e := v.PartitionLeaderEpoch(); e > latest {
-			if err := l.epochs.assign(e, v.BaseOffset()); err != nil {
+	for i := range s.hdrs {
+		if h := &s.hdrs[i]; h.PartitionLeaderEpoch > latest {
+			if err := l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
 				return err
 			}
-			latest = e
+			latest = h.PartitionLeaderEpoch
 		}
-		p += v.Size()
 	}
 	return nil
 }

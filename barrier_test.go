@@ -834,10 +834,10 @@ func TestBarrier_EpochLine(t *testing.T) {
 	}
 }
 
-// TestRegression_BarrierAcceptedWithOpenTransaction is producer-state.md T65
-// (§6.8 R2): the storage API must refuse a barrier while a transaction
-// is open, with a retriable error.
-func TestRegression_BarrierAcceptedWithOpenTransaction(t *testing.T) {
+// TestBarrierRefusedWithOpenTransaction: the storage API refuses a
+// barrier while a transaction is open, with a retriable error
+// (producer-state.md T65, §6.8 R2).
+func TestBarrierRefusedWithOpenTransaction(t *testing.T) {
 	l, _ := psNew(t)
 	psLeader(t, l, psData(t, 5, 0, 0, 2, true))
 	before := psFreeze(t, l)

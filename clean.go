@@ -91,9 +91,9 @@ func (t *cleanTask) Evaluate(now time.Time) (cleaner.Evaluation, error) {
 func (t *cleanTask) Clean(w *cleaner.Worker, now time.Time) error {
 	l := t.l
 	_, err := l.cleanRound(w, now, false)
-	if err == nil && l.opts.CleanupPolicy&Delete != 0 {
-		// Kafka's cleaner threads apply retention to compact,delete logs
-		// right after cleaning them.
+	if err == nil {
+		// Kafka's cleaner threads apply retention to compacted logs right
+		// after cleaning them (a compact-only log: below its log start).
 		_, err = l.DeleteOldSegments(now)
 	}
 	return err
@@ -132,8 +132,29 @@ func (l *Log) startCleaning() {
 	l.opts.Cleaner.Notify(l.clean.task)
 }
 
+// reconfigureCleaning follows a change of the cleaner's settings (caller
+// holds appendMu): a log that became compacted gets a task, and any
+// compacted log is looked at again with its new settings; it returns the
+// task of a log that stopped being compacted, for the caller to take out
+// of its cleaner once appendMu is released.
+func (l *Log) reconfigureCleaning() *cleanTask {
+	if !l.compacted() {
+		t := l.clean.task
+		l.clean.task = nil
+		return t
+	}
+	if l.clean.task == nil {
+		if l.opts.Cleaner == nil {
+			l.opts.Cleaner = DefaultCleaner()
+		}
+		l.clean.task = &cleanTask{l: l}
+	}
+	l.opts.Cleaner.Notify(l.clean.task)
+	return nil
+}
+
 // notifyCleaner tells the cleaner a compacted log has new sealed data (a
-// roll). Caller may hold appendMu.
+// roll). Caller holds appendMu.
 func (l *Log) notifyCleaner() {
 	if t := l.clean.task; t != nil {
 		l.opts.Cleaner.Notify(t)
@@ -147,7 +168,10 @@ func (l *Log) stopCleaning() {
 	l.clean.run.Lock()
 	l.clean.closed = true
 	l.clean.run.Unlock()
-	if t := l.clean.task; t != nil {
+	l.appendMu.Lock()
+	t := l.clean.task
+	l.appendMu.Unlock()
+	if t != nil {
 		l.opts.Cleaner.Forget(t)
 	}
 }
@@ -163,7 +187,10 @@ func (l *Log) CleanerCheckpoint() (int64, bool) {
 // its cleaner leaves it alone because of it (Kafka's uncleanable
 // partitions), else nil.
 func (l *Log) CleanerError() error {
-	if t := l.clean.task; t != nil {
+	l.appendMu.Lock()
+	t := l.clean.task
+	l.appendMu.Unlock()
+	if t != nil {
 		return l.opts.Cleaner.Err(t)
 	}
 	return nil
@@ -179,7 +206,9 @@ func (l *Log) CleanerError() error {
 // returns what the round did; ErrCleaningStopped when the log closed or
 // lost segments meanwhile.
 func (l *Log) Compact(now time.Time) (CleanResult, error) {
+	l.appendMu.Lock()
 	pool := l.opts.Cleaner
+	l.appendMu.Unlock()
 	if pool == nil {
 		pool = DefaultCleaner()
 	}

@@ -1,6 +1,7 @@
 package partlog
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -388,9 +389,12 @@ func rebuiltProducers(t testing.TB, l *Log, nowMs int64) rebuilt {
 	t.Helper()
 	m := producerstate.New(producerstate.Config{ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs})
 	err := m.Rebuild(&producerstate.Rebuild{LogStart: l.LogStartOffset(), End: l.LogEndOffset(), NowMs: nowMs,
-		Batches: func(from int64, yield func(batch.View) bool) error {
+		Batches: func(from int64, yield func(batch.View, *batch.BatchHeader) bool) error {
+			var h batch.BatchHeader
 			for _, b := range ltBatches(t, l) {
-				if !yield(batch.View(b.Bytes)) {
+				v := batch.View(b.Bytes)
+				v.DecodeHeader(&h)
+				if !yield(v, &h) {
 					break
 				}
 			}
@@ -653,5 +657,112 @@ func TestCompactedTxnIndexVerifies(t *testing.T) {
 	}
 	if rep.Status == recovery.StatusProblems {
 		t.Fatalf("verification found problems: %s", rep.Summary())
+	}
+}
+
+// TestCompactedLogRefusesKeylessRecords: a compacted log's leader
+// refuses a record without a key, as Kafka's does (INVALID_RECORD), in
+// plain and compressed batches; keyed records, and followers' batches,
+// go in; an append of keyed records allocates nothing.
+func TestCompactedLogRefusesKeylessRecords(t *testing.T) {
+	clock := int64(1_700_000_000_000)
+	l, _ := openTestLog(t, compactOpts(t, &clock))
+	var b batch.Builder
+	for _, comp := range []batch.Compression{batch.CompressionNone, batch.CompressionZstd} {
+		spec := batch.NewBatchSpec(0)
+		spec.Compression = comp
+		keyless, err := b.AppendBatch(nil, &spec, []batch.RecordSpec{{Key: []byte("k"), Value: []byte("v")}, {Value: []byte("no key")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = l.AppendAsLeader(keyless, 1)
+		if !errors.Is(err, ErrPolicy) || KafkaErrorCode(err) != 87 {
+			t.Fatalf("%v: keyless record: %v", comp, err)
+		}
+		keyed, err := b.AppendBatch(nil, &spec, []batch.RecordSpec{{Key: []byte("k"), Value: []byte("v")}, {Key: []byte{}, Value: nil}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		psLeader(t, l, keyed)
+	}
+	if _, err := l.AppendAsFollower(psAt(l.LogEndOffset(), 1, kvBatch(t, clock, "a=1"))); err != nil {
+		t.Fatal(err)
+	}
+	if raceEnabled {
+		return
+	}
+	big := compactOpts(t, &clock)
+	big.SegmentBytes = 1 << 20 // no roll within the runs
+	lb, _ := openTestLog(t, big)
+	keyed := kvBatch(t, clock, "a=1", "b=2")
+	psLeader(t, lb, keyed)
+	if n := testing.AllocsPerRun(50, func() {
+		if _, err := lb.AppendAsLeader(keyed, 1); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("a keyed append to a compacted log allocates %v times", n)
+	}
+}
+
+// TestReconfigureCompaction: a delete log reconfigured as compacted is
+// cleaned by its Cleaner when due; reconfigured back, it is left alone
+// and its retention deletes by time again.
+func TestReconfigureCompaction(t *testing.T) {
+	clock := int64(1_700_000_000_000)
+	opts := compactOpts(t, &clock)
+	opts.CleanupPolicy = Delete
+	opts.MinCleanableDirtyRatio = 0.5
+	l, _ := openTestLog(t, opts)
+	for i := 0; i < 100; i++ {
+		psLeader(t, l, kvBatch(t, clock, fmt.Sprintf("k%d=v%d", i%4, i)))
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	opts.Cleaner.Idle()
+	if _, ok := l.CleanerCheckpoint(); ok {
+		t.Fatal("a delete log was cleaned")
+	}
+	c := *opts
+	c.CleanupPolicy = Compact
+	if err := l.Reconfigure(&c); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if cp, ok := l.CleanerCheckpoint(); ok && cp == l.LogEndOffset() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reconfigured log was not cleaned (%v)", l.CleanerError())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	opts.Cleaner.Idle()
+	if n := len(readRecords(t, l)); n != 4 {
+		t.Fatalf("%d records after cleaning, want 4", n)
+	}
+	d := *opts
+	d.CleanupPolicy = Delete
+	d.RetentionBytes = 1
+	if err := l.Reconfigure(&d); err != nil {
+		t.Fatal(err)
+	}
+	cp, _ := l.CleanerCheckpoint()
+	for i := 0; i < 100; i++ {
+		psLeader(t, l, kvBatch(t, clock, fmt.Sprintf("k%d=v%d", i%4, i)))
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	opts.Cleaner.Idle()
+	if now, _ := l.CleanerCheckpoint(); now != cp {
+		t.Fatalf("a log no longer compacted was cleaned (checkpoint %d -> %d)", cp, now)
+	}
+	if n, err := l.DeleteOldSegments(time.UnixMilli(clock)); err != nil || n == 0 {
+		t.Fatalf("retention.bytes after the policy went back to delete: %d %v", n, err)
 	}
 }

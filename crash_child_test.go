@@ -249,7 +249,7 @@ func (w *crashWorkload) barrier() error {
 	if w.rng.IntN(2) == 0 {
 		// A second barrier in the same append. Its incoming base offset
 		// must be above the first's although both are reassigned
-		// (TestRegression_CoordinatorMultiBatchOffsets).
+		// (TestCoordinatorAssignsEveryBatchItsOffsets).
 		next := batch.AppendMirrorPidResetBatch(nil, batch.ControlSpec{PartitionLeaderEpoch: batch.NoLeaderEpoch,
 			Timestamp: time.Now().UnixMilli()}, "crash-source")
 		batch.View(next).SetBaseOffset(1)

@@ -165,24 +165,6 @@ func crashDigest(l *Log, from, to int64, h uint32) (uint32, error) {
 	return h, err
 }
 
-// controlType returns the control type of a control batch's first record.
-func controlType(v batch.View) (batch.ControlType, bool) {
-	if !v.IsControl() || v.RecordsCount() <= 0 {
-		return 0, false
-	}
-	data, err := v.RecordData(nil, 1<<20)
-	if err != nil {
-		return 0, false
-	}
-	it := batch.NewRecordIterator(v, data)
-	var r batch.Record
-	if !it.Next(&r) {
-		return 0, false
-	}
-	_, typ, err := batch.ParseControlKey(r.Key)
-	return typ, err == nil
-}
-
 // crashResult is what crashCheck learned about a reopened log.
 type crashResult struct {
 	leo        int64
@@ -254,7 +236,7 @@ func crashCheck(t *testing.T, l *Log, ack ackRecord, exactLEO int64) crashResult
 		} else if len(epochs) > 0 && e < epochs[len(epochs)-1].Epoch {
 			return fmt.Errorf("leader epoch %d after %d", e, epochs[len(epochs)-1].Epoch)
 		}
-		if typ, ok := controlType(v); ok && typ == batch.ControlMirrorPidReset {
+		if v.IsBarrier() {
 			barriers = append(barriers, v.BaseOffset())
 		}
 		m.Begin(&a, producerstate.Replay, now)
@@ -683,7 +665,7 @@ func TestCrashKill(t *testing.T) {
 	}
 	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
 	last, _, _ := readLastAck(acks)
-	t.Logf("%d kills in %v, %d acknowledged flushes, %d recoveries cut (%v), %d started from a snapshot; final log end %d, %d segments, %d barriers; %d checkpoint temporaries removed (TestRegression_CheckpointTempBlocksOpen)",
+	t.Logf("%d kills in %v, %d acknowledged flushes, %d recoveries cut (%v), %d started from a snapshot; final log end %d, %d segments, %d barriers; %d checkpoint temporaries removed (TestCheckpointTempDoesNotBlockOpen)",
 		kills, time.Since(began).Round(time.Millisecond), ackedFlushes, truncations, classes, snapshots, last.offset, len(segs), barriers, tempsRemoved)
 }
 
@@ -700,7 +682,7 @@ func countAcks(path string) (int, error) {
 // leave (leader-epoch-checkpoint.tmp, written by the epoch cache before
 // its rename) and returns how many there were. Recovery ignores them
 // (recovery.md §8 H2) but Log.load refuses any *.tmp, so without this an
-// unclean Open fails for ever: see TestRegression_CheckpointTempBlocksOpen. The
+// unclean Open fails for ever: see TestCheckpointTempDoesNotBlockOpen. The
 // harness removes them, as the next checkpoint write would truncate them,
 // so that it keeps checking everything else.
 func removeCheckpointTemps(dir string) (int, error) {
@@ -716,15 +698,10 @@ func removeCheckpointTemps(dir string) (int, error) {
 	return len(temps), nil
 }
 
-// TestRegression_CheckpointTempBlocksOpen: a process killed while it rewrites
-// leader-epoch-checkpoint (temp file, fsync, rename) leaves
-// leader-epoch-checkpoint.tmp. recovery.Run ignores checkpoint temporaries
-// (leftovers.go, recovery.md §8 H2 "ignored; never read as checkpoints"),
-// and then Log.load (log.go) fails on any name ending in ".tmp" with
-// ErrNeedsRecovery "leftover temporary file". Every later Open, clean or
-// not, fails the same way: the partition cannot be opened again after a
-// crash at that point. TestCrashKill hit it on its first iteration.
-func TestRegression_CheckpointTempBlocksOpen(t *testing.T) {
+// TestCheckpointTempDoesNotBlockOpen: a leader-epoch-checkpoint.tmp
+// left by a process killed while it rewrote the checkpoint is ignored
+// by recovery (recovery.md §8 H2) and by the load, which opens the log.
+func TestCheckpointTempDoesNotBlockOpen(t *testing.T) {
 	dir := t.TempDir()
 	l, err := Open(dir, smallOpts(t))
 	if err != nil {
@@ -750,13 +727,11 @@ func TestRegression_CheckpointTempBlocksOpen(t *testing.T) {
 	_ = l.Close()
 }
 
-// TestRegression_CoordinatorMultiBatchOffsets: AppendAsCoordinator assigns
-// offsets "as for a leader", so the follower rule "each batch's base offset
-// above the previous batch's last offset" must not apply to the offsets as
-// received: two barriers both built at base offset 0, as a leader's input
-// always is, are appended at 0 and 1 (Kafka checks monotonic offsets only
-// when it does not assign them).
-func TestRegression_CoordinatorMultiBatchOffsets(t *testing.T) {
+// TestCoordinatorAssignsEveryBatchItsOffsets: AppendAsCoordinator
+// assigns offsets as a leader does, so two control batches built at
+// base offset 0 are appended at 0 and 1: the follower rule on offsets
+// as received does not apply.
+func TestCoordinatorAssignsEveryBatchItsOffsets(t *testing.T) {
 	l, _ := openTestLog(t, smallOpts(t))
 	b := batch.AppendMirrorPidResetBatch(nil, batch.ControlSpec{PartitionLeaderEpoch: batch.NoLeaderEpoch, Timestamp: 1000}, "src")
 	b = batch.AppendMirrorPidResetBatch(b, batch.ControlSpec{PartitionLeaderEpoch: batch.NoLeaderEpoch, Timestamp: 1000}, "src")

@@ -28,9 +28,8 @@ type DirOptions struct {
 	// from the log directory's files instead.
 	Log *Options
 	// Parallelism is how many partitions load at once. Default: four per
-	// CPU, at least 8 (a load mostly waits on the file system; with 1 000
-	// fresh partitions on the 2-vCPU reference VM, 16 at once took 0.2–0.9x
-	// the time of 2 in three interleaved rounds).
+	// CPU, at least 8: a load mostly waits on the file system
+	// (bench/RESULTS.md, DirOptions.Parallelism).
 	Parallelism int
 	// BrokerEpoch is written into the clean-shutdown marker by Close.
 	// Default -1 (none).
@@ -40,6 +39,13 @@ type DirOptions struct {
 	// Log). The fields taken from the log directory's files are set as
 	// for Log.
 	PartitionOptions func(TopicPartition) *Options
+	// Quarantine, if set, is where the recovery of a partition at open
+	// places every byte it removes (cut tails, dropped segments, replaced
+	// indexes; recovery.Options.Quarantine), a relative path being taken
+	// inside the partition directory, which recovery and Kafka's loader
+	// skip as a subdirectory. Default "": removed bytes are deleted, as
+	// Kafka deletes them.
+	Quarantine string
 }
 
 // ErrDirLocked is returned by OpenDir when another holder (a running
@@ -56,7 +62,12 @@ type DirProblem struct {
 	// suffixed directories, left alone), "metadata-log" (KRaft's
 	// __cluster_metadata-0, which Kafka's log manager does not load
 	// either), "bad-checkpoint", "inconsistent-topic-id"
-	// (partition.metadata names another id than the partition's Options)
+	// (partition.metadata names another id than the partition's Options),
+	// "not-a-directory" (an entry named like a partition directory that
+	// is a regular file or another non-directory; left alone),
+	// "flushed-damage" (a cleanly shut down partition whose repair would
+	// cut data below its recovery point: ErrFlushedDamage), "read-only"
+	// (Name "."; the checkpoints could not be written at open: Dir.ReadOnly)
 	// or "failed".
 	Kind string
 	// Detail says more.
@@ -79,6 +90,8 @@ type Dir struct {
 	// there are any, Close writes no clean-shutdown marker.
 	unloaded map[TopicPartition]unloadedEntry
 	clean    bool
+	// readOnly is why every write is refused (ReadOnly), set by OpenDir.
+	readOnly error
 	// cleanerFile: cleaner-offset-checkpoint exists (it is written once
 	// a partition has a cleaner checkpoint, and kept from then on).
 	cleanerFile bool
@@ -98,6 +111,9 @@ var kafkaSuffixedDirRE = regexp.MustCompile(`^(\S+)-(\S+)\.(\S+)-(delete|future|
 type unloadedEntry struct {
 	recoveryPoint, logStart, highWatermark, firstDirty             int64
 	hasRecoveryPoint, hasLogStart, hasHighWatermark, hasFirstDirty bool
+	// unchanged: the partition was refused before anything of it changed
+	// (ErrFlushedDamage), so it does not stop the clean-shutdown marker.
+	unchanged bool
 }
 
 // OpenDir opens a Kafka log directory: it takes the directory's .lock
@@ -246,6 +262,10 @@ func (d *Dir) load() error {
 			continue
 		}
 		if !e.IsDir() {
+			if _, ok := ParsePartitionDir(name); ok {
+				d.problems = append(d.problems, DirProblem{Name: name, Kind: "not-a-directory",
+					Detail: "named like a partition directory but not a directory; left alone"})
+			}
 			continue // checkpoints, the marker, .lock, foreign files
 		}
 		if m := kafkaSuffixedDirRE.FindStringSubmatch(name); m != nil {
@@ -282,16 +302,22 @@ func (d *Dir) load() error {
 			}
 			o.LogStartOffset = starts[j.tp]
 			o.FirstDirtyOffset = dirty[j.tp]
-			l, err := Open(filepath.Join(d.path, j.name), &o)
+			l, err := openLog(filepath.Join(d.path, j.name), &o, d.opts.Quarantine)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				kind := "failed"
-				if errors.Is(err, ErrInconsistentTopicID) {
+				u := unloadedEntry{}
+				switch {
+				case errors.Is(err, ErrInconsistentTopicID):
 					kind = "inconsistent-topic-id"
+				case errors.Is(err, ErrFlushedDamage):
+					// Left exactly as the clean shutdown left it: the
+					// next open is clean for it too, and refuses again
+					// instead of cutting after an unclean open.
+					kind, u.unchanged = "flushed-damage", true
 				}
 				d.problems = append(d.problems, DirProblem{Name: j.name, Kind: kind, Detail: err.Error()})
-				u := unloadedEntry{}
 				u.recoveryPoint, u.hasRecoveryPoint = rps[j.tp]
 				u.logStart, u.hasLogStart = starts[j.tp]
 				u.highWatermark, u.hasHighWatermark = hws[j.tp]
@@ -303,12 +329,30 @@ func (d *Dir) load() error {
 		}()
 	}
 	wg.Wait()
-	sort.Slice(d.problems, func(i, k int) bool { return d.problems[i].Name < d.problems[k].Name })
 	// The recovery points of recovered partitions were lowered to what is
 	// known durable: persist that before anything new is appended
-	// (recovery.md §2.14).
-	return d.Checkpoint()
+	// (recovery.md §2.14). On a full disk nothing may be appended then,
+	// but the partitions can still be read: the directory opens read-only
+	// (a broker killed on a full disk could not start at all).
+	if err := d.Checkpoint(); err != nil {
+		if !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.EDQUOT) {
+			return err
+		}
+		cause := fmt.Errorf("the log directory opened read-only: its checkpoints could not be written (%w); reopen it with space to write", err)
+		d.readOnly = fmt.Errorf("%w: %w", ErrFailed, cause)
+		for _, l := range d.logs {
+			l.refuseWrites(cause)
+		}
+		d.problems = append(d.problems, DirProblem{Name: ".", Kind: "read-only", Detail: d.readOnly.Error()})
+	}
+	sort.Slice(d.problems, func(i, k int) bool { return d.problems[i].Name < d.problems[k].Name })
+	return nil
 }
+
+// ReadOnly returns why the directory refuses writes (its logs, Create),
+// or nil: OpenDir could not write the checkpoints it must write before
+// anything is appended (a full disk).
+func (d *Dir) ReadOnly() error { return d.readOnly }
 
 // readOffsets reads an offset checkpoint; a malformed one is reported and
 // treated as missing (everything recovered: the safe direction).
@@ -431,14 +475,25 @@ func (d *Dir) Close() error {
 	}
 	d.closed = true
 	var errs []error
+	durable := true
 	for _, l := range d.logs {
 		errs = append(errs, l.Close())
+		durable = durable && l.closedDurable
 	}
-	errs = append(errs, d.checkpointLocked(), d.deletions.removeNow())
+	ckErr := d.checkpointLocked()
+	errs = append(errs, ckErr, d.deletions.removeNow())
 	// A partition that failed to load was not recovered: the next open
 	// must not trust the directory as cleanly shut down (Kafka takes the
-	// whole log directory offline instead).
-	if err := errors.Join(errs...); err == nil && len(d.unloaded) == 0 {
+	// whole log directory offline instead), unless it was refused
+	// untouched. A partition whose close failed after its data was
+	// flushed (a producer snapshot it could not write: an immutable
+	// directory, a full disk) does not withhold the marker from the
+	// others: the next open rebuilds what it lacks. Unflushed data does.
+	untouched := true
+	for _, u := range d.unloaded {
+		untouched = untouched && u.unchanged
+	}
+	if durable && ckErr == nil && untouched {
 		errs = append(errs, checkpoint.WriteCleanShutdown(filepath.Join(d.path, checkpoint.CleanShutdownFile), d.opts.BrokerEpoch))
 	}
 	errs = append(errs, d.lockFile.Close())

@@ -17,6 +17,13 @@ var (
 	// cleanly (a torn or padded tail, leftovers of interrupted renames,
 	// indexes failing their checks). Recovery opens it.
 	ErrNeedsRecovery = errors.New("partlog: directory needs crash recovery")
+	// ErrFlushedDamage: Open of a cleanly shut down directory found
+	// damage whose repair would cut data below the recovery point (a
+	// corrupt batch of the active segment, say). Kafka trusts such a
+	// directory and would not look; partlog cuts nothing and refuses the
+	// partition, naming the damage: `partlog recover --apply --force` cuts
+	// it as Kafka's crash recovery would.
+	ErrFlushedDamage = errors.New("partlog: damage below the recovery point of a cleanly shut down partition")
 	// ErrInvalidRecords: an append carried bytes that are not a sequence
 	// of valid batches; nothing was written. It wraps the batch package's
 	// ErrCorrupt or ErrTornTail with the position.

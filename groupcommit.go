@@ -251,22 +251,12 @@ type syncGather struct {
 // writeback or the last group flush make a member joining a gathering
 // group start the writeout of them (sync_file_range, see claimWriteback).
 //
-// An fdatasync's time grows with the bytes it writes (about 0.9 ms plus
-// 60 µs per 16 KiB batch, in a probe on a 2-vCPU VM), and the writers a
+// An fdatasync's time grows with the bytes it writes, and the writers a
 // flush released append again one after another, with the disk idle,
-// while the next group gathers. Writing their bytes out as they come moves most of
-// that per-byte part into the gathering: in a standalone probe (64
-// pwrites of 16 KiB 20 µs apart, then one fdatasync; 60 rounds, three
-// runs) starting writeback every 8 pwrites cut the fdatasync from 3.64-
-// 3.84 ms to 2.45-2.67 ms and the round from 5.68-5.82 ms to 4.88-5.13.
-// In BenchmarkSyncGather (64 writers, blocks of 16, three runs, batches/s
-// over the same log without it) a step of 64 KiB gave 1.03, 0.80, 1.10;
-// 128 KiB 0.97, 1.16, 1.08; 256 KiB 1.09, 1.03, 1.16; 512 KiB 0.99, 0.98,
-// 1.09. The fdatasync's time per batch fell in every run (for 256 KiB
-// 66/136/64 µs against 79/138/85), but the flushes carried fewer batches
-// (45-53 against 49-59): the members' writeout competes with the others'
-// appends for the CPUs and, in the filesystem, for the extent tree (the
-// writeout converts the fallocated, unwritten extents it writes).
+// while the next group gathers: writing their bytes out as they come
+// moves most of that per-byte cost into the gathering. The step is a
+// compromise: the members' writeout competes with the others' appends
+// for the CPUs and the extent tree (bench/RESULTS.md, writebackStep).
 const writebackStep = 256 << 10
 
 // flushed records that a flush made segment seg durable up to size: the
@@ -319,25 +309,12 @@ func (w *syncGather) release(n int, took time.Duration, now time.Time) {
 // whole bound).
 //
 // The members a flush released append again one after another under
-// appendMu, and at 64 writers of 16 KiB those appends (a pwritev of about
-// 10-20 µs each here, 0.6-1.3 ms for all of them) take longer than the
-// fsync they follow: a bound of one fsync time, with 4 gaps, cut the
-// groups at 37-41 batches of 64 on average (a trace of 4 096 durable
-// appends: 31 flushes of all 64 among 91, the rest from 1 to 58). The
-// members left out then cost a flush of their own, which carries few. In
-// one process (blocks of 16 batches per writer, 8 192 batches per
-// variant, three runs, batches/s over the old bound of 1 fsync time and
-// 4 gaps, whoever was on the way): 4 fsync times and 16 gaps 1.26, 1.19,
-// 1.21 at 64 writers (57.7-58.9 batches per flush against 39.8-41.0) and
-// 1.16, 1.23, 1.21 at 8 (7.5 against 6.4-6.6); 4 fsync times with 4 gaps
-// 1.05, 1.03, 1.12 and 1.03, 1.15, 1.17; 1 fsync time with 16 gaps 1.04,
-// 0.87, 1.05 and 1.14, 1.22, 1.25. But 16 gaps for every wait made blocks
-// of 2 batches per writer (writers that are done, every other batch)
-// wait 1.7-1.9x longer per flush at 8 writers in BenchmarkSyncGather;
-// with the old bound kept when nobody is on the way it is as before
-// (311-324 µs against 320-344), and block=16 has 54.6-56.9 batches per
-// flush at 64 writers against 41.8-44.0 (two runs of each binary,
-// alternated).
+// appendMu, and with many writers those appends take longer than the
+// fsync they follow: a bound of one fsync time cut the groups short, and
+// the members left out cost a flush of their own. Waiting longer while
+// members are on their way, and only the old bound when none is, carries
+// more batches per flush without slowing writers that are done
+// (bench/RESULTS.md, gatherGaps).
 const (
 	gatherGaps      = 16
 	gatherTooks     = 4
@@ -508,10 +485,7 @@ func (c *groupCommit) lead(g *syncGroup) error {
 	if next != nil {
 		// Let next's leader (in the run-next slot, see syncGroup.ready)
 		// start its fdatasync now rather than after this caller's next
-		// append. In one run of BenchmarkDurableAppend's appenders
-		// (three pairs, 1280 batches), the time from one flush's end to
-		// the next flush's start at 8 writers fell from 81-117 µs to
-		// 21-48 µs, the leader's wake-up from 50-59 µs to 7-12 µs.
+		// append (bench/RESULTS.md, groupCommit.lead).
 		runtime.Gosched()
 	}
 	return err
@@ -602,16 +576,9 @@ func (c *groupCommit) comingBack(g *syncGroup) bool {
 // per·n, R the time the W appends take one after another under
 // appendMu), so it pays when R < lat; yet cutting the wait short when
 // R ≥ lat leaves the members still to come for a flush of their own,
-// which costs more (gatherTooks). In BenchmarkSyncGather (one
-// process, blocks of 16 batches per writer, seven runs) 8 writers had
-// 6.4 to 7.3 batches per flush against 3.6 to 4.0, and 1.4x to 2.1x the
-// batches/s in six runs (0.88x in one); 64 writers 49 to 58 against 28
-// to 31, but there the fsync time grew with the bytes and the appends
-// took 1.4-1.9 ms, so the batches/s were 0.82x to 1.21x (ahead in five
-// runs). In blocks of 2 batches per writer (BenchmarkDurableAppend's
-// with -bench.durableblock 2), where every block ends with a wait for
-// writers that are done, it was 0.59x to 1.27x at 8 writers and 0.90x
-// to 0.96x at 64 (seven runs).
+// which costs more (gatherTooks). It pays most with few writers; with
+// many the fsync's time grows with the bytes (bench/RESULTS.md,
+// gatherWait).
 //
 // The leader waits until as many callers came back (led or joined a
 // group) as the last flush released, at most a few times the last

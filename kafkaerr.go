@@ -82,7 +82,8 @@ const (
 //	                                     retriable
 //	ErrTransactionCoordinatorFenced      TRANSACTION_COORDINATOR_FENCED (52)
 //	ErrLocked, ErrDirLocked,
-//	  ErrNeedsRecovery, ErrFailed, and
+//	  ErrNeedsRecovery, ErrFlushedDamage,
+//	  ErrFailed, and
 //	  file-system, index and checkpoint
 //	  errors                             KAFKA_STORAGE_ERROR (56)
 //	ErrStaleLeaderEpoch                  FENCED_LEADER_EPOCH (74)
@@ -150,6 +151,7 @@ var kafkaCodes = []struct {
 	{ErrLocked, codeKafkaStorageError},
 	{ErrDirLocked, codeKafkaStorageError},
 	{ErrNeedsRecovery, codeKafkaStorageError},
+	{ErrFlushedDamage, codeKafkaStorageError},
 	{ErrFailed, codeKafkaStorageError},
 	{segment.ErrClosed, codeKafkaStorageError},
 	{segment.ErrFull, codeKafkaStorageError},

@@ -30,6 +30,7 @@ var kafkaErrorTable = map[string]struct {
 	"ErrClosed":                       {ErrClosed, 6},
 	"ErrLocked":                       {ErrLocked, 56},
 	"ErrNeedsRecovery":                {ErrNeedsRecovery, 56},
+	"ErrFlushedDamage":                {ErrFlushedDamage, 56},
 	"ErrInvalidRecords":               {ErrInvalidRecords, 2},
 	"ErrPolicy":                       {ErrPolicy, 87},
 	"ErrRecordTooLarge":               {ErrRecordTooLarge, 10},

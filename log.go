@@ -6,12 +6,14 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/fsutil"
@@ -69,7 +71,7 @@ type Log struct {
 
 	// Line 1: the write policy and the waiters (an append reads the
 	// log-end notifier's first word).
-	writes  writePolicy // how appends reach the page cache (sync.go)
+	writes  writePolicy // how appends reach the page cache (writepath.go)
 	waiters waiters     // wait.go
 	// Line 2: the rest of waiters, then opts, whose first five fields
 	// the append reads.
@@ -125,7 +127,10 @@ type logCold struct {
 	// appendTimeBuf holds a LogAppendTime append's stamped copy
 	// (timestamp.go), under appendMu.
 	appendTimeBuf []byte
-	dirDirty      bool // a segment was created since the last Flush
+	// hdrBuf is the array of the headers validate decodes (scan.hdrs),
+	// under appendMu.
+	hdrBuf   []batch.BatchHeader
+	dirDirty bool // a segment was created since the last Flush
 	// listing is the directory's entries in name order, read by open and
 	// dropped at the end of Open: the files it lacks are not opened.
 	listing []fs.DirEntry
@@ -134,6 +139,11 @@ type logCold struct {
 	keys      map[*segment.Segment]uint64 // mapping-cache registrations
 	closeOnce sync.Once
 	closeErr  error
+	// closedDurable: Close flushed every appended byte (its other steps,
+	// a producer snapshot or the directory sync, may still have failed:
+	// what they leave, the next open rebuilds). Dir.Close writes the
+	// clean-shutdown marker only if every log closed durable.
+	closedDurable bool
 
 	logStartOffset atomic.Int64
 	recoveryPoint  atomic.Int64
@@ -157,16 +167,25 @@ type logCold struct {
 // from this or another process, fails with ErrLocked while the Log is
 // open; no file is added to the directory for this.
 //
-// With Options.CleanShutdown (the log directory's clean-shutdown marker
-// was present; OpenDir passes it) the directory is loaded without
-// reading any sealed segment: their indexes are checked when first used,
-// and only the active segment's tail is validated. Otherwise, or when
-// that tail check fails, package recovery repairs the directory first
-// (from Options.RecoveryPoint on: torn tails cut, indexes rebuilt,
-// producer state replayed), and RecoveryReport says what it did. With
+// Every open loads the directory through package recovery (one load
+// path, recovery.Load), which the Log then adopts: with
+// Options.CleanShutdown (the log directory's clean-shutdown marker was
+// present; OpenDir passes it) no sealed segment is read (their indexes
+// are checked when first used) and only the active segment's tail is
+// validated, through the files recovery opens for appending; otherwise,
+// or when that check fails, recovery repairs the directory from
+// Options.RecoveryPoint on (torn tails cut, indexes rebuilt, producer
+// state replayed), and RecoveryReport says what it did. With
 // Options.Strict nothing is repaired: a directory that would need it
 // fails with ErrNeedsRecovery.
 func Open(dir string, opts *Options) (*Log, error) {
+	return openLog(dir, opts, "")
+}
+
+// openLog is Open with the quarantine of its recovery
+// (DirOptions.Quarantine; not an Options field: the Log embeds its
+// Options, and its layout has no room).
+func openLog(dir string, opts *Options, quarantine string) (*Log, error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -191,7 +210,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 	if l.cache == nil {
 		l.cache = DefaultMappingCache()
 	}
-	if err := l.open(); err != nil {
+	if err := l.open(quarantine); err != nil {
 		l.closeSegments()
 		_ = unlockDir(lock)
 		return nil, err
@@ -215,7 +234,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 // and validates only those that fail them; without it every segment from
 // the recovery point on is validated and repaired. A new directory (no
 // file of the segment family) gets a first empty segment.
-func (l *Log) open() error {
+func (l *Log) open(quarantine string) error {
 	// Listed once, through the lock's descriptor of the directory, for
 	// both the new-partition check and the load.
 	entries, err := l.lock.ReadDir(-1)
@@ -238,9 +257,16 @@ func (l *Log) open() error {
 		ProducerIDExpirationMs: l.opts.ProducerIDExpirationMs,
 		Now:                    l.opts.Now,
 		OpenActive:             true,
+		// What a clean shutdown declared durable is not cut at open
+		// (Kafka would not even scan it); the partition is refused.
+		KeepFlushed: l.opts.CleanShutdown,
+		Quarantine:  quarantineDir(l.dir, quarantine),
 	})
 	if err != nil {
 		return err
+	}
+	if r := ld.Report; r.Refused != "" && !l.opts.Strict {
+		return fmt.Errorf("%w: %s; partlog recover --apply --force %s cuts it as Kafka's crash recovery would", ErrFlushedDamage, r.Refused, l.dir)
 	}
 
 	rep := ld.Report
@@ -258,6 +284,15 @@ func (l *Log) open() error {
 		return fmt.Errorf("%w: %s", ErrNeedsRecovery, rep.Summary())
 	}
 	return l.adopt(ld)
+}
+
+// quarantineDir is DirOptions.Quarantine for the partition directory
+// dir: a relative path is taken inside it.
+func quarantineDir(dir, q string) string {
+	if q == "" || filepath.IsAbs(q) {
+		return q
+	}
+	return filepath.Join(dir, q)
 }
 
 // listed reports whether the directory listing open read holds name
@@ -337,7 +372,7 @@ func (l *Log) adopt(ld *recovery.Loaded) error {
 			if a := active; a != nil && a.BaseOffset() == sr.BaseOffset && a.Size() == sr.SizeBytes {
 				s, active = a, nil
 			} else {
-				s, err = segment.OpenRecovered(l.dir, sr.BaseOffset, sr.SizeBytes, cfg, now)
+				s, err = segment.OpenActive(l.dir, sr.BaseOffset, cfg, now, segment.Opened{Recovered: true, Size: sr.SizeBytes})
 			}
 		} else {
 			s, err = segment.OpenSealed(l.dir, sr.BaseOffset, cfg, now)
@@ -502,6 +537,17 @@ func (l *Log) Segments() []int64 {
 	return out
 }
 
+// refuseWrites makes the log refuse every write with err (wrapping
+// ErrFailed), as a failed flush does; reads go on. Dir uses it when it
+// opens read-only.
+func (l *Log) refuseWrites(err error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.failed == nil {
+		l.failed = err
+	}
+}
+
 // checkWritable returns why the log refuses writes, if it does. Caller
 // holds appendMu.
 func (l *Log) checkWritable() error {
@@ -609,7 +655,9 @@ func (l *Log) Close() error {
 		}
 		var errs []error
 		if l.failed == nil {
-			errs = append(errs, l.flushLocked(), l.takeSnapshot())
+			err := l.flushLocked()
+			l.closedDurable = err == nil
+			errs = append(errs, err, l.takeSnapshot())
 		}
 		l.mu.Lock()
 		l.closed.Store(true)
@@ -630,6 +678,36 @@ func (l *Log) Close() error {
 		}
 		errs = append(errs, l.deletions.removeNow())
 		errs = append(errs, unlockDir(l.lock))
+		l.closeErr = errors.Join(errs...)
+	})
+	return l.closeErr
+}
+
+// discard closes the log for the deletion of its directory: nothing is
+// flushed, snapshotted, trimmed or synced (Kafka's delete closes a log's
+// handlers the same way), so deleting a topic of thousands of partitions
+// costs no fsync per partition. The log is closed afterwards as by
+// Close; pending segment deletions finish first.
+func (l *Log) discard() error {
+	l.stopCleaning()
+	l.closeOnce.Do(func() {
+		l.appendMu.Lock()
+		defer l.appendMu.Unlock()
+		l.mu.Lock()
+		l.closed.Store(true)
+		l.waiters.closed()
+		segs := l.segments
+		for _, s := range segs {
+			if k, ok := l.keys[s]; ok {
+				l.cache.forget(k)
+			}
+		}
+		l.mu.Unlock()
+		var errs []error
+		for _, s := range segs {
+			errs = append(errs, s.Discard())
+		}
+		errs = append(errs, l.deletions.removeNow(), unlockDir(l.lock))
 		l.closeErr = errors.Join(errs...)
 	})
 	return l.closeErr

@@ -191,7 +191,7 @@ func TestNonRegularSegmentNames(t *testing.T) {
 				if _, err := l.AppendAsLeader(makeBatch(t, 2, 100, 1), 0); err != nil {
 					t.Fatalf("append: %v", err)
 				}
-				if err := verifyLog(l); err != nil {
+				if err := l.Check(); err != nil {
 					t.Fatalf("read back: %v", err)
 				}
 				if err := l.Close(); err != nil {
@@ -218,7 +218,7 @@ func TestNonRegularSegmentNames(t *testing.T) {
 					if l.LogEndOffset() != leo+2 {
 						t.Fatalf("reopen: LEO %d, want %d", l.LogEndOffset(), leo+2)
 					}
-					if err := verifyLog(l); err != nil {
+					if err := l.Check(); err != nil {
 						t.Fatalf("reopen: read back: %v", err)
 					}
 					if err := l.Close(); err != nil {

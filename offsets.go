@@ -52,8 +52,8 @@ func (l *Log) offsetsLocked() Offsets {
 // loadOffsets reads the offsets in the order that keeps the invariants
 // under concurrent appends and flushes (which only raise the log end and
 // the recovery point, never above the log end). It returns scalars: a
-// struct filled field by field and copied out cost a store-forwarding
-// stall (wide loads over narrow stores) of about 15 ns per copy.
+// struct filled field by field and copied out costs a store-forwarding
+// stall (wide loads over narrow stores).
 func (l *Log) loadOffsets() (start, hw, lso, rp, leo int64) {
 	start = l.logStartOffset.Load()
 	hw = l.highWatermark.Load()

@@ -445,12 +445,11 @@ func TestCloseIdempotentAndClosedErrors(t *testing.T) {
 	ltSameState(t, "reopened", ltCapture(t, l2), want)
 }
 
-// TestRegression_LogStartOffsetNotPersisted: a log start offset raised with
-// SetLogStartOffset to a point inside a segment is lost by Close: the
-// reopened log starts at the first segment's base, so offsets that were
-// out of range (deleted records) can be read again. Kafka keeps it in
-// log-start-offset-checkpoint.
-func TestRegression_LogStartOffsetNotPersisted(t *testing.T) {
+// TestLogStartOffsetPersisted: a log start offset raised inside a
+// segment survives Close and reopen (Kafka keeps it in
+// log-start-offset-checkpoint): deleted records are never readable
+// again.
+func TestLogStartOffsetPersisted(t *testing.T) {
 	opts := ltOpts(t)
 	l, dir := openTestLog(t, opts)
 	ltAppend(t, l, 30, ltEpochOf)

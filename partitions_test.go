@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/internal/checkpoint"
+	"golang.org/x/sys/unix"
 )
 
 func mustTopicID(t *testing.T, s string) TopicID {
@@ -57,6 +58,7 @@ func TestDirCreate(t *testing.T) {
 		{"slash", "a/b", 0, id, ErrInvalidTopic},
 		{"dot dot", "..", 0, id, ErrInvalidTopic},
 		{"too long", strings.Repeat("x", 250), 0, id, ErrInvalidTopic},
+		{"KRaft's metadata log", "__cluster_metadata", 0, id, ErrInvalidTopic},
 		{"negative partition", "orders", -1, id, ErrUnknownPartition},
 	} {
 		got, err := d.Create(c.topic, c.partition, c.id, nil)
@@ -154,7 +156,7 @@ var deleteDirRE = regexp.MustCompile(`^orders-1\.[0-9a-f]{32}-delete$`)
 func TestDirDelete(t *testing.T) {
 	root := t.TempDir()
 	do := dirOpts(t)
-	do.Log.FileDeleteDelayMs = 150
+	do.Log.FileDeleteDelayMs = 1000 // long enough to see the -delete directory on a loaded machine
 	d, err := OpenDir(root, do)
 	if err != nil {
 		t.Fatal(err)
@@ -245,5 +247,121 @@ func TestDeleteDirName(t *testing.T) {
 		if err != nil || len(n) != c.wantLen || !kafkaSuffixedDirRE.MatchString(n) || !strings.HasSuffix(n, "-delete") {
 			t.Errorf("%q: %q (%d bytes), %v", c.topic, n, len(n), err)
 		}
+	}
+}
+
+// TestDirDeletePartitions: several partitions go in one call, with data
+// appended and not flushed (their logs are discarded, not flushed), the
+// ones the directory does not serve are named in the error, the others
+// are gone from the checkpoints and the directory, and can be created
+// again; the directory reopens cleanly.
+func TestDirDeletePartitions(t *testing.T) {
+	root := t.TempDir()
+	o := dirOpts(t)
+	o.Log.FileDeleteDelayMs = -1 // removed at once
+	d, err := OpenDir(root, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := mustTopicID(t, "H3rkV2yvQbirbfJ6X1vAeg")
+	var tps []TopicPartition
+	for p := int32(0); p < 50; p++ {
+		l, err := d.Create("big", p, id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.AppendAsLeader(makeBatch(t, 3, 100, 1000), 0); err != nil {
+			t.Fatal(err)
+		}
+		tps = append(tps, TopicPartition{Topic: "big", Partition: p})
+	}
+	keep, err := d.Create("keep", 0, mustTopicID(t, "AAAAAAAAAAAAAAAAAAAAAQ"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.DeletePartitions(append(tps, TopicPartition{Topic: "nope", Partition: 0}))
+	if !errors.Is(err, ErrUnknownPartition) || !strings.Contains(err.Error(), "nope-0") {
+		t.Fatalf("DeletePartitions with an unknown partition: %v", err)
+	}
+	if n := len(d.Logs()); n != 1 {
+		t.Fatalf("%d partitions served after deleting 50 of 51", n)
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "big-") {
+			t.Fatalf("%s left in the log directory", e.Name())
+		}
+	}
+	rps, err := checkpoint.ReadOffsets(filepath.Join(root, checkpoint.RecoveryPointFile))
+	if err != nil || len(rps) != 1 {
+		t.Fatalf("recovery points after the delete: %v %v", rps, err)
+	}
+	if _, err := keep.AppendAsLeader(makeBatch(t, 1, 10, 1000), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Create("big", 7, id, nil); err != nil {
+		t.Fatalf("create a deleted partition again: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err = OpenDir(root, dirOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if n := len(d.Logs()); n != 2 || len(d.Problems()) != 0 {
+		t.Fatalf("reopened: %d partitions, problems %v", n, d.Problems())
+	}
+}
+
+// BenchmarkDirDeleteTopic deletes a topic of 500 partitions with one
+// Delete per partition and with one DeletePartitions.
+func BenchmarkDirDeleteTopic(b *testing.B) {
+	const parts = 500
+	for _, bc := range []struct {
+		name string
+		del  func(d *Dir, tps []TopicPartition) error
+	}{
+		{"delete-each", func(d *Dir, tps []TopicPartition) error {
+			for _, tp := range tps {
+				if err := d.Delete(tp.Topic, tp.Partition); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"delete-partitions", func(d *Dir, tps []TopicPartition) error { return d.DeletePartitions(tps) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			root := b.TempDir()
+			d, err := OpenDir(root, &DirOptions{Log: &Options{FileDeleteDelayMs: 60_000}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			id, _ := ParseTopicID("H3rkV2yvQbirbfJ6X1vAeg")
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				var tps []TopicPartition
+				for p := int32(0); p < parts; p++ {
+					if _, err := d.Create("t", p, id, nil); err != nil {
+						b.Fatal(err)
+					}
+					tps = append(tps, TopicPartition{Topic: "t", Partition: p})
+				}
+				unix.Sync() // the creations' writes are not the delete's to wait for
+				b.StartTimer()
+				if err := bc.del(d, tps); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer() // Close removes the renamed directories: not the delete's work
+			if err := d.Close(); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 }

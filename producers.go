@@ -116,7 +116,7 @@ func (l *Log) loadProducerState(target int64) error {
 // scanBatches calls yield with every batch of the log from the segment
 // holding from on, in offset order, until yield returns false (the
 // Batches source of a producer-state rebuild). Caller holds appendMu.
-func (l *Log) scanBatches(from int64, yield func(batch.View) bool) error {
+func (l *Log) scanBatches(from int64, yield func(batch.View, *batch.BatchHeader) bool) error {
 	l.mu.RLock()
 	segs := append([]*segment.Segment(nil), l.segments...)
 	l.mu.RUnlock()
@@ -124,8 +124,8 @@ func (l *Log) scanBatches(from int64, yield func(batch.View) bool) error {
 		if i+1 < len(segs) && segs[i+1].BaseOffset() <= from {
 			continue
 		}
-		err := s.Scan(func(_ int64, v batch.View) error {
-			if !yield(v) {
+		err := s.Scan(func(_ int64, v batch.View, h *batch.BatchHeader) error {
+			if !yield(v, h) {
 				return errStopReplay
 			}
 			return nil

@@ -1099,10 +1099,10 @@ func TestProducers_TruncateWritesSnapshotAtTarget(t *testing.T) {
 	psCheckEquivalent(t, "after truncation", l.Producers(), psReplay(t, l).Producers())
 }
 
-// TestRegression_LastStableOffsetBelowLogStartAfterReopen: after a reopen with a
-// log start above an open transaction's first offset, the LSO must be
-// clamped up to the log start (§1.4, T29), as it is on the live log.
-func TestRegression_LastStableOffsetBelowLogStartAfterReopen(t *testing.T) {
+// TestLastStableOffsetClampedToLogStartAfterReopen: after a reopen with
+// a log start above an open transaction's first offset, the LSO is
+// clamped up to the log start (§1.4, T29), as on the live log.
+func TestLastStableOffsetClampedToLogStartAfterReopen(t *testing.T) {
 	l, dir := psNew(t)
 	psLeader(t, l, makeBatch(t, 2, 10, psTS))
 	txn := psLeader(t, l, psData(t, 7, 0, 0, 2, true)) // open at 2
@@ -1127,11 +1127,10 @@ func TestRegression_LastStableOffsetBelowLogStartAfterReopen(t *testing.T) {
 	}
 }
 
-// TestRegression_TruncateBelowLogStartExposesOpenTransaction: TruncateTo lowers
-// the log start offset when it cuts below it, but the producer state keeps
-// clamping the first unstable offset to the old, higher start, so a
-// transaction opened after the truncation is not protected by the LSO.
-func TestRegression_TruncateBelowLogStartExposesOpenTransaction(t *testing.T) {
+// TestTruncateBelowLogStartKeepsLSOOnOpenTransaction: TruncateTo below
+// the log start lowers the first unstable offset's floor with it, so a
+// transaction opened after the truncation holds the LSO.
+func TestTruncateBelowLogStartKeepsLSOOnOpenTransaction(t *testing.T) {
 	l, _ := psNew(t)
 	for i := 0; i < 5; i++ {
 		psLeader(t, l, makeBatch(t, 2, 10, psTS))
@@ -1153,13 +1152,10 @@ func TestRegression_TruncateBelowLogStartExposesOpenTransaction(t *testing.T) {
 	}
 }
 
-// TestRegression_HighWatermarkNeverPrunesDecidedTransactions: a decided
-// transaction must leave the producer state's unreplicated set when the
-// high watermark passes its marker (§3.5); the log never tells the
-// producer state about the high watermark, so every transaction ever
-// decided stays in memory until a reload, and every LastStableOffset call
-// scans all of them.
-func TestRegression_HighWatermarkNeverPrunesDecidedTransactions(t *testing.T) {
+// TestHighWatermarkPrunesDecidedTransactions: a decided transaction
+// leaves the producer state's unreplicated set when the high watermark
+// passes its marker (§3.5).
+func TestHighWatermarkPrunesDecidedTransactions(t *testing.T) {
 	l, _ := psNew(t)
 	first := psLeader(t, l, psData(t, 7, 0, 0, 1, true))
 	psCoord(t, l, psMarker(7, 0, true, 0))
@@ -1176,12 +1172,11 @@ func TestRegression_HighWatermarkNeverPrunesDecidedTransactions(t *testing.T) {
 	}
 }
 
-// TestRegression_CompressedControlBatchKeepsFetchBytes: a follower fetch
-// holding an uncompressed COMMIT marker and then a (non-standard)
+// TestCompressedControlBatchKeepsFetchBytes: a follower fetch holding
+// an uncompressed COMMIT marker and then a (non-standard)
 // gzip-compressed ABORT marker is stored byte for byte: decoding the
-// second marker's records must not overwrite the first one in the fetch
-// buffer before it is copied into the segment.
-func TestRegression_CompressedControlBatchKeepsFetchBytes(t *testing.T) {
+// second marker does not overwrite the first in the fetch buffer.
+func TestCompressedControlBatchKeepsFetchBytes(t *testing.T) {
 	l, _ := psNew(t)
 	if _, err := l.AppendAsFollower(psAt(0, 1, psData(t, 7, 0, 0, 1, true), psData(t, 8, 0, 0, 1, true))); err != nil {
 		t.Fatal(err)
@@ -1211,4 +1206,163 @@ func TestRegression_CompressedControlBatchKeepsFetchBytes(t *testing.T) {
 	if !bytes.Equal(v.Records, want) {
 		t.Fatalf("the stored markers differ from the fetched bytes")
 	}
+}
+
+// TestProducerReadersWaitOutAppendAfterReopen: the commit of a known
+// producer's batch writes its entry without the shard lock when no reader
+// is counted, which is safe only because readers of entries wait out the
+// append in flight on appendMu (producerstate.Manager.SetAppendLock). A Log
+// whose producer state comes from recovery (every reopen) must give the
+// Manager the same lock as a new one: a reader of entries started while
+// appendMu is held waits for it, and readers racing known commits are
+// ordered (run with -race).
+func TestProducerReadersWaitOutAppendAfterReopen(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		name := map[bool]string{true: "clean", false: "unclean"}[clean]
+		t.Run(name, func(t *testing.T) {
+			l, dir := psNew(t)
+			psLeader(t, l, psData(t, 7, 0, 0, 1, false))
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			opts := psOpts(t)
+			opts.CleanShutdown = clean
+			l = psOpen(t, dir, opts)
+
+			// A reader of entries waits for an append in flight.
+			l.appendMu.Lock()
+			got := make(chan struct{})
+			go func() { l.ProducerState(7); l.Producers(); close(got) }()
+			select {
+			case <-got:
+				l.appendMu.Unlock()
+				t.Fatal("ProducerState returned while appendMu was held: the reopened Log's producer state has no append lock")
+			case <-time.After(50 * time.Millisecond):
+			}
+			l.appendMu.Unlock()
+			<-got
+
+			// Known commits against readers: -race sees an unordered one.
+			const n = 2000
+			bs := make([][]byte, n+1)
+			for seq := 1; seq <= n; seq++ {
+				bs[seq] = psData(t, 7, 0, int32(seq), 1, false)
+			}
+			errs := make(chan error, 1)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for seq := int32(1); seq <= n; seq++ {
+					if _, err := l.AppendAsLeader(bs[seq], 1); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+			last := int32(-1)
+			for reading := true; reading; {
+				select {
+				case <-done:
+					reading = false
+				default:
+				}
+				e, ok := l.ProducerState(7)
+				if !ok {
+					t.Fatal("producer 7 is gone")
+				}
+				if e.LastSequence < last {
+					t.Fatalf("last sequence went back from %d to %d", last, e.LastSequence)
+				}
+				last = e.LastSequence
+				l.Producers()
+			}
+			select {
+			case err := <-errs:
+				t.Fatal(err)
+			default:
+			}
+			if e := psProducer(t, l, 7); e.LastSequence != n {
+				t.Fatalf("last sequence %d, want %d", e.LastSequence, n)
+			}
+		})
+	}
+}
+
+// TestProducerReadersBesideWriters runs readers of producer entries
+// against a writer that appends a known producer's batches, rolls and
+// truncates a reopened log: every writer holds appendMu, which readers
+// take after counting themselves, so none deadlocks and -race sees every
+// lock-free commit ordered with the reads.
+func TestProducerReadersBesideWriters(t *testing.T) {
+	l, dir := psNew(t)
+	psLeader(t, l, psData(t, 7, 0, 0, 1, false))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = psOpen(t, dir, psOpts(t))
+	n := 3000
+	if testing.Short() {
+		n = 600
+	}
+	bs := make([][]byte, n+1)
+	for seq := 1; seq <= n; seq++ {
+		bs[seq] = psData(t, 7, 0, int32(seq), 1, false)
+	}
+	errs := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fail := func(err error) {
+			select {
+			case errs <- err:
+			default:
+			}
+		}
+		seq := 1
+		for i := 0; seq <= n; i++ {
+			switch {
+			case i%97 == 96:
+				if err := l.Roll(); err != nil {
+					fail(err)
+					return
+				}
+			case i%151 == 150 && seq > 2:
+				// Drop the newest batch (one offset per sequence).
+				if err := l.TruncateTo(l.LogEndOffset() - 1); err != nil {
+					fail(err)
+					return
+				}
+				seq--
+			default:
+				if _, err := l.AppendAsLeader(bs[seq], 1); err != nil {
+					fail(err)
+					return
+				}
+				seq++
+			}
+		}
+	}()
+	var reads int
+	for reading := true; reading; reads++ {
+		select {
+		case <-done:
+			reading = false
+		default:
+		}
+		if _, ok := l.ProducerState(7); !ok {
+			t.Fatal("producer 7 is gone")
+		}
+		if len(l.Producers()) != 1 {
+			t.Fatal("not one producer")
+		}
+	}
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	if e := psProducer(t, l, 7); e.LastSequence != int32(n) {
+		t.Fatalf("last sequence %d, want %d", e.LastSequence, n)
+	}
+	t.Logf("%d reads", reads)
 }

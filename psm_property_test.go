@@ -285,11 +285,10 @@ func TestPSMRace_ReadersWhileAppending(t *testing.T) {
 	psCheckExact(t, "live vs replay", l.Producers(), psReplay(t, l).Producers())
 }
 
-// TestRegression_LoadSnapshotRacesWithProducerState: TruncateTo reloads the
-// producer state (LoadSnapshot) while ProducerState readers run;
-// LoadSnapshot replaces and fills the shard maps without the shard locks
-// that Producer(pid) relies on.
-func TestRegression_LoadSnapshotRacesWithProducerState(t *testing.T) {
+// TestLoadSnapshotBesideProducerStateReaders: TruncateTo reloads the
+// producer state (LoadSnapshot) beside ProducerState readers under the
+// shard locks they rely on.
+func TestLoadSnapshotBesideProducerStateReaders(t *testing.T) {
 	if !raceEnabled {
 		t.Skip("needs -race")
 	}

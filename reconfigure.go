@@ -11,11 +11,24 @@ import "fmt"
 // Kafka's next append would roll it), SegmentMs and SegmentJitterMs,
 // MaxBatchBytes, RetentionMs, RetentionBytes, FileDeleteDelayMs,
 // MessageTimestampType, MessageTimestampBeforeMaxMs and
-// MessageTimestampAfterMaxMs. Every other field of opts is ignored (the
-// log keeps what it was opened with). A zero field means its default, as
-// for Open; settings Open would refuse are refused and nothing changes.
+// MessageTimestampAfterMaxMs, and the cleaner's: CleanupPolicy,
+// MinCleanableDirtyRatio, MinCompactionLagMs, MaxCompactionLagMs and
+// DeleteRetentionMs (a log that becomes compacted is handed to its
+// Cleaner; one that stops being compacted stops a running cleaning, as
+// Kafka pauses cleaning for logs no longer compacted). Every other field
+// of opts is ignored (the log keeps what it was opened with). A zero
+// field means its default, as for Open; settings Open would refuse are
+// refused and nothing changes.
 func (l *Log) Reconfigure(opts *Options) error {
 	n := opts.withDefaults()
+	var stopped *cleanTask
+	defer func() {
+		// Without appendMu: a running round installs under it.
+		if stopped != nil {
+			l.clean.removals.Add(1)
+			l.opts.Cleaner.Forget(stopped)
+		}
+	}()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.checkWritable(); err != nil {
@@ -28,6 +41,8 @@ func (l *Log) Reconfigure(opts *Options) error {
 	o.RetentionMs, o.RetentionBytes, o.FileDeleteDelayMs = n.RetentionMs, n.RetentionBytes, n.FileDeleteDelayMs
 	o.MessageTimestampType = n.MessageTimestampType
 	o.MessageTimestampBeforeMaxMs, o.MessageTimestampAfterMaxMs = n.MessageTimestampBeforeMaxMs, n.MessageTimestampAfterMaxMs
+	o.CleanupPolicy, o.MinCleanableDirtyRatio = n.CleanupPolicy, n.MinCleanableDirtyRatio
+	o.MinCompactionLagMs, o.MaxCompactionLagMs, o.DeleteRetentionMs = n.MinCompactionLagMs, n.MaxCompactionLagMs, n.DeleteRetentionMs
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -40,6 +55,9 @@ func (l *Log) Reconfigure(opts *Options) error {
 	p.RetentionMs, p.RetentionBytes, p.FileDeleteDelayMs = o.RetentionMs, o.RetentionBytes, o.FileDeleteDelayMs
 	p.MessageTimestampType = o.MessageTimestampType
 	p.MessageTimestampBeforeMaxMs, p.MessageTimestampAfterMaxMs = o.MessageTimestampBeforeMaxMs, o.MessageTimestampAfterMaxMs
+	p.CleanupPolicy, p.MinCleanableDirtyRatio = o.CleanupPolicy, o.MinCleanableDirtyRatio
+	p.MinCompactionLagMs, p.MaxCompactionLagMs, p.DeleteRetentionMs = o.MinCompactionLagMs, o.MaxCompactionLagMs, o.DeleteRetentionMs
+	stopped = l.reconfigureCleaning()
 	l.tsRules = o.timestampRulesApply()
 	if jitterChanged {
 		l.newJitter()

@@ -334,11 +334,10 @@ func TestRollOnTimeWithoutTimestamps(t *testing.T) {
 	}
 }
 
-// TestRegression_TruncateToEmptyUsesWallClock: a segment truncated to empty
-// restarts its age with time.Now instead of the log's Options.Now, so a
-// log on a fake (or any non-wall) clock never rolls it on time afterwards
-// (or rolls it at once, with a clock ahead of the wall clock).
-func TestRegression_TruncateToEmptyUsesWallClock(t *testing.T) {
+// TestTruncatedToEmptyAgesOnTheLogClock: a segment truncated to empty
+// restarts its age on the log's Options.Now, not on time.Now, so a log
+// on any clock rolls it on time.
+func TestTruncatedToEmptyAgesOnTheLogClock(t *testing.T) {
 	clock := newRollClock(time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC))
 	opts := rollOpts(t)
 	opts.SegmentMs = 1000
@@ -376,7 +375,7 @@ func TestRollOnOffsetIndexFull(t *testing.T) {
 	opts := rollOpts(t)
 	opts.MaxIndexBytes = 80 // 10 offset entries; 6 time slots (5 usable)
 	// Every append after the first is indexed. (IndexIntervalBytes 0
-	// would mean the default 4096: see TestRegression_IndexIntervalBytesZero.)
+	// would mean the default 4096: see TestIndexIntervalBytesZeroIndexesEveryAppend.)
 	opts.IndexIntervalBytes = 1
 	l, dir := openTestLog(t, opts)
 	// Constant timestamps keep the time index at one entry, so only the
@@ -600,11 +599,10 @@ func TestIndexPlacementGolden(t *testing.T) {
 	}
 }
 
-// TestRegression_IndexIntervalBytesZero: Kafka accepts index.interval.bytes = 0
-// (every append but the first of a segment is indexed), but Options
-// turns a zero IndexIntervalBytes into the default 4096 and rejects
-// negative values, so the setting cannot be expressed.
-func TestRegression_IndexIntervalBytesZero(t *testing.T) {
+// TestIndexIntervalBytesZeroIndexesEveryAppend: index.interval.bytes =
+// 0, which Kafka accepts, indexes every append but the first of a
+// segment (Options take it as Zero; negative values are refused).
+func TestIndexIntervalBytesZeroIndexesEveryAppend(t *testing.T) {
 	opts := rollOpts(t)
 	opts.IndexIntervalBytes = IndexEveryAppend
 	l, dir := openTestLog(t, opts)

@@ -158,38 +158,62 @@ func bounded(ms int64) bool {
 	return ms > 0 || ms == Zero
 }
 
-// applyTimestampRules applies message.timestamp.type and the timestamp
-// window to validated leader records and returns the bytes to append.
+// timestampRules applies message.timestamp.type and the timestamp window
+// to the batches of a leader's (or coordinator's) append, in validate's
+// walk (applyTimestampRules of the topic's settings).
 //
-// CreateTime: every batch's first and max timestamps (from its header,
-// so the append stays zero-copy) must lie in [now -
-// MessageTimestampBeforeMaxMs, now + MessageTimestampAfterMaxMs];
-// batches without timestamps (-1) pass, as in Kafka. A record timestamp
-// below its batch's first timestamp is not looked at.
+// CreateTime: every batch's first and max timestamps (from its header, so
+// the append stays zero-copy) must lie in [now -
+// MessageTimestampBeforeMaxMs, now + MessageTimestampAfterMaxMs]; batches
+// without timestamps (-1) pass, as in Kafka. A record timestamp below its
+// batch's first timestamp is not looked at.
 //
-// LogAppendTime: the records are copied into a buffer the log keeps,
-// each batch gets the timestamp-type attribute bit and now as its max
-// timestamp, and its CRC-32C is recomputed (the only case where partlog
-// computes a CRC on the append path); the copy then goes through the
-// validating walk again so the producer state records the append time.
-// Caller holds appendMu.
-func (l *Log) applyTimestampRules(records []byte, origin Origin, s *scan) ([]byte, error) {
-	now := l.opts.Now().UnixMilli()
-	if l.opts.MessageTimestampType != LogAppendTime {
-		return records, l.checkTimestampWindow(records, now)
+// LogAppendTime: the records are copied into a buffer the log keeps
+// (stamped), and each batch, once validated as received, gets the
+// timestamp-type attribute bit and now as its max timestamp in the copy,
+// and its CRC-32C computed again (the only case where partlog computes a
+// CRC on the append path); its header is updated in place, so the
+// producer state and the segment see the append time.
+type timestampRules struct {
+	apply         bool
+	now           int64
+	before, after int64
+	stamped       []byte
+}
+
+// timestampRules returns the rules of an append of records, reading the
+// clock once. Caller holds appendMu.
+func (l *Log) timestampRules(records []byte) timestampRules {
+	r := timestampRules{apply: true, now: l.opts.Now().UnixMilli(),
+		before: l.opts.MessageTimestampBeforeMaxMs, after: l.opts.MessageTimestampAfterMaxMs}
+	if l.opts.MessageTimestampType == LogAppendTime {
+		l.appendTimeBuf = append(l.appendTimeBuf[:0], records...)
+		r.stamped = l.appendTimeBuf
 	}
-	l.appendTimeBuf = append(l.appendTimeBuf[:0], records...)
-	buf := l.appendTimeBuf
-	for p := 0; p < len(buf); {
-		v := batch.View(buf[p:])
-		v = v[:v.Size()]
-		stampLogAppendTime(v, now)
-		p += len(v)
+	return r
+}
+
+// batch applies the rules to the validated batch v at pos, whose header
+// is h: with LogAppendTime it returns v's stamped copy (h updated),
+// otherwise v after the window check.
+func (r *timestampRules) batch(v batch.View, h *batch.BatchHeader, pos int64) (batch.View, error) {
+	if r.stamped != nil {
+		c := batch.View(r.stamped[pos : pos+int64(len(v)) : pos+int64(len(v))])
+		stampLogAppendTime(c, r.now)
+		h.Attributes |= batch.AttrTimestampType
+		h.MaxTimestamp, h.CRC = r.now, c.CRC()
+		return c, nil
 	}
-	if err := l.validate(buf, origin, false, s); err != nil {
-		return nil, err
+	for _, ts := range [2]int64{h.BaseTimestamp, h.MaxTimestamp} {
+		if ts == batch.NoTimestamp {
+			continue
+		}
+		if bounded(r.before) && ts < r.now-zeroOr(r.before) || bounded(r.after) && ts > r.now+zeroOr(r.after) {
+			return nil, fmt.Errorf("%w: batch at %d has timestamp %d, accepted [%d, %d]", ErrInvalidTimestamp, pos, ts,
+				windowLow(r.now, r.before), windowHigh(r.now, r.after))
+		}
 	}
-	return buf, nil
+	return v, nil
 }
 
 // stampLogAppendTime marks a batch LogAppendTime with max timestamp ts
@@ -199,26 +223,6 @@ func stampLogAppendTime(v batch.View, ts int64) {
 	binary.BigEndian.PutUint16(v[batch.OffAttributes:], attrs)
 	binary.BigEndian.PutUint64(v[batch.OffMaxTimestamp:], uint64(ts))
 	binary.BigEndian.PutUint32(v[batch.OffCRC:], v.ComputeCRC())
-}
-
-// checkTimestampWindow applies message.timestamp.before.max.ms and
-// after.max.ms to every batch header of validated records.
-func (l *Log) checkTimestampWindow(records []byte, now int64) error {
-	before, after := l.opts.MessageTimestampBeforeMaxMs, l.opts.MessageTimestampAfterMaxMs
-	for p := 0; p < len(records); {
-		v := batch.View(records[p:])
-		v = v[:v.Size()]
-		for _, ts := range [2]int64{v.BaseTimestamp(), v.MaxTimestamp()} {
-			if ts == batch.NoTimestamp {
-				continue
-			}
-			if bounded(before) && ts < now-zeroOr(before) || bounded(after) && ts > now+zeroOr(after) {
-				return fmt.Errorf("%w: batch at %d has timestamp %d, accepted [%d, %d]", ErrInvalidTimestamp, p, ts, windowLow(now, before), windowHigh(now, after))
-			}
-		}
-		p += len(v)
-	}
-	return nil
 }
 
 func windowLow(now, before int64) int64 {

@@ -669,12 +669,11 @@ func TestSetLogStartOffset(t *testing.T) {
 	}
 }
 
-// TestRegression_EpochTruncateFromStartAtEpochStart: raising the log start
-// offset to exactly the start offset of an epoch leaves two entries with
-// the same start offset. Kafka's truncateFromStart removes every entry
-// with start ≤ offset and re-adds the last one at offset, so only the
-// epoch that starts there remains.
-func TestRegression_EpochTruncateFromStartAtEpochStart(t *testing.T) {
+// TestEpochTruncateFromStartAtEpochStart: raising the log start offset
+// to exactly an epoch's start offset leaves one entry there, as Kafka's
+// truncateFromStart (remove every entry starting at or below the
+// offset, re-add the last one at it) does.
+func TestEpochTruncateFromStartAtEpochStart(t *testing.T) {
 	l, dir := openTestLog(t, ltOpts(t))
 	ltAppend(t, l, 40, ltEpochOf)
 	epochs := l.LeaderEpochs()

@@ -27,21 +27,16 @@ type writePolicy struct {
 const durableWindow = 1024
 
 // writeMinBytes is the append size from which WriteAuto writes with
-// pwritev even when nothing is synced. In BenchmarkWritePath (sync=false,
-// one run, pwrite time / mapped time): 256 B 6.1, 1 KiB 4.7, 16 KiB 0.97,
-// 64 KiB 0.65, 256 KiB 0.61, 1 MiB 0.49. Small appends gain from skipping
-// the syscall; large ones from skipping the page faults (the kernel fills
-// page-cache pages without mapping them).
+// pwritev even when nothing is synced: small appends gain from skipping
+// the system call, large ones from skipping the page faults (the kernel
+// fills page-cache pages without mapping them; bench/RESULTS.md,
+// writeMinBytes).
 const writeMinBytes = 32 << 10
 
 // loneWriteMinBytes is the append size from which a lone appender that
-// syncs each append (see writePolicy.lone) writes with pwritev.
-// BenchmarkWritePath (sync, 1 writer, 4 096 appends per variant, one
-// process): pwrite/mapped 1.57 at 1 KiB, 0.54 and 0.50 (two runs) at
-// 16 KiB, 0.93 at 16 KiB with 640 appends. Earlier short runs (1 280-
-// 2 560 durable 16 KiB appends, seven runs) had stores at 0.70-0.91 of
-// pwritev's time, which is why the rule once stored up to writeMinBytes;
-// over longer runs the stores at 16 KiB fell far behind.
+// syncs each append (see writePolicy.lone) writes with pwritev: below
+// it stores into the mapping are faster (bench/RESULTS.md,
+// loneWriteMinBytes).
 const loneWriteMinBytes = 16 << 10
 
 // write reports whether the next append, of n bytes, uses pwritev.
@@ -58,10 +53,10 @@ func (w *writePolicy) write(path WritePath, n int) bool {
 	}
 	if w.left > 0 {
 		w.left--
-		// With 8 writers pwritev took 0.76-0.94 of the stores' time, with
-		// 64 0.47-0.75 in four runs of five (1.22 in one): the stores'
-		// page faults serialize under appendMu. A lone appender that
-		// syncs each append stores below loneWriteMinBytes.
+		// Appenders that sync: the stores' page faults would serialize
+		// under appendMu (bench/RESULTS.md, writePolicy.write). A lone
+		// appender that syncs each append stores below
+		// loneWriteMinBytes.
 		return !w.lone.Load() || n >= loneWriteMinBytes
 	}
 	return n >= writeMinBytes

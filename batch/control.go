@@ -402,3 +402,45 @@ func (r *flexReader) taggedFields() {
 		}
 	}
 }
+
+// ControlRecord reads the first record of control batch v into r (its
+// records decompressed into scratch when the batch is compressed, at most
+// 1 MiB) and returns the type of its key: the one reader of a control
+// batch's type, for the producer state, the barrier tests and the tools.
+// data is the records section as read (scratch, grown, when the batch is
+// compressed); r aliases it. A batch that is not a control batch, has no
+// record, or whose first record or key cannot be read gives an error.
+func (v View) ControlRecord(scratch []byte, r *Record) (t ControlType, data []byte, err error) {
+	if !v.IsControl() {
+		return 0, scratch, corruptf(0, "not a control batch")
+	}
+	if v.RecordsCount() <= 0 {
+		return 0, scratch, corruptf(0, "control batch without records")
+	}
+	data, err = v.RecordData(scratch, 1<<20)
+	if err != nil {
+		return 0, scratch, err
+	}
+	it := NewRecordIterator(v, data)
+	if !it.Next(r) {
+		err := it.Err()
+		if err == nil {
+			err = corruptf(HeaderSize, "no record")
+		}
+		return 0, data, err
+	}
+	_, t, err = ParseControlKey(r.Key)
+	return t, data, err
+}
+
+// IsBarrier reports whether v is a MIRROR_PID_RESET barrier: a control
+// batch whose first record's key has type 7, whatever its producer fields
+// or value version (producer-state.md §6.8 R1).
+func (v View) IsBarrier() bool {
+	if !v.IsControl() || v.RecordsCount() <= 0 {
+		return false
+	}
+	var r Record
+	t, _, err := v.ControlRecord(nil, &r)
+	return err == nil && t == ControlMirrorPidReset
+}

@@ -1,5 +1,7 @@
 package batch
 
+import "encoding/binary"
+
 // Iterator walks the v2 batches of a byte region (a produce request, a
 // whole segment) and stops at the first one that fails Check. It never
 // copies: each View aliases the region.
@@ -54,3 +56,57 @@ func (it *Iterator) Position() int64 { return it.base + int64(it.pos) }
 
 // Offset is Position relative to the region's start.
 func (it *Iterator) Offset() int { return it.pos }
+
+// Walker walks the batches of a region already validated (by Check or an
+// Iterator, or bytes the log wrote itself), reading only each batch's
+// length field: the unchecked counterpart of Iterator, for code that
+// walks validated bytes again. On bytes that were never validated it
+// stops at the first entry that does not frame as a v2-sized batch, and
+// never reads out of bounds; what it returns is then not checked.
+//
+//	w := batch.NewWalker(validated)
+//	for v, ok := w.Next(); ok; v, ok = w.Next() { ... }
+type Walker struct {
+	region []byte
+	pos    int
+}
+
+// NewWalker returns a walker over region.
+func NewWalker(region []byte) Walker { return Walker{region: region} }
+
+// Next returns the next batch, or false at the end of the region (or at
+// bytes that do not frame).
+func (w *Walker) Next() (View, bool) {
+	rest := w.region[w.pos:]
+	if len(rest) < HeaderSize {
+		return nil, false
+	}
+	n := int64(int32(binary.BigEndian.Uint32(rest[OffBatchLength:]))) + LogOverhead
+	if n < HeaderSize || n > int64(len(rest)) {
+		return nil, false
+	}
+	w.pos += int(n)
+	return View(rest[:n:n]), true
+}
+
+// Offset is the position, relative to the region's start, of the batch
+// the next Next returns: after the last batch, the end of the part that
+// framed.
+func (w *Walker) Offset() int { return w.pos }
+
+// CheckAll checks every batch of region, as an Iterator does, and appends
+// each one's decoded header to dst: the result of validating a region,
+// which the steps after it read instead of decoding the bytes again (a
+// segment append takes it). It fails unless the region ends exactly after
+// its last batch.
+func CheckAll(region []byte, dst []BatchHeader) ([]BatchHeader, error) {
+	for p := 0; p < len(region); {
+		dst = append(dst, BatchHeader{})
+		v, err := CheckAt(region[p:], int64(p), &dst[len(dst)-1])
+		if err != nil {
+			return dst[:len(dst)-1], err
+		}
+		p += len(v)
+	}
+	return dst, nil
+}

@@ -101,11 +101,10 @@ func ceilingFile(b *testing.B, dir string, name string, size, capacity int64) *m
 // machine, so BenchmarkRoundRobin's goal of 0.8 is to be read against
 // those ratios; rr+1GiB and rr+pages price two properties of the
 // engine's layout.
-// The timed loop starts right after the prefault and warm: on the
-// reference VM, prefaulted pages left idle for 15–40 s before the copies
-// were 3–25x slower to write in most runs (in a profile after 40 s, most
-// of the loop was write-protect faults, do_wp_page and ext4_page_mkwrite:
-// the flusher had written the zeros back and write-protected the pages).
+// The timed loop starts right after the prefault and warm: prefaulted
+// pages left idle are written back as zeros and write-protected by the
+// flusher, and fault again on the copies (bench/RESULTS.md,
+// BenchmarkRoundRobinCeiling).
 // The files take 5 × b.N KiB of page cache. 100 partitions with -short.
 func BenchmarkRoundRobinCeiling(b *testing.B) {
 	n := partitionCount(1000, 100)

@@ -239,6 +239,13 @@ machine="- machine: $(nproc) CPUs, $cpu, Linux $(uname -r)
 - date: $(date -u '+%Y-%m-%d %H:%M UTC')
 - $COUNT runs of each benchmark (-count $COUNT -benchmem); iteration counts per size in bench/run.sh"
 
+# The hand-written sections after the generated table (from the first
+# "## Measurements" heading on) are kept as they are.
+kept=""
+if [ -f "$here/RESULTS.md" ]; then
+	kept=$(sed -n '/^## Measurements/,$p' "$here/RESULTS.md")
+fi
+
 {
 	cat <<EOF
 # Benchmark results
@@ -268,6 +275,10 @@ $machine
 
 EOF
 	echo "$table"
+	if [ -n "$kept" ]; then
+		echo
+		echo "$kept"
+	fi
 } >"$here/RESULTS.md"
 
 echo "$machine"

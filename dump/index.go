@@ -171,13 +171,9 @@ func partialEntryProblem(n, entrySize int) (Problem, bool) {
 // readOffsetIndex reads an .index file and checks each entry against
 // the .log file, as kafka-dump-log does (formats.md §7.3).
 func readOffsetIndex(path string, o *Options, f *File) error {
-	seg, err := siblingsOf(path)
+	seg, log, err := openSegment(path)
 	if err != nil {
 		return err
-	}
-	log, err := openSegmentLog(seg.log)
-	if err != nil {
-		return fmt.Errorf("the segment's .log file must exist: %w", err)
 	}
 	defer log.Close()
 	b, err := readIndexFile(path)
@@ -196,13 +192,7 @@ func readOffsetIndex(path string, o *Options, f *File) error {
 		return nil
 	}
 	if o.IndexSanityCheck {
-		x, err := index.OpenOffsetIndex(path, seg.base, true)
-		if err != nil {
-			return err
-		}
-		f.sanity(x.Sanity())
-		x.Close()
-		return nil
+		return f.sanityOf(index.OpenOffsetIndex(path, seg.base, true))
 	}
 	decoded, _ := index.DecodeOffsetIndex(b, seg.base)
 	entries := []OffsetEntry{}
@@ -238,13 +228,9 @@ func readOffsetIndex(path string, o *Options, f *File) error {
 // the .log file, looking batches up through the .index file, as
 // kafka-dump-log does (formats.md §7.4).
 func readTimeIndex(path string, o *Options, f *File) error {
-	seg, err := siblingsOf(path)
+	seg, log, err := openSegment(path)
 	if err != nil {
 		return err
-	}
-	log, err := openSegmentLog(seg.log)
-	if err != nil {
-		return fmt.Errorf("the segment's .log file must exist: %w", err)
 	}
 	defer log.Close()
 	ib, err := os.ReadFile(seg.index)
@@ -257,13 +243,7 @@ func readTimeIndex(path string, o *Options, f *File) error {
 		return err
 	}
 	if o.IndexSanityCheck {
-		x, err := index.OpenTimeIndex(path, seg.base, true)
-		if err != nil {
-			return err
-		}
-		f.sanity(x.Sanity())
-		x.Close()
-		return nil
+		return f.sanityOf(index.OpenTimeIndex(path, seg.base, true))
 	}
 	decoded, _ := index.DecodeTimeIndex(b, seg.base)
 	entries := []TimeEntry{}
@@ -324,6 +304,33 @@ func readTimeIndex(path string, o *Options, f *File) error {
 		f.Problems = append(f.Problems, p)
 	}
 	return nil
+}
+
+// openSegment returns the files of the segment whose index is at path,
+// with its .log opened.
+func openSegment(path string) (segmentFiles, *segmentLog, error) {
+	seg, err := siblingsOf(path)
+	if err != nil {
+		return seg, nil, err
+	}
+	log, err := openSegmentLog(seg.log)
+	if err != nil {
+		return seg, nil, fmt.Errorf("the segment's .log file must exist: %w", err)
+	}
+	return seg, log, nil
+}
+
+// sanityOf runs --index-sanity-check on an index opened (or not) by the
+// caller, and closes it.
+func (f *File) sanityOf(x interface {
+	Sanity() error
+	Close() error
+}, err error) error {
+	if err != nil {
+		return err
+	}
+	f.sanity(x.Sanity())
+	return x.Close()
 }
 
 // sanity records the result of --index-sanity-check: a failure is also a

@@ -230,13 +230,3 @@ type Producer struct {
 	CurrentTxnFirstOffset int64  `json:"currentTxnFirstOffset"`
 	FirstSequence         *int32 `json:"firstSequence,omitempty"`
 }
-
-// fileKinds maps a file name extension to its JSON kind.
-var fileKinds = map[string]string{
-	".log":        "log",
-	".index":      "index",
-	".timeindex":  "timeindex",
-	".txnindex":   "txnindex",
-	".snapshot":   "snapshot",
-	".checkpoint": "kraftSnapshot",
-}

@@ -3,7 +3,7 @@ package dump
 // The field tables below are Kafka's message schemas (field names, types,
 // versions, nullable and tagged versions, tags and defaults), transcribed
 // from the schema files of Apache Kafka 3.9/4.0 for the records partlog's
-// dump decoders print. See kmsg.go for how they are read and printed.
+// dump decoders print. See schema.go for how they are read and printed.
 
 // metadataRecordTypes maps a KRaft metadata record's type (its apiKey) to
 // Kafka's MetadataRecordType name and schema.

@@ -158,7 +158,7 @@ func TestKafkajs(t *testing.T) {
 			byTime = string(b)
 		}
 	}
-	if configs != `[{"isDefault":true,"name":"segment.bytes","value":"1073741824"},{"isDefault":false,"name":"retention.ms","value":"3600000"}]` {
+	if configs != `[{"isDefault":false,"name":"retention.ms","value":"3600000"},{"isDefault":true,"name":"segment.bytes","value":"1073741824"}]` {
 		t.Errorf("kafkajs describeConfigs: %s", configs)
 	}
 	if latest != `[{"high":"5","low":"0","partition":0},{"high":"0","low":"0","partition":1}]` {

@@ -95,7 +95,7 @@ func listEnd(t *testing.T, c *kgo.Client, topic string, committed bool) int64 {
 }
 
 // TestKgoChangelogCompaction: a changelog topic (cleanup.policy=compact,
-// small segments) on partlog serve takes keyed updates and tombstones
+// segments rolled every 100 ms) on partlog serve takes keyed updates and tombstones
 // from a transactional kgo producer (some transactions aborted), with the
 // server restarted in the middle; its cleaner compacts the topic on its
 // own, and a read_committed consumer from the start reads the last value
@@ -105,7 +105,7 @@ func TestKgoChangelogCompaction(t *testing.T) {
 	dir := t.TempDir()
 	s := startServer(t, dir, "--log-cleaner-backoff-ms", "100")
 	admin := s.client(t)
-	createPartlogTopic(t, admin, "changelog", map[string]string{"cleanup.policy": "compact", "segment.bytes": "4096",
+	createPartlogTopic(t, admin, "changelog", map[string]string{"cleanup.policy": "compact", "segment.ms": "100",
 		"min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0"})
 	rng := rand.New(rand.NewPCG(7, 7))
 	want := map[string]string{}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -117,7 +118,8 @@ func (s *server) log() string {
 	return string(b)
 }
 
-// stop shuts the server down with SIGTERM (a clean shutdown) and waits.
+// stop shuts the server down with SIGTERM (a clean shutdown), waits, and
+// runs partlog's consistency check on its directory.
 func (s *server) stop() {
 	if s.cmd == nil {
 		return
@@ -130,10 +132,17 @@ func (s *server) stop() {
 		<-s.exited
 		s.t.Errorf("partlog serve did not stop on SIGTERM: %s", s.log())
 	}
-	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+	code := s.cmd.ProcessState.ExitCode()
+	if code != 0 {
 		s.t.Errorf("partlog serve exited %d: %s", code, s.log())
 	}
 	s.cmd = nil
+	if code == 0 {
+		// A clean shutdown leaves every partition consistent.
+		if err := partlog.Check(s.dir, nil); err != nil {
+			s.t.Errorf("consistency check of %s: %v", s.dir, err)
+		}
+	}
 }
 
 // kill SIGKILLs the server.

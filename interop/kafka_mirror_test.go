@@ -43,7 +43,7 @@ func TestMirrorFromKafka(t *testing.T) {
 	kafkaTransaction(t, txn, partitions, "aborted-1", false)
 
 	dst := startServer(t, t.TempDir())
-	a, code := mirrorCLI(t, "start", "--server", dst.admin, "--source", src.Addr, "--topics", topic)
+	a, code := mirrorCLI(t, "start", "--server", dst.admin, "--dir", dst.dir, "--source", src.Addr, "--topics", topic)
 	if code != 0 || len(a.Partitions) != partitions {
 		t.Fatalf("mirror start from Kafka: exit %d, %+v\n%s", code, a, dst.log())
 	}
@@ -86,7 +86,7 @@ func TestMirrorFromKafka(t *testing.T) {
 	}
 
 	// Stop: one barrier per partition, at the mirrored log end.
-	a, code = mirrorCLI(t, "stop", "--server", dst.admin, "--topics", topic)
+	a, code = mirrorCLI(t, "stop", "--server", dst.admin, "--dir", dst.dir, "--topics", topic)
 	if code != 0 || len(a.Partitions) != partitions {
 		t.Fatalf("mirror stop: exit %d, %+v", code, a)
 	}
@@ -121,7 +121,7 @@ func TestMirrorFromKafka(t *testing.T) {
 
 // createKafkaTopic creates a topic on a Kafka broker and waits until it
 // has leaders.
-func createKafkaTopic(t *testing.T, b *kafka.Broker, topic string, partitions int32, configs map[string]string) {
+func createKafkaTopic(t testing.TB, b *kafka.Broker, topic string, partitions int32, configs map[string]string) {
 	t.Helper()
 	createTopicOn(t, b.Client(t), topic, partitions, configs)
 }

@@ -31,7 +31,7 @@ func consumeAll(t *testing.T, s *server, topic string, want int, opts ...kgo.Opt
 	return got
 }
 
-func produceSync(t *testing.T, c *kgo.Client, rs ...*kgo.Record) {
+func produceSync(t testing.TB, c *kgo.Client, rs ...*kgo.Record) {
 	t.Helper()
 	ctx := testContext(t, 30*time.Second)
 	if err := c.ProduceSync(ctx, rs...).FirstErr(); err != nil {

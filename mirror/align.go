@@ -99,6 +99,15 @@ func (p *Partition) Start(req StartRequest) (SessionID, error) {
 	return p.cp.Session, nil
 }
 
+// AlignmentTarget returns the offset a Start given pos would truncate
+// the log to (step 2), changing nothing: a control plane can tell the
+// records a start would discard before it starts.
+func (p *Partition) AlignmentTarget(pos Position) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return alignmentTarget(p.log, pos)
+}
+
 // resolveLocked is steps 2 and 3 of LOG_ALIGNMENT.
 func (p *Partition) resolveLocked(pos Position) error {
 	target, err := alignmentTarget(p.log, pos)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // localData gives b a local history: 6 one-record batches of producer 5
@@ -87,7 +88,7 @@ func TestT33AlignmentCrashPoints(t *testing.T) {
 					if p != pt {
 						return false
 					}
-					copyDir(t, l.Dir(), image)
+					testutil.CopyTree(t, l.Dir(), image)
 					return true
 				}})
 				localData(t, b)

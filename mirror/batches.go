@@ -1,33 +1,21 @@
 package mirror
 
 import (
-	"encoding/binary"
-
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
 )
 
 // maxBatchEpoch walks the batch headers of fetched bytes without checking
-// CRCs and returns the largest partition leader epoch. ok is false when
-// the bytes do not frame as whole batches (the Log's validation then
-// rejects them).
+// CRCs (batch.Walker) and returns the largest partition leader epoch. ok
+// is false when the bytes do not frame as whole batches (the Log's
+// validation then rejects them).
 func maxBatchEpoch(records []byte) (top int32, ok bool) {
 	top = -1
-	for p := 0; p < len(records); {
-		if len(records)-p < batch.HeaderSize {
-			return top, false
-		}
-		n := int(binary.BigEndian.Uint32(records[p+batch.OffBatchLength:]))
-		size := batch.LogOverhead + n
-		if n < batch.HeaderSize-batch.LogOverhead || size > len(records)-p {
-			return top, false
-		}
-		if e := int32(binary.BigEndian.Uint32(records[p+batch.OffPartitionLeaderEpoch:])); e > top {
-			top = e
-		}
-		p += size
+	w := batch.NewWalker(records)
+	for v, more := w.Next(); more; v, more = w.Next() {
+		top = max(top, v.PartitionLeaderEpoch())
 	}
-	return top, len(records) > 0
+	return top, len(records) > 0 && w.Offset() == len(records)
 }
 
 // checkBatches validates fetched bytes as the Log would (batch.Check on
@@ -48,26 +36,6 @@ func checkBatches(records []byte) error {
 	return nil
 }
 
-// IsBarrier reports whether v is a MIRROR_PID_RESET barrier: a control
-// batch whose first record's key has type 7, whatever its producer fields
-// or value version (producer-state.md §6.8 R1).
-func IsBarrier(v batch.View) bool {
-	if !v.IsControl() || v.RecordsCount() <= 0 {
-		return false
-	}
-	data, err := v.RecordData(nil, 1<<20)
-	if err != nil {
-		return false
-	}
-	it := batch.NewRecordIterator(v, data)
-	var r batch.Record
-	if !it.Next(&r) {
-		return false
-	}
-	_, typ, err := batch.ParseControlKey(r.Key)
-	return err == nil && typ == batch.ControlMirrorPidReset
-}
-
 // findBarrier returns the offset of the first barrier at or after from in
 // the log, reading from from to the log end.
 func findBarrier(l *partlog.Log, from int64) (int64, bool, error) {
@@ -84,7 +52,7 @@ func findBarrier(l *partlog.Log, from int64) (int64, bool, error) {
 		next := off
 		it := batch.NewIterator(v.Records, 0)
 		for b, ok := it.Next(); ok; b, ok = it.Next() {
-			if b.BaseOffset() >= from && IsBarrier(b) {
+			if b.BaseOffset() >= from && b.IsBarrier() {
 				at := b.BaseOffset()
 				v.Release()
 				return at, true, nil

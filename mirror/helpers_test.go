@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/testhook"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // logOptions are small segments without prefaulting, so that tests copy
@@ -23,15 +23,21 @@ func logOptions() *partlog.Options {
 	return &partlog.Options{SegmentBytes: 64 << 10, MaxIndexBytes: 4096, PrefaultBytes: -1}
 }
 
-// openLog opens (or creates) a log in dir and closes it at the end of the
-// test (a second Close is harmless).
+// openLog opens (or creates) a log in dir and, at the end of the test,
+// closes it (a second Close is harmless) and runs partlog's consistency
+// check on the directory.
 func openLog(t testing.TB, dir string) *partlog.Log {
 	t.Helper()
 	l, err := partlog.Open(dir, logOptions())
 	if err != nil {
 		t.Fatalf("open log %s: %v", dir, err)
 	}
-	t.Cleanup(func() { _ = l.Close() })
+	t.Cleanup(func() {
+		_ = l.Close()
+		if err := partlog.Check(dir, logOptions()); err != nil {
+			t.Errorf("consistency check of %s: %v", dir, err)
+		}
+	})
 	return l
 }
 
@@ -156,7 +162,7 @@ func barrierOffsets(t testing.TB, l *partlog.Log) []int64 {
 	t.Helper()
 	var out []int64
 	for _, b := range batches(t, l) {
-		if IsBarrier(b) {
+		if b.IsBarrier() {
 			out = append(out, b.BaseOffset())
 		}
 	}
@@ -196,35 +202,13 @@ func pids(es []partlog.ProducerEntry) map[int64]partlog.ProducerEntry {
 	return m
 }
 
-// copyDir copies the regular files of src into a new directory dst: the
-// image a crash leaves when the page cache survives (process crash).
-func copyDir(t testing.TB, src, dst string) {
-	t.Helper()
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, d.Name()), data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // syncedImage copies l's directory and zeroes everything past the
 // recovery point: the image a power failure leaves when nothing unsynced
 // reached the disk. mirror.checkpoint and the leader-epoch checkpoint are
 // written durably, so they are copied as they are.
 func syncedImage(t testing.TB, l *partlog.Log, dst string) {
 	t.Helper()
-	copyDir(t, l.Dir(), dst)
+	testutil.CopyTree(t, l.Dir(), dst)
 	rp, leo := l.RecoveryPoint(), l.LogEndOffset()
 	if rp >= leo {
 		return
@@ -330,7 +314,7 @@ func (d *flushedDisk) image(t testing.TB, src, dst string) {
 	if ok && durable == nil {
 		t.Fatalf("the flush hook could not read %s", src)
 	}
-	copyDir(t, src, dst)
+	testutil.CopyTree(t, src, dst)
 	entries, err := os.ReadDir(dst)
 	if err != nil {
 		t.Fatal(err)

@@ -50,7 +50,7 @@ func checkEpochLine(t *testing.T, p *Partition) {
 func barrierSource(t *testing.T, l *partlog.Log, offset int64) string {
 	t.Helper()
 	for _, b := range batches(t, l) {
-		if b.BaseOffset() == offset && IsBarrier(b) {
+		if b.BaseOffset() == offset && b.IsBarrier() {
 			data, err := b.RecordData(nil, 1<<20)
 			if err != nil {
 				t.Fatal(err)

@@ -126,16 +126,19 @@ type Append struct {
 	// validateKnownData, in known (no op, no accumulator); the general
 	// path turns it into both (materialize) before it stages anything.
 	knownPending bool
-	nowMs        int64
-	lastOffset   int64
-	accIndex     map[int64]int32
-	ops          []stagedOp
-	accs         []accumulator
-	completed    []CompletedTxn
-	barriers     []int64
-	known        Known
-	scratch      []byte
-	record       batch.Record
+	// hasBarrier: a batch of the append is a MIRROR_PID_RESET barrier,
+	// whether or not the manager acts on barriers (HasBarrier).
+	hasBarrier bool
+	nowMs      int64
+	lastOffset int64
+	accIndex   map[int64]int32
+	ops        []stagedOp
+	accs       []accumulator
+	completed  []CompletedTxn
+	barriers   []int64
+	known      Known
+	scratch    []byte
+	record     batch.Record
 }
 
 // Begin starts a new append of origin on a. nowMs is the broker clock
@@ -144,7 +147,7 @@ func (m *Manager) Begin(a *Append, origin Origin, nowMs int64) {
 	a.m = m
 	a.origin = origin
 	a.nowMs = nowMs
-	a.failed, a.committed, a.afterBarrier, a.hasOffsets, a.knownPending = false, false, false, false, false
+	a.failed, a.committed, a.afterBarrier, a.hasOffsets, a.knownPending, a.hasBarrier = false, false, false, false, false, false
 	a.tryKnown = origin == Client
 	a.lastOffset = -1
 	a.ops = a.ops[:0]
@@ -163,6 +166,11 @@ func (a *Append) Origin() Origin { return a.origin }
 // append, in batch order, with LastStableOffset filled (§3.3). Valid after
 // Commit, until the next Begin.
 func (a *Append) CompletedTxns() []CompletedTxn { return a.completed }
+
+// HasBarrier reports whether a batch validated so far is a
+// MIRROR_PID_RESET barrier (even with barriers disabled, when Barriers is
+// empty): the log refuses a barrier while transactions are open.
+func (a *Append) HasBarrier() bool { return a.hasBarrier }
 
 // Barriers returns the offsets of the barriers staged in this append.
 func (a *Append) Barriers() []int64 { return a.barriers }
@@ -532,27 +540,18 @@ func (a *Append) validateControl(v batch.View, h *batch.BatchHeader, baseOffset 
 		}
 		return nil
 	}
-	data, err := v.RecordData(a.scratch, 1<<20)
-	if err != nil {
-		return a.corruptControl(h, baseOffset, err)
-	}
+	typ, data, err := v.ControlRecord(a.scratch, &a.record)
 	// Keep a grown decompression buffer for the next batch, but never
 	// the records of an uncompressed batch: those are the caller's bytes,
 	// which a later decompression into the scratch would overwrite.
 	if h.Compression() != batch.CompressionNone && cap(data) > cap(a.scratch) {
 		a.scratch = data[:0]
 	}
-	it := batch.NewRecordIterator(v, data)
-	if !it.Next(&a.record) {
-		err := it.Err()
-		if err == nil {
-			err = fmt.Errorf("no record")
-		}
-		return a.corruptControl(h, baseOffset, err)
-	}
-	_, typ, err := batch.ParseControlKey(a.record.Key)
 	if err != nil {
 		return a.corruptControl(h, baseOffset, err)
+	}
+	if typ == batch.ControlMirrorPidReset {
+		a.hasBarrier = true
 	}
 	if typ == batch.ControlMirrorPidReset && !a.m.barriersDisabled {
 		// §6.8 R1: a barrier whatever its PID, epoch, sequence or flags.

@@ -202,3 +202,44 @@ func TestBarrier(t *testing.T) {
 		}
 	})
 }
+
+// TestBarrierInAppendWithManyProducers: after a barrier inside one append
+// with more producers than the linear search covers, every producer
+// starts over, and each batch after the barrier goes to its own
+// producer's state (not to one found through an index of the state
+// before the barrier).
+func TestBarrierInAppendWithManyProducers(t *testing.T) {
+	const n = linearAccumulators + 4
+	m := New(Config{})
+	var a Append
+	var specs []bspec
+	for p := int64(100); p < 100+n; p++ {
+		specs = append(specs, data(p, 0, 0, 3))
+	}
+	specs = append(specs, barrier())
+	specs = append(specs, twoRounds(100, n, 0)...)
+	stageAll(t, m, &a, Replication, 0, specs...)
+	m.Commit(&a)
+	if m.Len() != n {
+		t.Fatalf("%d producers after the barrier, want %d", m.Len(), n)
+	}
+	for p := int64(100); p < 100+n; p++ {
+		if e := mustEntry(t, m, p); e.LastSequence != 1 || e.NumBatches != 2 {
+			t.Fatalf("producer %d after the barrier: last sequence %d, %d batches; want 1 and 2", p, e.LastSequence, e.NumBatches)
+		}
+	}
+}
+
+// TestResetDropsBarriers: Reset (a full truncation) forgets the barriers.
+func TestResetDropsBarriers(t *testing.T) {
+	m := New(Config{})
+	l := newLog(t, m)
+	l.must(Replication, data(1, 0, 0, 1), barrier())
+	if len(m.Barriers()) != 1 {
+		t.Fatalf("barriers %v", m.Barriers())
+	}
+	m.Reset(10)
+	if got := m.Barriers(); len(got) != 0 {
+		t.Fatalf("barriers %v after Reset, want none", got)
+	}
+}

@@ -187,3 +187,32 @@ func mustEntry(t testing.TB, m *Manager, pid int64) Entry {
 	}
 	return e
 }
+
+// stageAll begins a on m with origin and validates specs from offset
+// next on; it fails the test on the first error.
+func stageAll(t *testing.T, m *Manager, a *Append, origin Origin, next int64, specs ...bspec) int64 {
+	t.Helper()
+	m.Begin(a, origin, 0)
+	for _, s := range specs {
+		v := build(t, s)
+		if err := m.Validate(a, v, next); err != nil {
+			t.Fatalf("batch %+v at %d: %v", s, next, err)
+		}
+		next += span(v)
+	}
+	return next
+}
+
+// twoRounds returns, for producers first..first+n-1 in reverse order, a
+// batch of seq0.. (one record) each, then a second one each: the second
+// round finds its accumulators by producer id (through the map once more
+// than linearAccumulators producers are staged).
+func twoRounds(first int64, n int, seq0 int32) []bspec {
+	var specs []bspec
+	for round := int32(0); round < 2; round++ {
+		for p := first + int64(n) - 1; p >= first; p-- {
+			specs = append(specs, data(p, 0, seq0+round, 1))
+		}
+	}
+	return specs
+}

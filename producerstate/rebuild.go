@@ -30,11 +30,12 @@ type Rebuild struct {
 	End int64
 	// NowMs is the clock for the expiration of snapshot entries.
 	NowMs int64
-	// Batches calls yield with the log's batches in offset order, from
-	// the batch holding offset from (or the first after it) on, until
-	// yield returns false or the log ends. Earlier batches may be passed;
-	// they are skipped.
-	Batches func(from int64, yield func(batch.View) bool) error
+	// Batches calls yield with the log's batches in offset order, each
+	// with the header its reader decoded (the replay reads the fields from
+	// it, not again from the bytes), from the batch holding offset from
+	// (or the first after it) on, until yield returns false or the log
+	// ends. Earlier batches may be passed; they are skipped.
+	Batches func(from int64, yield func(v batch.View, h *batch.BatchHeader) bool) error
 	// Applied, if set, is called after each applied batch with the append
 	// that applied it (its CompletedTxns are valid until the next batch).
 	Applied func(v batch.View, a *Append)
@@ -57,15 +58,15 @@ func (m *Manager) Rebuild(r *Rebuild) error {
 	}
 	if from < r.End && r.Batches != nil {
 		var a Append
-		err := r.Batches(from, func(v batch.View) bool {
-			if v.BaseOffset() >= r.End {
+		err := r.Batches(from, func(v batch.View, h *batch.BatchHeader) bool {
+			if h.BaseOffset >= r.End {
 				return false
 			}
-			if v.LastOffset() < from {
+			if h.LastOffset() < from {
 				return true
 			}
 			m.Begin(&a, Replay, r.NowMs)
-			if err := m.Validate(&a, v, v.BaseOffset()); err != nil {
+			if err := m.ValidateHeader(&a, v, h, h.BaseOffset); err != nil {
 				if r.Rejected != nil {
 					r.Rejected(v, err)
 				}

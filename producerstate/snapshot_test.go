@@ -241,3 +241,27 @@ func TestLoadLatest(t *testing.T) {
 		}
 	})
 }
+
+// TestLoadSnapshotReplacesState: loading a snapshot into a manager that
+// holds state replaces that state; and the open transactions it loads are
+// ordered by first offset whatever the order of the entries.
+func TestLoadSnapshotReplacesState(t *testing.T) {
+	m := New(Config{Shards: 1})
+	l := newLog(t, m)
+	l.must(Client, txnData(1, 0, 0, 2))
+	entries := []snapshot.Entry{
+		{ProducerID: 7, LastOffset: 60, Timestamp: 1000, CurrentTxnFirstOffset: 50, LastSequence: 0, ProducerEpoch: 0, CoordinatorEpoch: -1},
+		{ProducerID: 8, LastOffset: 12, Timestamp: 1000, CurrentTxnFirstOffset: 10, LastSequence: 2, ProducerEpoch: 0, CoordinatorEpoch: -1},
+	}
+	m.LoadSnapshot(entries, 70, 1000)
+	if _, ok := m.Producer(1); ok || m.Len() != 2 {
+		t.Fatalf("after LoadSnapshot: producer 1 kept (%v), %d producers; want only 7 and 8", ok, m.Len())
+	}
+	got := m.OngoingTransactions()
+	if len(got) != 2 || got[0].ProducerID != 8 || got[1].ProducerID != 7 {
+		t.Fatalf("ongoing %+v, want 8 (at 10) before 7 (at 50)", got)
+	}
+	if fuo, ok := m.FirstUnstableOffset(); !ok || fuo != 10 {
+		t.Fatalf("FUO %d %v, want 10", fuo, ok)
+	}
+}

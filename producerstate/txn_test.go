@@ -184,3 +184,22 @@ func TestExpiration(t *testing.T) {
 		t.Fatal("T70: nothing to expire after a barrier")
 	}
 }
+
+// TestLogStartAtMarkerKeepsDecidedTxn: a decided transaction whose marker
+// is at the new log start is still in the log and keeps pinning the first
+// unstable offset (clamped to the log start) until the high watermark
+// passes its marker; only markers below the log start are dropped.
+func TestLogStartAtMarkerKeepsDecidedTxn(t *testing.T) {
+	m := New(Config{})
+	l := newLog(t, m)
+	l.must(Client, txnData(7, 0, 0, 3))
+	l.must(Coordinator, commit(7, 0, 0)) // marker at 3
+	m.OnLogStartOffsetIncremented(3)
+	if fuo, ok := m.FirstUnstableOffset(); !ok || fuo != 3 {
+		t.Fatalf("FUO %d %v with the marker at the log start, want 3", fuo, ok)
+	}
+	m.OnLogStartOffsetIncremented(4)
+	if fuo, ok := m.FirstUnstableOffset(); ok {
+		t.Fatalf("FUO %d with the marker below the log start, want none", fuo)
+	}
+}

@@ -204,10 +204,14 @@ func (x *run) rebuildIndexes(kept []*seg) error {
 		for _, f := range []struct {
 			kind, what string
 			data       []byte
-		}{{filenames.Index, "offset index", offsets}, {filenames.TimeIndex, "time index", times}} {
+			entrySize  int64
+		}{{filenames.Index, "offset index", offsets, index.OffsetEntrySize}, {filenames.TimeIndex, "time index", times, index.TimeEntrySize}} {
 			name := s.name(f.kind)
 			if s.flushedDamage && x.exists(name) {
 				continue
+			}
+			if err := x.checkIndexLength(s, name, f.what, f.entrySize); err != nil {
+				return err
 			}
 			same, err := x.sameContent(name, f.data)
 			if err != nil {
@@ -226,6 +230,26 @@ func (x *run) rebuildIndexes(kept []*seg) error {
 		}
 	}
 	return x.syncDir()
+}
+
+// checkIndexLength reports an index of a recovered segment whose length
+// is not a multiple of its entry size as a problem before it is rebuilt:
+// Kafka's sanity check calls such an index corrupt, where a rebuild of a
+// recovered segment's index is routine. An index whose failed sanity
+// check made the segment recovered is reported already.
+func (x *run) checkIndexLength(s *seg, name, what string, entrySize int64) error {
+	if s.whyFile == name || !x.exists(name) {
+		return nil
+	}
+	fi, err := os.Lstat(x.path(name))
+	if err != nil {
+		return fmt.Errorf("partlog/recovery: %w", err)
+	}
+	if n := fi.Size(); n%entrySize != 0 {
+		x.r.problem(name, -1, kindIndex, "%s of segment %d: length %d is not a multiple of %d (Kafka's sanity check calls it corrupt); rebuilt from the data",
+			what, s.base, n, entrySize)
+	}
+	return nil
 }
 
 // rebuildReason says why the index name (what) of the recovered segment s

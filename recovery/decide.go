@@ -1,7 +1,6 @@
 package recovery
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/partlog/partlog/batch"
@@ -200,11 +199,14 @@ func (x *run) classify(segs []*seg, i int, laterData bool) string {
 // declared durable: below the recovery point's position, outside the page
 // holding it. A segment wholly below the recovery point's segment is
 // flushed wherever the damage lies. With a clean-shutdown marker every
-// segment followed by data was flushed (H3 keeps the active segment's
-// tail a torn tail).
+// segment followed by data was flushed, and the last one below the
+// recovery point's position, the page holding it included (the close
+// synced it whole; H3 keeps bytes after the data a torn tail): a corrupt
+// first batch of a cleanly closed active segment is damage in durable
+// data, not a torn write.
 func (x *run) flushed(segs []*seg, i int, pos int64, laterData bool) bool {
-	if x.o.Clean {
-		return laterData
+	if x.o.Clean && laterData {
+		return true
 	}
 	rp := x.o.RecoveryPoint
 	if rp <= 0 {
@@ -230,6 +232,9 @@ func (x *run) flushed(segs []*seg, i int, pos int64, laterData bool) bool {
 	defer done()
 	rpPos := s.keepEnd
 	_ = guard(s.logPath, func() { rpPos = recoveryPointPosition(m.data, s.keepEnd, rp) })
+	if x.o.Clean {
+		return pos < rpPos
+	}
 	return pos < rpPos&^(pageSize-1)
 }
 
@@ -262,20 +267,16 @@ func recoveryPointPosition(data []byte, validEnd, rp int64) int64 {
 			return end
 		}
 		p := start
-		for p+batch.HeaderSize <= int64(len(data)) {
-			n := int64(int32(binary.BigEndian.Uint32(data[p+batch.OffBatchLength:]))) + batch.LogOverhead
-			if n < batch.HeaderSize || p+n > int64(len(data)) {
-				break
-			}
-			v, err := batch.Check(data[p : p+n])
-			if err != nil || v.BaseOffset() <= last {
-				break // damage, or a stale batch out of offset order
+		it := batch.NewIterator(data[start:], start)
+		for v, ok := it.Next(); ok; v, ok = it.Next() {
+			if v.BaseOffset() <= last {
+				break // a stale batch out of offset order
 			}
 			if v.LastOffset() >= rp {
 				return p
 			}
 			last = v.LastOffset()
-			p += n
+			p += int64(len(v))
 			end = p
 		}
 		q = p + 1
@@ -292,11 +293,7 @@ func resyncPosition(data []byte, from int64) (int64, bool) {
 		if b[batch.OffMagic] != batch.MagicV2 {
 			continue
 		}
-		n := int64(int32(binary.BigEndian.Uint32(b[batch.OffBatchLength:]))) + batch.LogOverhead
-		if n < batch.HeaderSize || n > int64(len(b)) {
-			continue
-		}
-		if _, err := batch.Check(b[:n]); err != nil {
+		if _, err := batch.Check(b); err != nil {
 			continue
 		}
 		return q, true

@@ -38,11 +38,14 @@
 //     (Options.Parallelism workers) from byte 0 through a read-only mapping
 //     with faults turned into errors; batch.Iterator's checks are completed
 //     by the structural rules of §7.1 (base offset ≥ segment base, offsets
-//     strictly increasing, last offset − base within int32, leader epochs
-//     never decreasing except an isolated spike, which is cut). No claimed
+//     strictly increasing, last offset − base within int32). A batch whose
+//     leader epoch is below its predecessor's is kept, as Kafka keeps it,
+//     and noted (epoch-decrease); the epoch cache is then rebuilt from the
+//     headers. No claimed
 //     length is ever allocated. Then, in offset order, segment boundaries
-//     are checked (overlaps, wrongly named segments, epochs across
-//     segments). The cut is the first failure in offset order.
+//     are checked (overlaps, wrongly named segments; a decreasing epoch
+//     across segments is noted likewise). The cut is the first failure in
+//     offset order.
 //  4. Classification (table below) and the salvage summary.
 //  5. Apply (skipped under DryRun). Later segments are removed first,
 //     newest first, then the cut segment's .log is truncated at the cut
@@ -96,7 +99,11 @@
 //
 // Run cuts corrupt-flushed data as Kafka does, unless
 // Options.RefuseFlushedCut: then it changes nothing and sets
-// Report.Refused (the CLI's recover --apply without --force).
+// Report.Refused (the CLI's recover --apply without --force), or
+// Options.KeepFlushed: then it stops before changing any segment and
+// sets Report.Refused (a log's clean open). With a clean-shutdown marker
+// the last segment's data below the recovery point is flushed too (the
+// close synced it), so a corrupt first batch there is corrupt-flushed.
 //
 // The metadata log (__cluster_metadata-0) is always recovered in full,
 // from recovery point 0 with the clean-shutdown marker ignored, as Kafka
@@ -125,7 +132,8 @@
 // removed, a replacement completed, stray snapshots removed, a snapshot
 // written at the log end, leader-epoch entries past the log end dropped),
 // which are not problems. Report.Notes inform (full-recovery,
-// metadata-log).
+// metadata-log, producer-snapshot: the snapshot at the log end could not
+// be written, the disk being full).
 //
 // With Quarantine set, the old bytes of every change are first placed in
 // that directory (Change.Saved names them): removed files are moved there,
@@ -136,12 +144,13 @@
 // # Kinds
 //
 // Problems: foreign-name, index, clean-marker-inconsistent, lost-trim, cut,
-// salvage, overlap, gap, epoch, snapshot (corrupt), swap (invalid
+// corrupt-flushed, salvage, overlap, gap, snapshot (corrupt), swap (invalid
 // replacement), orphan-index (no .deleted sibling: the data is missing),
 // epoch-checkpoint, log-start-beyond-end, producer-replay,
 // replay-incomplete, segment-dropped, refused. Changes: leftover,
 // orphan-index, swap, index, cut, segment-dropped, segment-created,
-// snapshot, producer-snapshot, epochs. Notes: full-recovery, metadata-log.
+// snapshot, producer-snapshot, epochs. Notes: full-recovery, metadata-log,
+// epoch-decrease.
 //
 // # Concurrency
 //

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/internal/filenames"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // TestI1ReadErrorCutsNothing injects EIO when S2's .log is opened: Run
@@ -18,7 +19,7 @@ import (
 func TestI1ReadErrorCutsNothing(t *testing.T) {
 	dir := fixture(t)
 	appendBytes(t, segPath(dir, 600, filenames.Log), []byte("torn"))
-	before := hashDir(t, dir)
+	before := testutil.HashTree(t, dir)
 	o := unclean(600)
 	o.hooks = &hooks{open: func(p string) error {
 		if strings.HasSuffix(p, "00000000000000000600.log") {
@@ -30,7 +31,7 @@ func TestI1ReadErrorCutsNothing(t *testing.T) {
 	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "00000000000000000600.log") {
 		t.Fatalf("err %v", err)
 	}
-	if d := diffHashes(before, hashDir(t, dir)); len(d) > 0 {
+	if d := diffHashes(before, testutil.HashTree(t, dir)); len(d) > 0 {
 		t.Fatalf("changed %v", d)
 	}
 }
@@ -84,7 +85,7 @@ func TestJ1CrashAfterEachStep(t *testing.T) {
 			damage(t, ref)
 		}
 		want := mustRun(t, ref, o)
-		wantHash := hashDir(t, ref)
+		wantHash := testutil.HashTree(t, ref)
 		for _, crashAt := range []string{"leftovers", "remove", "data", "indexes", "producers", "epochs"} {
 			t.Run(fmt.Sprintf("%s/%s", name, crashAt), func(t *testing.T) {
 				dir := fixture(t)
@@ -106,7 +107,7 @@ func TestJ1CrashAfterEachStep(t *testing.T) {
 				if got.LogEndOffset != want.LogEndOffset {
 					t.Errorf("LEO %d, want %d", got.LogEndOffset, want.LogEndOffset)
 				}
-				if d := diffHashes(wantHash, hashDir(t, dir)); len(d) > 0 {
+				if d := diffHashes(wantHash, testutil.HashTree(t, dir)); len(d) > 0 {
 					t.Errorf("differs from an uninterrupted run: %v", d)
 				}
 				checkLoadable(t, dir)

@@ -1,9 +1,6 @@
 package recovery
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +13,7 @@ import (
 	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/internal/filenames"
+	"github.com/partlog/partlog/internal/testutil"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/segment"
 )
@@ -101,7 +99,7 @@ func fixture(t testing.TB) string {
 		t.Fatal(fixtureErr)
 	}
 	dir := filepath.Join(t.TempDir(), "t-0")
-	copyDir(t, fixtureDir, dir)
+	testutil.CopyTree(t, fixtureDir, dir)
 	return dir
 }
 
@@ -122,7 +120,11 @@ func buildFixture(dir string) error {
 			}
 			raw := encodeBatch(b, offset, seq)
 			var out segment.Appended
-			if err := s.Append(raw, segment.Stamp{Assign: true, NextOffset: offset, LeaderEpoch: epoch}, &out); err != nil {
+			hdrs, err := batch.CheckAll(raw, nil)
+			if err != nil {
+				return err
+			}
+			if err := s.Append(raw, hdrs, segment.Stamp{Assign: true, NextOffset: offset, LeaderEpoch: epoch}, &out); err != nil {
 				return err
 			}
 			v := batch.View(raw)
@@ -153,57 +155,6 @@ func buildFixture(dir string) error {
 	}
 	return checkpoint.WriteLeaderEpochs(filepath.Join(dir, epochFileName),
 		[]checkpoint.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 450}})
-}
-
-func copyDir(t testing.TB, from, to string) {
-	t.Helper()
-	if err := os.MkdirAll(to, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	des, err := os.ReadDir(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, de := range des {
-		if de.IsDir() {
-			copyDir(t, filepath.Join(from, de.Name()), filepath.Join(to, de.Name()))
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(from, de.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, de.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// hashDir returns relative path → content hash of every file under dir.
-func hashDir(t testing.TB, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() {
-			out[rel+"/"] = "dir"
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		h := sha256.Sum256(b)
-		out[rel] = hex.EncodeToString(h[:])
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func diffHashes(a, b map[string]string) []string {
@@ -317,8 +268,8 @@ func checkLoadable(t testing.TB, dir string) {
 		}
 	}
 	cp := filepath.Join(t.TempDir(), "copy")
-	copyDir(t, dir, cp)
-	s, err := segment.OpenActive(cp, bases[len(bases)-1], testCfg, testNow())
+	testutil.CopyTree(t, dir, cp)
+	s, err := segment.OpenActive(cp, bases[len(bases)-1], testCfg, testNow(), segment.Opened{})
 	if err != nil {
 		t.Fatalf("OpenActive on the repaired directory: %v", err)
 	}
@@ -336,4 +287,42 @@ func batchesOfBytes(b []byte) []batchPos {
 		pos += int64(len(v))
 	}
 	return out
+}
+
+// decodeOffsets decodes an offset index file of segment 0.
+func decodeOffsets(t testing.TB, b []byte) []index.OffsetEntry {
+	t.Helper()
+	var out []index.OffsetEntry
+	for len(b) >= 8 {
+		rel := int64(int32(uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])))
+		pos := int32(uint32(b[4])<<24 | uint32(b[5])<<16 | uint32(b[6])<<8 | uint32(b[7]))
+		out = append(out, index.OffsetEntry{Offset: rel, Position: pos})
+		b = b[8:]
+	}
+	return out
+}
+
+// writeLiveSegment writes a closed segment at base with the live writer,
+// one batch per element of bs (stamped from base on at epoch 1).
+func writeLiveSegment(t testing.TB, dir string, base int64, bs [][]byte) {
+	t.Helper()
+	s, err := segment.Create(dir, base, testCfg, testNow())
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := base
+	for _, raw := range bs {
+		var out segment.Appended
+		hdrs, err := batch.CheckAll(raw, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Append(raw, hdrs, segment.Stamp{Assign: true, NextOffset: next, LeaderEpoch: 1}, &out); err != nil {
+			t.Fatal(err)
+		}
+		next = out.LastOffset + 1
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/internal/filenames"
+	"github.com/partlog/partlog/internal/testutil"
 	"github.com/partlog/partlog/segment"
 )
 
@@ -19,7 +20,7 @@ import (
 func runBothWays(t *testing.T, dir string, o Options) (want *Report, ld *Loaded, copied string) {
 	t.Helper()
 	copied = filepath.Join(t.TempDir(), filepath.Base(dir))
-	copyDir(t, dir, copied)
+	testutil.CopyTree(t, dir, copied)
 	want = mustRun(t, dir, o)
 	o.OpenActive = true
 	ld, err := Load(copied, o)
@@ -73,7 +74,7 @@ func TestOpenActiveSameVerdict(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if d := diffHashes(hashDir(t, dir), hashDir(t, dir2)); len(d) > 0 {
+			if d := diffHashes(testutil.HashTree(t, dir), testutil.HashTree(t, dir2)); len(d) > 0 {
 				t.Errorf("with OpenActive the files differ: %v", d)
 			}
 		})
@@ -89,8 +90,8 @@ func TestOpenActiveSameVerdict(t *testing.T) {
 func sameActive(t *testing.T, a *segment.Segment, dir string) {
 	t.Helper()
 	ref := filepath.Join(t.TempDir(), filepath.Base(dir))
-	copyDir(t, dir, ref)
-	b, err := segment.OpenActive(ref, a.BaseOffset(), testCfg, testNow())
+	testutil.CopyTree(t, dir, ref)
+	b, err := segment.OpenActive(ref, a.BaseOffset(), testCfg, testNow(), segment.Opened{})
 	if err != nil {
 		t.Fatalf("segment.OpenActive: %v", err)
 	}
@@ -122,7 +123,7 @@ func sameActive(t *testing.T, a *segment.Segment, dir string) {
 func TestOpenActiveNotUnderDryRun(t *testing.T) {
 	for _, o := range []Options{clean(), unclean(750)} {
 		dir := fixture(t)
-		before := hashDir(t, dir)
+		before := testutil.HashTree(t, dir)
 		dry := o
 		dry.DryRun, dry.OpenActive = true, true
 		ld, err := Load(dir, dry)
@@ -132,7 +133,7 @@ func TestOpenActiveNotUnderDryRun(t *testing.T) {
 		if ld.Active != nil {
 			t.Fatalf("DryRun (clean %v) handed over an active segment", o.Clean)
 		}
-		if d := diffHashes(before, hashDir(t, dir)); len(d) > 0 {
+		if d := diffHashes(before, testutil.HashTree(t, dir)); len(d) > 0 {
 			t.Fatalf("DryRun changed %v", d)
 		}
 		o.OpenActive = true
@@ -174,7 +175,11 @@ func TestTrustedLargeSegmentChecks(t *testing.T) {
 			for offset < base+2000 {
 				var out segment.Appended
 				raw := encodeBatch(fixtureBatch{records: 10, pid: -1}, offset, seq)
-				if err := s.Append(raw, segment.Stamp{Assign: true, NextOffset: offset, LeaderEpoch: 0}, &out); err != nil {
+				hdrs, err := batch.CheckAll(raw, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Append(raw, hdrs, segment.Stamp{Assign: true, NextOffset: offset, LeaderEpoch: 0}, &out); err != nil {
 					t.Fatal(err)
 				}
 				offset = out.LastOffset + 1

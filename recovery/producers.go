@@ -1,10 +1,12 @@
 package recovery
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
+	"syscall"
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
@@ -203,7 +205,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 			}
 		}
 	}
-	rb.Batches = func(start int64, yield func(batch.View) bool) error {
+	rb.Batches = func(start int64, yield func(batch.View, *batch.BatchHeader) bool) error {
 		for _, s := range kept {
 			if wiped || s.created || s.keepEnd == 0 || s.next() <= start {
 				s.releaseMap()
@@ -310,6 +312,13 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 		}
 		return nil
 	})
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		// The snapshot is a shortcut, not data: on a full disk the log
+		// opens without it (it can still be read), and the next open
+		// replays from an earlier one.
+		x.r.note(name, kindProducerSnapshot, "producer snapshot at the log end offset %d not written: %v; the next open replays from an earlier one", leo, err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -319,7 +328,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 
 // replaySegment passes the batches of s that may change producer state
 // to yield, in order. It reports whether yield asked for more.
-func (x *run) replaySegment(s *seg, yield func(batch.View) bool) (bool, error) {
+func (x *run) replaySegment(s *seg, yield func(batch.View, *batch.BatchHeader) bool) (bool, error) {
 	defer s.releaseMap()
 	// A segment validated from byte 0 lists the positions of the batches
 	// with a producer id or the control flag: the only ones that change
@@ -345,21 +354,32 @@ func (x *run) replaySegment(s *seg, yield func(batch.View) bool) (bool, error) {
 	defer done()
 	data := mp.data[:s.keepEnd]
 	more := true
+	var h batch.BatchHeader
 	ferr := guard(s.logPath, func() {
 		switch {
 		case listed:
+			// Validated by the scan, which kept only their positions:
+			// each header is decoded here once, for the replay.
 			for _, p := range positions {
-				b := data[p:]
-				if more = yield(batch.View(b[:frameSize(b)])); !more {
+				w := batch.NewWalker(data[p:])
+				v, _ := w.Next()
+				v.DecodeHeader(&h)
+				if more = yield(v, &h); !more {
 					return
 				}
 			}
 		case s.recover:
-			walk(data, func(_ int64, v batch.View) bool { more = yield(v); return more })
+			w := batch.NewWalker(data)
+			for v, ok := w.Next(); ok; v, ok = w.Next() {
+				v.DecodeHeader(&h)
+				if more = yield(v, &h); !more {
+					return
+				}
+			}
 		default:
 			it := batch.NewIterator(data, 0)
 			for v, ok := it.Next(); ok; v, ok = it.Next() {
-				if more = yield(v); !more {
+				if more = yield(v, it.Header()); !more {
 					return
 				}
 			}

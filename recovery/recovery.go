@@ -25,6 +25,9 @@ type seg struct {
 
 	recover bool   // validated from byte 0 and indexes rebuilt
 	why     string // why a trusted segment is recovered after all
+	// whyFile is the index that failed its sanity check, when that is
+	// why (the problem names it).
+	whyFile string
 	scan    *scanResult
 	m       *mapped // the .log mapped by the scan, kept until the replay
 
@@ -112,7 +115,7 @@ func Load(dir string, opts Options) (*Loaded, error) {
 		// Plan first: a cut below the recovery point is refused before
 		// anything is changed.
 		plan := opts
-		plan.DryRun, plan.RefuseFlushedCut = true, false
+		plan.DryRun, plan.RefuseFlushedCut, plan.KeepFlushed = true, false, false
 		pr, err := Run(dir, plan)
 		if err != nil {
 			return nil, err
@@ -145,11 +148,23 @@ func Load(dir string, opts Options) (*Loaded, error) {
 		if x.active != nil {
 			_ = x.active.Close()
 		}
+		if errors.Is(err, errKeepFlushed) {
+			t := x.r.Truncation
+			file := filenames.Make(t.SegmentBaseOffset, filenames.Log)
+			x.r.Refused = fmt.Sprintf("the repair would cut %s at position %d (offset %d on, %d bytes), below the recovery point: %s; no segment was changed",
+				file, t.Position, t.Offset, t.BytesRemoved, t.Reason)
+			x.r.problem(file, t.Position, kindRefused, "%s", x.r.Refused)
+			x.r.finish(true)
+			return &Loaded{Report: x.r}, nil
+		}
 		return nil, err
 	}
 	x.r.finish(x.o.DryRun)
 	return &Loaded{Report: x.r, Producers: x.state, Epochs: x.epochList, Active: x.active}, nil
 }
+
+// errKeepFlushed stops a Run with Options.KeepFlushed before its cut.
+var errKeepFlushed = errors.New("partlog/recovery: cut below the recovery point refused")
 
 // metadataLogDir is the partition directory of KRaft's metadata log.
 const metadataLogDir = "__cluster_metadata-0"
@@ -197,6 +212,9 @@ func (x *run) runSteps() error {
 	// 3–4. Sequential decisions in offset order: the cut and its class.
 	if err := x.decide(segs); err != nil {
 		return err
+	}
+	if t := x.r.Truncation; x.o.KeepFlushed && !x.o.DryRun && t != nil && t.Class == ClassCorruptFlushed {
+		return errKeepFlushed // nothing of the segments changed yet
 	}
 	// 8 (first half). Log start, log end, empty logs.
 	segs, leo, logStart, wiped := x.logBounds(segs)
@@ -341,11 +359,13 @@ func (x *run) loadSegments() ([]*seg, error) {
 				// D16): a change, not damage.
 				continue
 			}
-			kind := kindIndex
-			if x.o.Clean && i == len(segs)-1 {
+			kind, file := kindIndex, s.logName
+			if s.whyFile != "" {
+				file = s.whyFile
+			} else if x.o.Clean && i == len(segs)-1 {
 				kind = kindCleanMarker
 			}
-			x.r.problem(s.logName, -1, kind, "segment %d recovered: %s", s.base, why)
+			x.r.problem(file, -1, kind, "segment %d recovered: %s", s.base, why)
 		}
 	}
 	return segs, nil
@@ -429,6 +449,7 @@ func (x *run) checkPending(s *seg) (string, error) {
 			if !index.IsCorrupt(sanity) {
 				return "", fmt.Errorf("partlog/recovery: check %s: %w", x.path(c.name), sanity)
 			}
+			s.whyFile = c.name
 			return fmt.Sprintf("%s fails its sanity check: %v", c.name, sanity), nil
 		}
 	}
@@ -484,6 +505,7 @@ func (x *run) checkIndexesAndTail(s *seg, nextBase int64) (string, error) {
 			if !index.IsCorrupt(sanity) {
 				return "", fmt.Errorf("partlog/recovery: check %s: %w", p, sanity)
 			}
+			s.whyFile = name
 			return fmt.Sprintf("%s fails its sanity check: %v", name, sanity), nil
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/internal/filenames"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -760,11 +761,11 @@ func TestCases(t *testing.T) {
 			if c.damage != nil {
 				c.damage(t, dir)
 			}
-			before := hashDir(t, dir)
+			before := testutil.HashTree(t, dir)
 			dry := c.opts
 			dry.DryRun = true
 			dr := mustRun(t, dir, dry)
-			if d := diffHashes(before, hashDir(t, dir)); len(d) > 0 {
+			if d := diffHashes(before, testutil.HashTree(t, dir)); len(d) > 0 {
 				t.Fatalf("DryRun changed %v", d)
 			}
 			r := mustRun(t, dir, c.opts)
@@ -781,13 +782,13 @@ func TestCases(t *testing.T) {
 			}
 			checkLoadable(t, dir)
 			// J2: a second run finds nothing to do.
-			mid := hashDir(t, dir)
+			mid := testutil.HashTree(t, dir)
 			o2 := c.opts
 			o2.Clean = false
 			o2.RecoveryPoint = r.RecoveryPoint
 			o2.LogStartOffset = r.LogStartOffset
 			r2 := mustRun(t, dir, o2)
-			if d := diffHashes(mid, hashDir(t, dir)); len(d) > 0 {
+			if d := diffHashes(mid, testutil.HashTree(t, dir)); len(d) > 0 {
 				t.Errorf("second run changed %v (report %+v)", d, r2.Problems)
 			}
 			if !c.persistent && r2.Status != StatusOK {

@@ -61,6 +61,13 @@ type Options struct {
 	// the plan (as under DryRun) with Refused set. Without it the cut is
 	// made, as Kafka makes it (recovery.md §2.8).
 	RefuseFlushedCut bool
+	// KeepFlushed is RefuseFlushedCut for a cut only: a repair whose cut
+	// lies below the recovery point changes nothing and sets Refused,
+	// while damage left as it is in a segment wholly below the recovery
+	// point (CutFlushed unset) does not stop the other repairs. A log's
+	// clean open sets it: Kafka trusts a cleanly shut down directory and
+	// would cut nothing of it.
+	KeepFlushed bool
 	// CutFlushed cuts damage found in a segment wholly below the recovery
 	// point (with the clean-shutdown marker: any segment followed by data)
 	// as damage elsewhere is cut. Without it such a segment is left as it

@@ -1,7 +1,6 @@
 package recovery
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -366,25 +365,14 @@ func scanSegmentPrefix(prefix []byte, size int64, c *collector) scanResult {
 	return r
 }
 
-// frameSize is the size of the batch at the start of b, which is known to
-// be a whole valid batch.
-func frameSize(b []byte) int64 {
-	return int64(int32(binary.BigEndian.Uint32(b[batch.OffBatchLength:]))) + batch.LogOverhead
-}
-
 // walk calls fn for each batch of a prefix known to hold whole valid
-// batches, stopping when fn returns false.
+// batches (batch.Walker), stopping when fn returns false.
 func walk(prefix []byte, fn func(pos int64, v batch.View) bool) {
-	var pos int64
-	for pos+batch.HeaderSize <= int64(len(prefix)) {
-		n := frameSize(prefix[pos:])
-		if n < batch.HeaderSize || pos+n > int64(len(prefix)) {
+	w := batch.NewWalker(prefix)
+	for v, ok := w.Next(); ok; v, ok = w.Next() {
+		if !fn(int64(w.Offset()-len(v)), v) {
 			return
 		}
-		if !fn(pos, batch.View(prefix[pos:pos+n])) {
-			return
-		}
-		pos += n
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/internal/filenames"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // flipCRC breaks the CRC of the batch at pos of segment base.
@@ -63,12 +64,12 @@ func TestFlushedDamageInRecoveryPointSegment(t *testing.T) {
 			expectStatus(t, dr, StatusProblems)
 			checkVerdict(t, dr, true)
 
-			before := hashDir(t, dir)
+			before := testutil.HashTree(t, dir)
 			o = unclean(c.rp)
 			o.RefuseFlushedCut = true
 			o.Quarantine = filepath.Join(t.TempDir(), "q")
 			rr := mustRun(t, dir, o)
-			if d := diffHashes(before, hashDir(t, dir)); len(d) > 0 {
+			if d := diffHashes(before, testutil.HashTree(t, dir)); len(d) > 0 {
 				t.Fatalf("a refused repair changed %v", d)
 			}
 			if rr.Refused == "" || rr.Status != StatusProblems || len(rr.Changes) != 0 || !hasProblem(rr, kindRefused) {
@@ -203,7 +204,7 @@ func TestHealthyVerdicts(t *testing.T) {
 			if c.setup != nil {
 				c.setup(t, dir)
 			}
-			before := hashDir(t, dir)
+			before := testutil.HashTree(t, dir)
 			dry := c.opts
 			dry.DryRun = true
 			dr := mustRun(t, dir, dry)
@@ -227,7 +228,7 @@ func TestHealthyVerdicts(t *testing.T) {
 			if !slices.Equal(notes, c.notes) {
 				t.Errorf("notes %+v, want %v", dr.Notes, c.notes)
 			}
-			if d := diffHashes(before, hashDir(t, dir)); len(d) > 0 {
+			if d := diffHashes(before, testutil.HashTree(t, dir)); len(d) > 0 {
 				t.Fatalf("DryRun changed %v", d)
 			}
 
@@ -239,12 +240,12 @@ func TestHealthyVerdicts(t *testing.T) {
 			}
 			checkChangesKept(t, before, dir, o.Quarantine, r)
 
-			mid := hashDir(t, dir)
+			mid := testutil.HashTree(t, dir)
 			o2 := c.opts
 			o2.Clean, o2.RecoveryPoint = false, r.RecoveryPoint
 			o2.Quarantine = filepath.Join(t.TempDir(), "q2")
 			r2 := mustRun(t, dir, o2)
-			if d := diffHashes(mid, hashDir(t, dir)); len(d) > 0 || len(r2.Changes) > 0 || r2.Status != StatusOK {
+			if d := diffHashes(mid, testutil.HashTree(t, dir)); len(d) > 0 || len(r2.Changes) > 0 || r2.Status != StatusOK {
 				t.Errorf("second repair changed %v: %+v, status %s", d, r2.Changes, r2.Status)
 			}
 		})
@@ -273,7 +274,7 @@ func checkChangesKept(t testing.TB, before map[string]string, dir, quarantine st
 			t.Errorf("change %+v: %v", c, err)
 		}
 	}
-	after := hashDir(t, dir)
+	after := testutil.HashTree(t, dir)
 	for _, name := range diffHashes(before, after) {
 		if strings.HasPrefix(name, quarantineDirName) || strings.HasSuffix(name, "/") {
 			continue
@@ -293,7 +294,7 @@ func TestEveryChangeKept(t *testing.T) {
 			if c.damage != nil {
 				c.damage(t, dir)
 			}
-			before := hashDir(t, dir)
+			before := testutil.HashTree(t, dir)
 			o := c.opts
 			o.Quarantine = filepath.Join(t.TempDir(), "q")
 			r := mustRun(t, dir, o)
@@ -344,7 +345,7 @@ func TestFullVerify(t *testing.T) {
 func TestMetadataLogFullyRecovered(t *testing.T) {
 	src := fixture(t)
 	dir := filepath.Join(t.TempDir(), "__cluster_metadata-0")
-	copyDir(t, src, dir)
+	testutil.CopyTree(t, src, dir)
 	if err := os.Truncate(segPath(dir, 600, filenames.Log), batchAt(t, dir, 600, 740).pos+30); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package segment
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -48,19 +47,22 @@ type Appended struct {
 }
 
 // Append copies src, a sequence of batches already validated by the
-// caller (batch.Check on each), to the end of the active segment. For
-// each batch it copies the 61-byte header first, stamps the base offset
-// and leader epoch (Assign), then copies the rest (with Write, the stamped
-// header and the rest go in that order in one pwritev), so a crash can never
-// leave a CRC-valid batch with the client's offsets behind the published
-// end (recovery.md §9 item 7). src is never modified and no CRC is
-// computed. The new size is published after everything is in place.
+// caller, whose headers it decoded into hdrs (one per batch, in order:
+// what batch.CheckAt or an Iterator leaves), to the end of the active
+// segment; it reads every field it needs from hdrs, never from the bytes
+// again. For each batch it copies the 61-byte header first, stamps the
+// base offset and leader epoch (Assign), then copies the rest (with
+// Write, the stamped header and the rest go in that order in one
+// pwritev), so a crash can never leave a CRC-valid batch with the
+// client's offsets behind the published end (recovery.md §9 item 7). src
+// is never modified and no CRC is computed. The new size is published
+// after everything is in place.
 //
 // Index entries follow Kafka's cadence (recovery.md §3.2): one offset
 // entry, and a time entry when the largest timestamp grew, for an append
 // that starts after more than IndexIntervalBytes since the last entry.
 // Append does not allocate. Owner only.
-func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
+func (s *Segment) Append(src []byte, hdrs []batch.BatchHeader, st Stamp, out *Appended) error {
 	if !s.active {
 		return ErrSealed
 	}
@@ -86,16 +88,14 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 	dst := s.mapped[pos:end]
 	next := st.NextOffset
 	first, maxTs, offMaxTs := int64(-1), batch.NoTimestamp, int64(-1)
-	batches := 0
-	for p := 0; p < len(src); {
-		b := src[p:]
-		if len(b) < batch.HeaderSize {
+	p := 0
+	for i := range hdrs {
+		hd := &hdrs[i]
+		n := hd.Size()
+		if n < batch.HeaderSize || n > len(src)-p {
 			return errUnvalidated(p)
 		}
-		n := int(binary.BigEndian.Uint32(b[batch.OffBatchLength:])) + batch.LogOverhead
-		if n < batch.HeaderSize || n > len(b) {
-			return errUnvalidated(p)
-		}
+		b := src[p : p+n]
 		var h batch.View
 		if st.Write {
 			h = batch.View(s.hdr[:])
@@ -108,33 +108,35 @@ func (s *Segment) Append(src []byte, st Stamp, out *Appended) error {
 			h.SetPartitionLeaderEpoch(st.LeaderEpoch)
 		}
 		if st.Write {
-			if err := s.log.WriteAt(h, b[batch.HeaderSize:n], pos+int64(p)); err != nil {
+			if err := s.log.WriteAt(h, b[batch.HeaderSize:], pos+int64(p)); err != nil {
 				return err
 			}
 		} else {
-			copy(dst[p+batch.HeaderSize:p+n], b[batch.HeaderSize:n])
+			copy(dst[p+batch.HeaderSize:p+n], b[batch.HeaderSize:])
 		}
-		// The fields are read from src, never from the copy just
-		// stored: a load from the destination waits until the stores
-		// before it (the whole body's copy, into cold lines of the
+		// The fields are read from the decoded header, never from the
+		// copy just stored: a load from the destination waits until the
+		// stores before it (the whole body's copy, into cold lines of the
 		// mapping) have left the store buffer when it cannot be
-		// forwarded, which made this the slowest line of the append.
-		sv := batch.View(b)
+		// forwarded.
 		base := next
 		if !st.Assign {
-			base = sv.BaseOffset()
+			base = hd.BaseOffset
 		}
-		last := base + int64(sv.LastOffsetDelta())
-		if batches == 0 {
+		last := base + int64(hd.LastOffsetDelta)
+		if i == 0 {
 			first = base
 		}
-		if ts := sv.MaxTimestamp(); ts > maxTs {
+		if ts := hd.MaxTimestamp; ts > maxTs {
 			maxTs, offMaxTs = ts, last
 		}
 		next = last + 1
-		batches++
 		p += n
 	}
+	if p != len(src) {
+		return errUnvalidated(p)
+	}
+	batches := len(hdrs)
 	last := next - 1
 	if !index.CanConvertToRelative(s.base, last) || first < s.base {
 		return fmt.Errorf("%w: offsets %d..%d in segment %d", ErrOffsetOverflow, first, last, s.base)
@@ -194,15 +196,9 @@ func (s *Segment) settle(pos, end, next int64) {
 // worker zeroed their page on another core, and with many partitions
 // appended in turn the writer comes back to this segment only after
 // hundreds of other appends. A store to a cold line waits for the line,
-// and the first atomic publication after the copy (settle's size.Store,
-// an XCHG on amd64) waits for every such store: in a profile of 1 000
-// partitions appended round robin, 17% of the writer's time was in that
-// XCHG and 8% in the header's store. With the hint, BenchmarkRoundRobin
-// (1 KiB, 1 000 partitions against one) went from a median ratio of 0.50
-// to 0.63 over five rounds, three binaries alternated (better in each
-// round). Below 1 KiB the hint's fixed cost shows: prefetching 256 B
-// after a 256 B single-partition append made it ~10% slower (105-112 ns
-// against 118-120 ns).
+// and the first atomic publication after the copy (settle's size.Store)
+// waits for every such store. Below 1 KiB the hint's fixed cost shows
+// (bench/RESULTS.md, prefetchMinBytes).
 const (
 	prefetchMinBytes = 1 << 10
 	prefetchMaxBytes = 4 << 10

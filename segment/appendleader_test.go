@@ -32,7 +32,7 @@ func appendLeaderOrGeneral(t *testing.T, s *Segment, src []byte, epoch int32, se
 		return true, false
 	}
 	var out Appended
-	if err := s.Append(src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: epoch}, &out); err != nil {
+	if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: epoch}, &out); err != nil {
 		t.Fatal(err)
 	}
 	return false, false
@@ -89,7 +89,7 @@ func TestAppendLeaderMatchesAppend(t *testing.T) {
 					break
 				}
 				var out Appended
-				if err := b.Append(src, Stamp{Assign: true, NextOffset: b.NextOffset(), LeaderEpoch: 7}, &out); err != nil {
+				if err := appendChecked(b, src, Stamp{Assign: true, NextOffset: b.NextOffset(), LeaderEpoch: 7}, &out); err != nil {
 					t.Fatal(err)
 				}
 				if took {
@@ -160,7 +160,7 @@ func TestAppendLeaderDeclines(t *testing.T) {
 			}
 			defer s.Close()
 			var out Appended
-			if err := s.Append(one, Stamp{Assign: true, NextOffset: 100}, &out); err != nil {
+			if err := appendChecked(s, one, Stamp{Assign: true, NextOffset: 100}, &out); err != nil {
 				t.Fatal(err)
 			}
 			if tc.sealed {

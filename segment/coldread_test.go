@@ -34,7 +34,7 @@ func filledSegment(t *testing.T, dir string) *Segment {
 	src := segMakeBatch(t, 1, 64<<10, 1000)
 	var a Appended
 	for range 12 {
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
+		if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,7 +93,7 @@ func TestSegmentColdDataReadsAhead(t *testing.T) {
 				t.Fatal(err)
 			}
 			dropCached(t, s.Path(filenames.Log))
-			s, err := OpenActive(dir, 0, coldCfg, time.Now())
+			s, err := OpenActive(dir, 0, coldCfg, time.Now(), Opened{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestSegmentColdDataReadsAhead(t *testing.T) {
 		}},
 		{"Scan", func(t *testing.T, s *Segment) int64 {
 			n := 0
-			if err := s.Scan(func(int64, batch.View) error { n++; return nil }); err != nil || n != 12 {
+			if err := s.Scan(func(int64, batch.View, *batch.BatchHeader) error { n++; return nil }); err != nil || n != 12 {
 				t.Fatalf("Scan: %d batches, %v", n, err)
 			}
 			return s.Size() / 4096
@@ -187,7 +187,7 @@ func TestSegmentFaultReadaheadPastFirstMapping(t *testing.T) {
 	src := segMakeBatch(t, 1, 64<<10, 1000)
 	var a Appended
 	for s.Size() <= MapMinBytes {
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
+		if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -41,7 +41,7 @@ func TestIndexRemapThenFullDisk(t *testing.T) {
 		src := segMakeBatch(t, 2, 20, 1000+int64(i)*10)
 		var a Appended
 		next := s.NextOffset()
-		appendErr = s.Append(src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 4}, &a)
+		appendErr = appendChecked(s, src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 4}, &a)
 		if appendErr == nil {
 			written = append(written, segWritten{a.FirstOffset, a.LastOffset, nil})
 		}

@@ -97,6 +97,20 @@ func (s *Segment) Close() error {
 	return errors.Join(err, s.closeFiles())
 }
 
+// Discard closes the segment's files without sealing, trimming or
+// syncing them: for a segment whose directory is being deleted, where
+// Close's trim and fsync would be work for files no one reads again.
+// Readers' mappings stay valid until released, as with Close.
+func (s *Segment) Discard() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.closeFiles()
+}
+
 // closeFiles closes whatever is open. Caller holds mu.
 func (s *Segment) closeFiles() error {
 	var errs []error

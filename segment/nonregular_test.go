@@ -34,7 +34,7 @@ func TestNonRegularSegmentFiles(t *testing.T) {
 	if err := os.Symlink(absent, idx); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := OpenActive(dir, 0, cfg, now); !errors.Is(err, ErrNeedsRecovery) {
+	if s, err := OpenActive(dir, 0, cfg, now, Opened{}); !errors.Is(err, ErrNeedsRecovery) {
 		if err == nil {
 			_ = s.Close()
 		}
@@ -46,7 +46,7 @@ func TestNonRegularSegmentFiles(t *testing.T) {
 	if err := os.WriteFile(absent, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := OpenActive(dir, 0, cfg, now); !errors.Is(err, ErrNeedsRecovery) {
+	if s, err := OpenActive(dir, 0, cfg, now, Opened{}); !errors.Is(err, ErrNeedsRecovery) {
 		if err == nil {
 			_ = s.Close()
 		}

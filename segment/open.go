@@ -20,30 +20,35 @@ import (
 // closed cleanly.
 var ErrNeedsRecovery = errors.New("partlog/segment: segment needs recovery")
 
-// OpenActive opens the last segment of a cleanly closed directory for
-// appending: the indexes must pass their sanity checks, and the batches
-// after the last offset-index entry must be valid up to the exact end of
-// the file (a cleanly closed .log is trimmed to its data). The file is
-// then preallocated to SegmentBytes and mapped writable.
+// Opened says what the caller of OpenActive knows of the segment.
+type Opened struct {
+	// Recovered: package recovery has just loaded the directory, the
+	// .log holds exactly Size bytes of valid batches and its indexes were
+	// checked or rebuilt, so nothing is checked again: only the batches
+	// after the last offset-index entry are read, for the next offset and
+	// the timestamps. Otherwise (a cleanly closed directory) the indexes
+	// must pass their sanity checks and the batches after the last
+	// offset-index entry must be valid up to the exact end of the file (a
+	// cleanly closed .log is trimmed to its data).
+	Recovered bool
+	Size      int64
+}
+
+// OpenActive opens the last segment of a directory for appending, as o
+// says, then preallocates the file to SegmentBytes and maps it writable.
 //
 // A file of the segment that is a symbolic link, a directory or another
 // non-regular file fails with ErrNeedsRecovery (recovery ignores it and
 // rebuilds what is missing): nothing is ever written through a link.
-func OpenActive(dir string, base int64, cfg Config, now time.Time) (*Segment, error) {
+func OpenActive(dir string, base int64, cfg Config, now time.Time, o Opened) (*Segment, error) {
+	if o.Recovered {
+		return openActive(dir, base, o.Size, cfg, now, false)
+	}
 	st, err := os.Lstat(filepath.Join(dir, filenames.Make(base, filenames.Log)))
 	if err != nil {
 		return nil, err
 	}
 	return openActive(dir, base, st.Size(), cfg, now, true)
-}
-
-// OpenRecovered opens for appending the last segment of a directory that
-// package recovery has just loaded, whose .log holds exactly size bytes of
-// valid batches and whose indexes recovery checked or rebuilt: nothing is
-// checked again. Only the batches after the last offset-index entry are
-// read, for the next offset and the timestamps.
-func OpenRecovered(dir string, base, size int64, cfg Config, now time.Time) (*Segment, error) {
-	return openActive(dir, base, size, cfg, now, false)
 }
 
 func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, check bool) (*Segment, error) {
@@ -190,7 +195,7 @@ func (p *Pending) TxnIndex() *index.TxnIndex { return p.s.txnIndex }
 func (p *Pending) BaseOffset() int64 { return p.s.base }
 
 // Activate returns the active segment, its .log mapped over its data as
-// OpenRecovered maps it (the mapping grows with the reservation), with the state t the caller's check of these
+// OpenActive maps it (the mapping grows with the reservation), with the state t the caller's check of these
 // very files found: nothing is read or checked again. The Pending is
 // consumed (on failure too: every file is then closed).
 func (p *Pending) Activate(t Tail) (*Segment, error) {

@@ -53,7 +53,7 @@ func TestPendingActivate(t *testing.T) {
 		t.Fatalf("after Close: %v, %v", st, err)
 	}
 
-	ref, err := OpenActive(dir, 0, segTestCfg, now)
+	ref, err := OpenActive(dir, 0, segTestCfg, now, Opened{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,28 +1,23 @@
 package segment
 
 import (
-	"encoding/binary"
-
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/mmapfile"
 )
 
-// headerLastOffset reads the last offset and size of the batch at p of
-// data without validating it. ok is false when no whole batch header
-// lies at p (the published data always holds whole batches, so this only
-// happens at the end).
+// headerAt returns the last offset and size of the batch at p of data,
+// which holds only whole validated batches (batch.Walker: nothing is
+// checked again). ok is false when no whole batch lies at p (at the end).
 func headerAt(data []byte, p int64) (last int64, size int64, ok bool) {
-	if p+batch.HeaderSize > int64(len(data)) {
+	if p > int64(len(data)) {
 		return 0, 0, false
 	}
-	b := data[p:]
-	size = int64(int32(binary.BigEndian.Uint32(b[batch.OffBatchLength:]))) + batch.LogOverhead
-	if size < batch.HeaderSize || p+size > int64(len(data)) {
+	w := batch.NewWalker(data[p:])
+	v, ok := w.Next()
+	if !ok {
 		return 0, 0, false
 	}
-	base := int64(binary.BigEndian.Uint64(b))
-	delta := int64(int32(binary.BigEndian.Uint32(b[batch.OffLastOffsetDelta:])))
-	return base + delta, size, true
+	return v.LastOffset(), int64(len(v)), true
 }
 
 // find returns the position of the first batch whose last offset is ≥
@@ -115,7 +110,8 @@ const readAheadMin = 16 << 10
 // or written since and taken by reclaim. That mapping takes no read-ahead
 // on faults (mmapfile, "Read-ahead"), so each of its cold pages would
 // otherwise be a major fault of its own, while asking for pages already
-// cached costs about as much as the Read itself (1 MiB: 20-40 µs more);
+// cached costs about as much as the Read itself (bench/RESULTS.md,
+// readAhead);
 // two mincore(2) looks decide. Not the first page: finding the batch at
 // start has just read it, as opening the segment read the last batch
 // (which may end the range too, hence the middle). Advice only: errors
@@ -127,9 +123,10 @@ func (s *Segment) readAhead(f *mmapfile.File, start, n int64) {
 }
 
 // Scan calls fn for every batch of the segment's published data, with
-// its position, after validating it with batch.Check (CRC included). It
+// its position and the header its validation decoded, after validating
+// it with batch.Check (CRC included; h is valid during the call). It
 // stops at the first invalid batch and returns that error, or fn's.
-func (s *Segment) Scan(fn func(pos int64, v batch.View) error) error {
+func (s *Segment) Scan(fn func(pos int64, v batch.View, h *batch.BatchHeader) error) error {
 	data, f, err := s.acquire()
 	if err != nil {
 		return err
@@ -143,7 +140,7 @@ func (s *Segment) Scan(fn func(pos int64, v batch.View) error) error {
 	}
 	it := batch.NewIterator(data, 0)
 	for v, ok := it.Next(); ok; v, ok = it.Next() {
-		if err := fn(it.Position()-int64(len(v)), v); err != nil {
+		if err := fn(it.Position()-int64(len(v)), v, it.Header()); err != nil {
 			return err
 		}
 	}

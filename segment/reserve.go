@@ -111,30 +111,20 @@ func (s *Segment) reserve(need int64) error {
 // steps are below preallocMinStep, and past it for a writer whose steps
 // are growing.
 //
-// Small steps: each step's fallocate cost the writer 10-25 µs (a parked
-// descriptor reopened, the extent tree updated); with 1 000 partitions
-// appended round robin (BenchmarkRoundRobin) their steps fall due in the
-// same round, which then took 20-25 ms instead of 0.3 ms, about a fifth
-// of the rr appends' time over the first 300 KiB of each partition. A
-// Grow within blocks a worker allocated makes no system call. The cost:
-// a partition that has appended keeps up to twice its step (and
+// Small steps: with many partitions appended round robin their steps fall
+// due in the same round, each fallocate on the writer's path; a Grow
+// within blocks a worker allocated makes no system call. The cost: a
+// partition that has appended keeps up to twice its step (and
 // preallocMargin) of blocks ahead of its data, until it rolls or closes;
-// one that has appended less than preallocFirstAt (a few batches) has
-// no step and no preallocation.
-//
-// preallocFirstAt: asking at the first append instead cost a directory
-// of 10 000 partitions with a few batches each 3.2 GB of blocks no data
-// came to (the reopen of BenchmarkOpenDir filled its 4 GiB disk). From
-// preallocFirstAt to the step (at half the first reservation) a worker
-// has 96 KiB of appends: with 1 000 partitions appended round robin at
-// 1 KiB, about 50 ms, against 10-25 ms for its 1 000 fallocates.
+// one that has appended less than preallocFirstAt (a few batches) has no
+// step and no preallocation, so a directory of thousands of nearly empty
+// partitions holds no blocks it has no data for.
 //
 // Large steps: a step of megabytes is where the file system moves on to
 // block groups whose bitmaps it has not read, and its fallocate then
-// waits for the disk: in BenchmarkAppendPaired at 1 KiB, a few 16 MiB
-// steps in each 200 MB took 1.2 to 6 ms each, under an append. A writer
-// whose large steps shrink (slower than a step a second) keeps one step
-// of blocks ahead of its data, no more.
+// waits for the disk. A writer whose large steps shrink (slower than a
+// step a second) keeps one step of blocks ahead of its data, no more
+// (bench/RESULTS.md, preallocMinStep).
 const (
 	preallocMinStep = 4 << 20
 	preallocMargin  = 64 << 10
@@ -147,15 +137,11 @@ const (
 // the whole capacity. A new segment is mapped at MapMinBytes from the
 // start (Create), so an idle or slow partition's mapping stays
 // MapMinBytes, beside its neighbours' in the address space, and its first
-// reservation steps take no remap: with 1 000 partitions appended to
-// round robin (BenchmarkRoundRobin), each one's first step remapped it
-// (an mmap, a munmap and a descriptor opened for the mmap, ~40 µs), a
-// quarter of the rr appends' time. A segment written past MapMinBytes is
-// mapped anew only once. (A
-// doubling policy, about 11 remaps per 1 GiB segment, cost a quarter of
-// a 16 KiB append's time in BenchmarkAppendPaired: each remap leaves the
-// pages populated ahead unmapped in the new mapping, and the old one's
-// unmapping interrupts the writer.) The old File goes to its readers
+// reservation steps take no remap (each remap of a partition appended
+// round robin costs a good part of its appends' time). A segment written
+// past MapMinBytes is mapped anew only once: a doubling policy cost the
+// pages populated ahead, unmapped in each new mapping (bench/RESULTS.md,
+// mapFor). The old File goes to its readers
 // (they keep their references) and the owner's reference is dropped off
 // the append's path (mmapfile.File.Retire: unmapping written pages costs
 // about a microsecond each); the prefaulter moves to the new one, and the
@@ -180,9 +166,8 @@ func (s *Segment) mapFor(size int64) error {
 		// prefaulter (16 KiB appends store ~5 GB/s, about what populating
 		// new pages costs). Its faults then read ahead again (mmapfile,
 		// "Read-ahead"): one fault brings the next megabytes, which it is
-		// about to write, where one page per fault made 16 KiB appends
-		// 2.7-5.0 -> 11.5-21 µs (thousands of major faults in 10 000
-		// appends).
+		// about to write, instead of a major fault per page
+		// (bench/RESULTS.md, mapFor).
 		f.FaultReadahead()
 	}
 	if s.prefaulter != nil {

@@ -32,7 +32,7 @@ type Config struct {
 	// Prefault, if positive, is the window kept populated ahead of the
 	// write position of the active segment by the workers of PrefaultPool.
 	Prefault int64
-	// PrefaultPool serves the prefault windows; nil means the process's
+	// Pool serves the prefault windows; nil means the process's
 	// prefault.Default.
 	PrefaultPool *prefault.Pool
 	// ReserveMaxBytes is the largest step by which the active .log's disk

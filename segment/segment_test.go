@@ -59,7 +59,7 @@ func segFill(t testing.TB, s *Segment, count int) []segWritten {
 		src := segMakeBatch(t, 2, 100+i*7, 1000+int64(i)*10)
 		var a Appended
 		next := s.NextOffset()
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 4}, &a); err != nil {
+		if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 4}, &a); err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
 		if a.FirstOffset != next || a.LastOffset != next+1 || s.NextOffset() != next+2 {
@@ -137,7 +137,7 @@ func TestSegmentRoundTrip(t *testing.T) {
 		t.Fatal("sealed segment still active")
 	}
 	var a Appended
-	if err := s.Append(written[0].bytes, Stamp{}, &a); !errors.Is(err, ErrSealed) {
+	if err := appendChecked(s, written[0].bytes, Stamp{}, &a); !errors.Is(err, ErrSealed) {
 		t.Fatalf("append to a sealed segment: %v", err)
 	}
 	data, err := os.ReadFile(s.Path(filenames.Log))
@@ -169,7 +169,7 @@ func TestSegmentRoundTrip(t *testing.T) {
 	}
 
 	// OpenActive: appendable again, next offset from the data.
-	s3, err := OpenActive(dir, base, segTestCfg, time.Now())
+	s3, err := OpenActive(dir, base, segTestCfg, time.Now(), Opened{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestSegmentRoundTrip(t *testing.T) {
 		t.Fatalf("closed .log is not exactly its data: %v", err)
 	}
 	// The indexes reopen sane, every entry at a batch start.
-	s4, err := OpenActive(dir, base, segTestCfg, time.Now())
+	s4, err := OpenActive(dir, base, segTestCfg, time.Now(), Opened{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +376,7 @@ func TestSegmentTruncate(t *testing.T) {
 			if !bytes.Equal(data, append(slices.Clone(prefix), segConcat(more)...)) {
 				t.Fatal("closed .log is not the kept data and the new appends")
 			}
-			s2, err := OpenActive(dir, 0, segTestCfg, time.Now())
+			s2, err := OpenActive(dir, 0, segTestCfg, time.Now(), Opened{})
 			if err != nil {
 				t.Fatalf("reopen after truncation: %v", err)
 			}
@@ -399,7 +399,7 @@ func TestSegmentShouldRoll(t *testing.T) {
 	defer withTs.Close()
 	b := segMakeBatch(t, 1, 10, 10_000)
 	var a Appended
-	if err := withTs.Append(b, Stamp{Assign: true, NextOffset: 100}, &a); err != nil {
+	if err := appendChecked(withTs, b, Stamp{Assign: true, NextOffset: 100}, &a); err != nil {
 		t.Fatal(err)
 	}
 	size := withTs.Size()
@@ -409,7 +409,7 @@ func TestSegmentShouldRoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer noTs.Close()
-	if err := noTs.Append(segMakeBatch(t, 1, 10, batch.NoTimestamp), Stamp{Assign: true, NextOffset: 500}, &a); err != nil {
+	if err := appendChecked(noTs, segMakeBatch(t, 1, 10, batch.NoTimestamp), Stamp{Assign: true, NextOffset: 500}, &a); err != nil {
 		t.Fatal(err)
 	}
 	empty, err := Create(dir, 900, cfg, created)
@@ -474,7 +474,7 @@ func TestSegmentShouldRoll(t *testing.T) {
 				break
 			}
 			src := segMakeBatch(t, 1, 1, 100+int64(n)*ic.tsStep)
-			if err := full.Append(src, Stamp{Assign: true, NextOffset: full.NextOffset()}, &a); err != nil {
+			if err := appendChecked(full, src, Stamp{Assign: true, NextOffset: full.NextOffset()}, &a); err != nil {
 				t.Fatalf("%s: append %d: %v", ic.name, n, err)
 			}
 		}
@@ -496,12 +496,16 @@ func TestSegmentAppendAllocs(t *testing.T) {
 			}
 			defer s.Close()
 			src := segMakeBatch(t, 3, 50, 1000)
+			hdrs, err := batch.CheckAll(src, nil) // the log's validation, once
+			if err != nil {
+				t.Fatal(err)
+			}
 			var out Appended
 			next := int64(0)
 			// 500 appends of ~200 bytes cross the first reservation
 			// step, so the growth path is measured too.
 			allocs := testing.AllocsPerRun(1500, func() {
-				if err := s.Append(src, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 2, Write: write}, &out); err != nil {
+				if err := s.Append(src, hdrs, Stamp{Assign: true, NextOffset: next, LeaderEpoch: 2, Write: write}, &out); err != nil {
 					panic(err)
 				}
 				next = out.LastOffset + 1
@@ -543,7 +547,7 @@ func TestSegmentWriteMatchesStore(t *testing.T) {
 			src := segMakeBatch(t, 1+i%4, 30+i*13, 1000+int64(i))
 			var out Appended
 			st := Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 3, Write: mode == 1 && i%2 == 0}
-			if err := s.Append(src, st, &out); err != nil {
+			if err := appendChecked(s, src, st, &out); err != nil {
 				t.Fatal(err)
 			}
 			r, err := s.Read(out.FirstOffset, 1, math.MaxInt64)
@@ -605,7 +609,7 @@ func TestSegmentReserveSteps(t *testing.T) {
 	appendUntilGrow := func() {
 		before := s.log.Size()
 		for s.log.Size() == before {
-			if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
+			if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -633,7 +637,7 @@ func TestSegmentReserveSteps(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = OpenActive(dir, 0, cfg, time.Now())
+	s, err = OpenActive(dir, 0, cfg, time.Now(), Opened{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -655,16 +659,10 @@ func TestSegmentReserveSteps(t *testing.T) {
 	}
 }
 
-// TestRegression_SegmentMappingReadsLogAfterUnlock: Segment.mapping takes a
-// reference on s.log under s.mu, unlocks, and then reads s.log again to
-// return it. Unmap (a cache eviction), Seal (a roll) and a truncation's
-// reactivate write s.log under s.mu meanwhile, so a reader can get nil
-// (nil dereference in acquire) or another *mmapfile.File than the one it
-// acquired (its Release then drops a reference it never took, and the
-// mapping it read can be unmapped under it). Here readers race with
-// Unmap, as they do with a MappingCache that evicts; the race detector
-// reports it, and without it a reader may panic.
-func TestRegression_SegmentMappingReadsLogAfterUnlock(t *testing.T) {
+// TestSegmentMappingReturnsTheFileItAcquired: Segment.mapping returns
+// the *mmapfile.File it took its reference on, read under s.mu,
+// whatever Unmap, Seal or a truncation writes to s.log afterwards.
+func TestSegmentMappingReturnsTheFileItAcquired(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Create(dir, 0, segTestCfg, time.Now())
 	if err != nil {
@@ -841,7 +839,7 @@ func TestSegmentFirstStepAhead(t *testing.T) {
 		if s.Size()+int64(len(src)) > ReserveMinBytes {
 			t.Fatalf("the append ending at %d would pass the first reservation (%d) before it grew", s.Size()+int64(len(src)), s.log.Size())
 		}
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
+		if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -857,7 +855,7 @@ func TestSegmentFirstStepAhead(t *testing.T) {
 	}
 	// The appends after the step go through the refreshed mapping.
 	for range 100 {
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
+		if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1028,7 +1026,7 @@ func TestSegmentMappingGrows(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = OpenActive(dir, 0, cfg, time.Now())
+	s, err = OpenActive(dir, 0, cfg, time.Now(), Opened{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1057,7 +1055,7 @@ func TestSegmentPreallocatesNextStep(t *testing.T) {
 	src := segMakeBatch(t, 4, 16<<10, 1000) // ~64 KiB
 	for s.reserveStep < preallocMinStep {
 		var a Appended
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
+		if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1119,7 +1117,7 @@ func TestSegmentPreallocatesFirstStep(t *testing.T) {
 	appendOne := func() {
 		t.Helper()
 		var a Appended
-		if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
+		if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1203,7 +1201,7 @@ func TestSegmentStepsStayInFirstMapping(t *testing.T) {
 			var steps int
 			for s.Size() < tc.upTo-int64(len(src)) {
 				before := s.log.Size()
-				if err := s.Append(src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
+				if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
 					t.Fatal(err)
 				}
 				if s.log.Size() != before {

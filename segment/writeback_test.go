@@ -17,7 +17,7 @@ func TestSegmentStartWritebackHint(t *testing.T) {
 	}
 	for range 8 {
 		var out Appended
-		if err := s.Append(segMakeBatch(t, 1, 20<<10, 1000), Stamp{Assign: true, NextOffset: s.NextOffset(), Write: true}, &out); err != nil {
+		if err := appendChecked(s, segMakeBatch(t, 1, 20<<10, 1000), Stamp{Assign: true, NextOffset: s.NextOffset(), Write: true}, &out); err != nil {
 			t.Fatal(err)
 		}
 	}

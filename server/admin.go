@@ -2,23 +2,31 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/mirror"
 )
 
 // The admin endpoint: HTTP with JSON bodies, for `partlog mirror` and
-// for peers' lookups. Listen on loopback (the default of `partlog serve
-// --admin`): it has no authentication.
+// for peers' lookups.
 //
 //	GET  /v1/mirrors                   → {"partitions": [MirrorPartitionStatus...]}
 //	POST /v1/mirrors/start  MirrorStartRequest → {"partitions": [...], "error": "..."}
@@ -31,6 +39,110 @@ import (
 // stop that failed for some topics or partitions answers 200 with the
 // partitions that did start or stop and "error" naming the others, so
 // the caller always learns what changed.
+//
+// Any web page a browser shows could send requests here (a text/plain
+// POST needs no CORS preflight, and DNS rebinding makes the endpoint the
+// page's own origin), so the endpoint refuses what a browser sends:
+//
+//   - every request with an Origin, Referer or Sec-Fetch-* header (403);
+//   - every request whose Host is not an IP address or localhost
+//     (403: a rebound name), unless it carries the token;
+//   - a POST without Content-Type application/json (415);
+//   - a POST without "Authorization: Bearer <token>" (401), the token
+//     being the content of AdminTokenFile in the log directory, made at
+//     the first start and readable by its owner only: only who can read
+//     the log directory changes mirrors (`partlog mirror --dir`).
+//
+// The lookups (GET) need no token: a peer asks them, and they change
+// nothing.
+
+// AdminTokenFile holds the admin endpoint's token, in the log directory
+// (mode 0600, made at the first start).
+const AdminTokenFile = "partlog-admin-token"
+
+// loadAdminToken reads the log directory's admin token, making it (32
+// random bytes, base64url) if there is none.
+func loadAdminToken(dir string) (string, error) {
+	path := filepath.Join(dir, AdminTokenFile)
+	tok, err := ReadAdminToken(dir)
+	switch {
+	case err == nil:
+		if len(tok) < 16 {
+			return "", fmt.Errorf("partlog/server: %s holds no token (%d bytes); remove it to make a new one", path, len(tok))
+		}
+		return tok, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("partlog/server: read %s: %w", path, err)
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	tok = base64.RawURLEncoding.EncodeToString(raw[:])
+	if err := fsutil.WritePrivateFileAtomic(path, []byte(tok+"\n")); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// ReadAdminToken returns the admin token kept in a log directory (what
+// `partlog mirror --dir` sends).
+func ReadAdminToken(dir string) (string, error) {
+	b, err := fsutil.ReadSmall(filepath.Join(dir, AdminTokenFile))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// AdminToken returns the token the admin endpoint requires of changes.
+func (s *Server) AdminToken() string { return s.adminToken }
+
+// adminGuard refuses browser-shaped requests and changes without the
+// token.
+func (s *Server) adminGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, h := range []string{"Origin", "Referer", "Sec-Fetch-Site", "Sec-Fetch-Mode", "Sec-Fetch-Dest"} {
+			if r.Header.Get(h) != "" {
+				writeJSON(w, http.StatusForbidden, AdminResponse{Error: "refused: the request has a " + h + " header, as a browser sends; the admin endpoint answers partlog mirror and its peers only"})
+				return
+			}
+		}
+		tokenOK := false
+		if auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			tokenOK = subtle.ConstantTimeCompare([]byte(auth), []byte(s.adminToken)) == 1
+		}
+		if !tokenOK && !addressHost(r.Host) {
+			writeJSON(w, http.StatusForbidden, AdminResponse{Error: "refused: Host " + strconv.Quote(r.Host) + " is not an IP address or localhost"})
+			return
+		}
+		if r.Method == http.MethodPost {
+			if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+				writeJSON(w, http.StatusUnsupportedMediaType, AdminResponse{Error: "refused: Content-Type must be application/json"})
+				return
+			}
+			if !tokenOK {
+				writeJSON(w, http.StatusUnauthorized, AdminResponse{Error: "refused: a change needs the server's admin token (Authorization: Bearer, from " + AdminTokenFile + " in its log directory: partlog mirror --dir DIR)"})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// addressHost reports whether a Host header names an IP address or
+// localhost (not a name that could have been rebound to this machine).
+func addressHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	_, err := netip.ParseAddr(host)
+	return err == nil
+}
 
 // AdminResponse is the body of the admin endpoint's mirror answers.
 type AdminResponse struct {
@@ -59,6 +171,7 @@ func (s *Server) ServeAdmin(ln net.Listener) error {
 // AdminHandler returns the admin endpoint's handler.
 func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
+	guarded := s.adminGuard(mux)
 	mux.HandleFunc("GET /v1/mirrors", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, AdminResponse{ClusterID: s.meta.clusterID(), Partitions: nonNil(s.MirrorStatus())})
 	})
@@ -101,7 +214,7 @@ func (s *Server) AdminHandler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, map[string]bool{"mirrors": s.mirrorsFromCluster(q.Get("cluster_id"), q.Get("topic"), int32(n))})
 	})
-	return mux
+	return guarded
 }
 
 func nonNil(st []MirrorPartitionStatus) []MirrorPartitionStatus {
@@ -146,7 +259,11 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // adminGet asks a peer's admin endpoint and decodes its JSON answer.
 func adminGet(ctx context.Context, admin, path string, q url.Values, v any) error {
-	u := url.URL{Scheme: "http", Host: admin, Path: path, RawQuery: q.Encode()}
+	host, err := AddressOf(ctx, admin)
+	if err != nil {
+		return err
+	}
+	u := url.URL{Scheme: "http", Host: host, Path: path, RawQuery: q.Encode()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return err
@@ -164,6 +281,22 @@ func adminGet(ctx context.Context, admin, path string, q url.Values, v any) erro
 		return fmt.Errorf("%s: %s: %s", u.Path, resp.Status, body)
 	}
 	return json.Unmarshal(body, v)
+}
+
+// AddressOf resolves the host of a HOST:PORT to an IP address, so that a
+// request to it carries an address as its Host (the admin endpoint
+// refuses names, which could have been rebound, from callers without its
+// token).
+func AddressOf(ctx context.Context, hostPort string) (string, error) {
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil || addressHost(host) {
+		return hostPort, nil
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(ips) == 0 {
+		return "", fmt.Errorf("resolve %s: %w", host, err)
+	}
+	return net.JoinHostPort(ips[0].Unmap().String(), port), nil
 }
 
 // lookupPosition asks the source's admin endpoint for the position it

@@ -64,9 +64,9 @@ const retainedResponseBytes = 1 << 20
 
 // retainedRequestBytes is the largest Produce frame buffer a connection
 // keeps for its next frame: a producer's requests are mostly alike, and
-// a new buffer per frame, grown from 64 KiB as the bytes arrived, was
-// 15% of partlog serve's CPU under a producer (BenchmarkBrokers, kgo,
-// 100 B records). The largest request of Kafka's Java producer
+// a new buffer per frame, grown as the bytes arrived, was a large share
+// of partlog serve's CPU under a producer (bench/RESULTS.md,
+// retainedRequestBytes). The largest request of Kafka's Java producer
 // (max.request.size, 1 MiB) and of kgo (a 1 MB batch) fit.
 const retainedRequestBytes = 1<<20 + 64<<10
 
@@ -85,9 +85,14 @@ type connCtx struct {
 	inFlight atomic.Int32
 	// lastWrite is when the writer last wrote (unix nanoseconds).
 	lastWrite atomic.Int64
+	// wbuf is the writer's response buffer, kept between responses
+	// unless larger than retainedResponseBytes (writer goroutine only).
+	wbuf []byte
 	// clientID is the client id of the request being handled (set by
 	// the read loop before each call of handle).
 	clientID string
+	// sessions are the connection's fetch sessions (fetch_session.go).
+	sessions connSessions
 	// spare is the buffer of the last Produce frame, free once the
 	// request was handled (its batches are copied into the logs; nothing
 	// of a Produce request is kept past its handler): the next frame is
@@ -157,12 +162,12 @@ func (s *Server) serveConn(c net.Conn) {
 	async.Wait()
 	close(q)
 	<-writerDone
+	cc.closeSessions()
 	_ = c.Close()
 }
 
 func (cc *connCtx) writeResponses(q <-chan *pending, cancel context.CancelFunc) {
 	w := bufio.NewWriterSize(cc.c, 64<<10)
-	var buf []byte
 	var sp splicer
 	failed := false
 	for p := range q {
@@ -172,7 +177,7 @@ func (cc *connCtx) writeResponses(q <-chan *pending, cancel context.CancelFunc) 
 			// their mappings (fetch_write.go).
 			fr, _ := p.resp.(*kmsg.FetchResponse)
 			spliced := fr != nil && sp.take(fr)
-			buf = appendFrame(buf[:0], p)
+			buf := appendFrame(cc.wbuf[:0], p)
 			if spliced {
 				ok := sp.pieces(buf, p.resp.IsFlexible())
 				sp.restore()
@@ -201,8 +206,9 @@ func (cc *connCtx) writeResponses(q <-chan *pending, cancel context.CancelFunc) 
 				cancel()
 			}
 			cc.lastWrite.Store(time.Now().UnixNano())
+			cc.wbuf = buf
 			if cap(buf) > retainedResponseBytes {
-				buf = nil
+				cc.wbuf = nil
 			}
 		}
 		cc.inFlight.Add(-1)

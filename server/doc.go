@@ -30,8 +30,10 @@
 //	                            the aborted transactions); MinBytes/MaxWait long
 //	                            polling on Log.WaitHighWatermark; MaxBytes and
 //	                            partition max bytes with the at-least-one-batch
-//	                            rule; no fetch sessions (session id 0); v13+
-//	                            by topic id
+//	                            rule; fetch sessions (KIP-227, v7+:
+//	                            incremental fetches name and are answered only
+//	                            the partitions that changed; fetch_session.go);
+//	                            v13+ by topic id
 //	ListOffsets           1–11  Log.OffsetForTimestamp; latest is the high
 //	                            watermark or, read_committed, the last stable
 //	                            offset; each special timestamp from the version
@@ -50,8 +52,19 @@
 //	                            min.compaction.lag.ms, min.insync.replicas,
 //	                            preallocate, retention.*, segment.*,
 //	                            unclean.leader.election.enable; v5+ answers
-//	                            every config
-//	DeleteTopics          0–6   by name or topic id (Dir.Delete)
+//	                            every config; the names Kafka refuses
+//	                            (__cluster_metadata, one colliding with a
+//	                            topic's after '.' and '_' are unified) and
+//	                            Kafka's internal topics (this server keeps
+//	                            offsets and transactions in its own files)
+//	                            are refused, by auto-creation too; at most
+//	                            10 000 records (partitions, topics,
+//	                            configs) per request, as Kafka's
+//	                            controller, and Config.MaxPartitions
+//	                            served; a creation that fails part way
+//	                            removes what it made
+//	DeleteTopics          0–6   by name or topic id (Dir.DeletePartitions:
+//	                            one directory sync for every partition)
 //	CreatePartitions      0–3
 //	DescribeConfigs       0–4   topic resources: the configs above, each with
 //	                            the topic's value or the server's default
@@ -90,7 +103,7 @@
 // Out of scope: SASL and TLS (plaintext only: listen on loopback or a
 // trusted network), ACLs, quotas, replication (one node: the high
 // watermark is the log end, or with Config.Fsync the durable offset),
-// fetch sessions, altering topic configs, KIP-848 consumer groups, share
+// altering topic configs, KIP-848 consumer groups, share
 // groups. Compacted topics are cleaned by the Cleaner of Config.Log
 // (package cleaner's rules).
 //
@@ -163,9 +176,13 @@
 // unchanged through package mirror's state machine; the partitions are
 // read-only (produces answered POLICY_VIOLATION) until StopMirror writes
 // the MIRROR_PID_RESET barrier. Every partition has a mirror.Partition and
-// every client and coordinator append goes through it. The admin endpoint
-// (admin.go, ServeAdmin; HTTP and JSON, no authentication: loopback only)
-// serves `partlog mirror` and peers' failback lookups.
+// every client and coordinator append goes through it. A start that would
+// cut records a partition holds of its own is refused unless
+// MirrorStartRequest.AllowTruncation; the offsets a start cuts are
+// logged and answered (MirrorPartitionStatus.Truncated). The admin
+// endpoint (admin.go, ServeAdmin; HTTP and JSON) serves `partlog mirror`
+// and peers' failback lookups: changes need the token of AdminTokenFile,
+// and what a browser sends is refused.
 //
 // One housekeeping goroutine ticks (Config.Tick, default 1 s): it aborts
 // transactions past their timeout (bumping the producer epoch, so the

@@ -97,16 +97,17 @@ func fetchWants(req *kmsg.FetchRequest) []fetchWant {
 // fewer than MinBytes it waits up to MaxWait for a high watermark to
 // move: one wait per request, on one channel every partition signals
 // (Log.WatchHighWatermark), so a request of many partitions costs no
-// goroutine per partition.
-func (s *Server) fetch(req *kmsg.FetchRequest) handled {
-	if req.Version >= 7 && (req.SessionID != 0 || req.SessionEpoch > 0) {
-		// No fetch sessions: every fetch is a full one (session id 0).
+// goroutine per partition. The partitions are the request's, or with an
+// incremental fetch its session's (fetch_session.go).
+func (s *Server) fetch(cc *connCtx, req *kmsg.FetchRequest) handled {
+	sf := cc.beginFetch(req)
+	if sf.errCode != errNone {
 		resp := kmsg.NewPtrFetchResponse()
 		resp.Version = req.Version
-		resp.ErrorCode = errFetchSessionIDNotFound
+		cc.finishFetch(sf, resp)
 		return handled{resp: resp}
 	}
-	wants := fetchWants(req)
+	wants := sf.wants
 	maxBytes := int(s.cfg.FetchMaxBytes)
 	if req.Version >= 3 && req.MaxBytes > 0 {
 		maxBytes = min(maxBytes, int(req.MaxBytes))
@@ -115,6 +116,7 @@ func (s *Server) fetch(req *kmsg.FetchRequest) handled {
 	first := s.fetchOnce(req, wants, maxBytes)
 	maxWait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	if first.bytes >= minBytes || maxWait <= 0 || first.errs || len(first.watch) == 0 {
+		cc.finishFetch(sf, first.resp)
 		return handled{resp: first.resp, release: first.release}
 	}
 	first.release()
@@ -144,6 +146,7 @@ func (s *Server) fetch(req *kmsg.FetchRequest) handled {
 				pass := s.fetchOnce(req, wants, maxBytes)
 				if pass.bytes >= minBytes || ctx.Err() != nil || pass.errs {
 					*final = pass
+					cc.finishFetch(sf, pass.resp)
 					return pass.resp
 				}
 				pass.release()

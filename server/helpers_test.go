@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -34,7 +35,15 @@ func startTest(t *testing.T, cfg Config) *testServer {
 	}
 	ts := &testServer{Server: s, addr: ln.Addr().String(), done: make(chan error, 1)}
 	go func() { ts.done <- s.Serve(ln) }()
-	t.Cleanup(func() { ts.close(t) })
+	t.Cleanup(func() {
+		ts.close(t)
+		// Registered after the test's own cleanups of the same server
+		// only run later: a test that reopens the directory has closed it
+		// again by now.
+		if err := partlog.Check(cfg.Dir, nil); err != nil {
+			t.Errorf("consistency check of %s: %v", cfg.Dir, err)
+		}
+	})
 	return ts
 }
 

@@ -59,6 +59,11 @@ type MirrorStartRequest struct {
 	// Topics to mirror; each is created here with the source's topic id
 	// and partition count if missing.
 	Topics []string `json:"topics"`
+	// AllowTruncation lets the start truncate partitions that hold data
+	// of their own (records not mirrored from this source): to 0, or in
+	// a failback to where the source stopped mirroring them. Without it
+	// such a partition is refused and left as it is.
+	AllowTruncation bool `json:"allow_truncation,omitempty"`
 }
 
 // MirrorStopRequest stops mirroring topics.
@@ -81,8 +86,10 @@ type MirrorPartitionStatus struct {
 	Step            string `json:"step,omitempty"`
 	Session         int64  `json:"session"`
 	LogEndOffset    int64  `json:"log_end_offset"`
-	// LastMirroredOffset is the end of the mirrored range: the log end
-	// while the partition mirrors, the recorded LMO once it stopped.
+	// LastMirroredOffset is the end of the mirrored range (the offset
+	// after the last mirrored record): the log end while the partition
+	// mirrors, the recorded LMO once it stopped. `partlog mirror status`
+	// shows it as MIRRORED END.
 	LastMirroredOffset int64 `json:"last_mirrored_offset"`
 	LastMirroredEpoch  int32 `json:"last_mirrored_epoch"`
 	// SourceHighWatermark is the source's high watermark at the last
@@ -94,6 +101,10 @@ type MirrorPartitionStatus struct {
 	StopLeaderEpoch     int32  `json:"stop_leader_epoch"`
 	BarrierOffset       int64  `json:"barrier_offset"`
 	Error               string `json:"error,omitempty"`
+	// Truncated, in a start's answer, is how many offsets the start cut
+	// from the partition's log end (LOG_ALIGNMENT: all of them, or in a
+	// failback what this cluster wrote after the source's position).
+	Truncated int64 `json:"truncated_offsets,omitempty"`
 }
 
 // MirrorPosition is the answer to a last-mirror-position lookup.
@@ -151,6 +162,9 @@ func (s *Server) lookupForRestart(ctx context.Context, topic string, c mirror.Ch
 var (
 	// errMirrorUsage: the request itself is wrong (admin: 400).
 	errMirrorUsage = errors.New("partlog/server: bad mirror request")
+	// errWouldTruncate: a start without AllowTruncation met a partition
+	// holding records of its own.
+	errWouldTruncate = errors.New("partlog/server: mirror start refused")
 	// errSourceUnreachable: the source's metadata could not be read
 	// (admin: 502).
 	errSourceUnreachable = errors.New("partlog/server: source unreachable")

@@ -175,19 +175,16 @@ func (l *mirrorLink) outOfRange(ctx context.Context, mp *mirrorPart) error {
 // bytes (at least one batch, whatever its size) and the rest. Bytes that
 // do not frame go whole into the prefix (the append refuses them).
 func batchesUpTo(b []byte, limit int64) (head, rest []byte) {
+	w := batch.NewWalker(b)
 	end := 0
-	for end < len(b) {
-		n, err := batch.Frame(b[end:])
-		if err != nil {
-			if end == 0 {
-				return b, nil
-			}
+	for v, ok := w.Next(); ok; v, ok = w.Next() {
+		if end > 0 && int64(end+len(v)) > limit {
 			break
 		}
-		if end > 0 && int64(end+n) > limit {
-			break
-		}
-		end += n
+		end += len(v)
+	}
+	if end == 0 {
+		return b, nil
 	}
 	return b[:end], b[end:]
 }
@@ -196,25 +193,18 @@ func batchesUpTo(b []byte, limit int64) (head, rest []byte) {
 // batches, without the batches that end below from (a fetch may start
 // inside a batch). A response cut inside a batch ends before it.
 func wholeBatchesFrom(b []byte, from int64) []byte {
-	for len(b) >= batch.HeaderSize {
-		n, err := batch.Frame(b)
-		if err != nil {
-			return nil
+	w := batch.NewWalker(b)
+	start := 0
+	for v, ok := w.Next(); ok; v, ok = w.Next() {
+		if v.LastOffset() < from {
+			start = w.Offset()
+			continue
 		}
-		if batch.View(b).LastOffset() >= from {
-			break
+		for _, ok := w.Next(); ok; _, ok = w.Next() {
 		}
-		b = b[n:]
+		return b[start:w.Offset()]
 	}
-	end := 0
-	for end < len(b) {
-		n, err := batch.Frame(b[end:])
-		if err != nil {
-			break
-		}
-		end += n
-	}
-	return b[:end]
+	return nil
 }
 
 // fail moves a fetched partition to FAILED (read-only, reason kept) and

@@ -164,6 +164,7 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 
 	var errs []error
 	var started []partlog.TopicPartition
+	truncated := map[partlog.TopicPartition]int64{}
 	for _, t := range req.Topics {
 		src := topics[t]
 		created, err := s.ensureMirrorTopic(ctx, cl, t, src.id, int32(len(src.parts)))
@@ -174,9 +175,13 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 		n := len(started)
 		for _, sp := range src.parts {
 			tp := partlog.TopicPartition{Topic: t, Partition: sp.Partition}
-			if err := s.startPartition(ctx, link, req.SourceAdmin, tp, src.id, sp); err != nil {
+			cut, err := s.startPartition(ctx, link, req, tp, src.id, sp)
+			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", tp, err))
 				continue
+			}
+			if cut > 0 {
+				truncated[tp] = cut
 			}
 			started = append(started, tp)
 		}
@@ -209,23 +214,30 @@ func (s *Server) StartMirror(ctx context.Context, req MirrorStartRequest) ([]Mir
 	}
 	link.wake()
 	status := s.mirrorStatus(func(tp partlog.TopicPartition) bool { return slices.Contains(started, tp) })
+	for i := range status {
+		status[i].Truncated = truncated[partlog.TopicPartition{Topic: status[i].Topic, Partition: status[i].Partition}]
+	}
 	return status, errors.Join(errs...)
 }
 
 // startPartition runs LOG_ALIGNMENT on one partition of a start and adds
-// it to the link's fetches. A partition this link already mirrors (a
-// start run again, to pick up the partitions a first one could not
-// start) is left as it is, and is no error.
-func (s *Server) startPartition(ctx context.Context, link *mirrorLink, admin string, tp partlog.TopicPartition,
-	srcID [16]byte, sp kmsg.MetadataResponseTopicPartition) error {
+// it to the link's fetches; it returns how many offsets the alignment cut
+// from the log end (logged too). A partition this link already mirrors (a
+// start run again, to pick up the partitions a first one could not start)
+// is left as it is, and is no error. A partition holding records of its
+// own is refused unless req.AllowTruncation: the start would cut them.
+func (s *Server) startPartition(ctx context.Context, link *mirrorLink, req MirrorStartRequest, tp partlog.TopicPartition,
+	srcID [16]byte, sp kmsg.MetadataResponseTopicPartition) (int64, error) {
 	p, code := s.partitionFor(tp.Topic, tp.Partition)
 	if code != errNone {
-		return kerr.ErrorForCode(code)
+		return 0, kerr.ErrorForCode(code)
 	}
-	if c := p.mirror.Checkpoint(); c.MirrorName == link.name && c.SourceClusterID == link.sourceCluster &&
+	c := p.mirror.Checkpoint()
+	if c.MirrorName == link.name && c.SourceClusterID == link.sourceCluster &&
 		(c.State == mirror.StateMirroring || c.State == mirror.StateEpochFencing) {
-		return nil
+		return 0, nil
 	}
+	admin := req.SourceAdmin
 	sreq := mirror.StartRequest{MirrorName: link.name, SourceClusterID: link.sourceCluster, TopicID: mirror.TopicID(srcID),
 		Partition: tp.Partition, SourceLeaderEpoch: sp.LeaderEpoch}
 	if admin != "" {
@@ -236,22 +248,41 @@ func (s *Server) startPartition(ctx context.Context, link *mirrorLink, admin str
 		}
 		cancel()
 		if err != nil {
-			return fmt.Errorf("source admin %s: %w", admin, err)
+			return 0, fmt.Errorf("source admin %s: %w", admin, err)
 		}
 		sreq.SourcePosition = pos
 	}
-	if !p.mirror.State().ReadOnly() {
-		if err := s.txns.endOnPartition(tp); err != nil {
-			return fmt.Errorf("end this cluster's transactions first: %w", err)
+	// Records of this cluster's own (not mirrored from this source)
+	// that the alignment would cut need the caller's consent.
+	fromSource := c.SourceClusterID == link.sourceCluster && c.State != mirror.StateNone && c.State != mirror.StateStopped
+	if !req.AllowTruncation && !fromSource && c.State != mirror.StateLogAlignment {
+		target, err := p.mirror.AlignmentTarget(sreq.SourcePosition)
+		if err != nil {
+			return 0, err
+		}
+		if end := p.log.LogEndOffset(); target < end && p.log.LogStartOffset() < end {
+			return 0, fmt.Errorf("%w: the start would truncate offsets %d to %d, which this cluster holds; pass allow_truncation (partlog mirror start --allow-truncation) to discard them",
+				errWouldTruncate, target, end-1)
 		}
 	}
+	if !p.mirror.State().ReadOnly() {
+		if err := s.txns.endOnPartition(tp); err != nil {
+			return 0, fmt.Errorf("end this cluster's transactions first: %w", err)
+		}
+	}
+	before := p.log.LogEndOffset()
 	sess, err := p.mirror.Start(sreq)
 	s.followMirrorEpoch(p)
+	cut := max(0, before-p.log.LogEndOffset())
+	if cut > 0 {
+		s.logf("mirror %s: %s truncated from offset %d to %d to mirror from cluster %s: %d offsets discarded",
+			link.name, tp, before, p.log.LogEndOffset(), link.sourceCluster, cut)
+	}
 	if err != nil {
-		return err
+		return cut, err
 	}
 	link.add(p, sess, srcID, sp.Leader)
-	return nil
+	return cut, nil
 }
 
 func newMirrorClient(source string) (*kgo.Client, error) {

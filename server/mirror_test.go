@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/partlog/partlog"
-	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/mirror"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -193,42 +192,6 @@ func TestMirrorInProcess(t *testing.T) {
 	}
 }
 
-// TestMirrorResumesAfterRestart: a destination closed while mirroring
-// fetches again after Open from its state file, from its log end.
-func TestMirrorResumesAfterRestart(t *testing.T) {
-	a := startTest(t, Config{})
-	dir := t.TempDir()
-	b := startTest(t, Config{Dir: dir})
-	ra := dial(t, a.addr)
-	createTopic(t, ra, "r", 1)
-	produceOK(t, ra, "r", 0, records(t, 3, -1, 0, 0, false, 10))
-	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"r"}, Name: "dr"}); err != nil {
-		t.Fatal(err)
-	}
-	waitMirrored(t, b, a, "r", 0)
-	b.close(t)
-	produceOK(t, ra, "r", 0, records(t, 2, -1, 0, 0, false, 10))
-	b = startTest(t, Config{Dir: dir})
-	waitMirrored(t, b, a, "r", 0)
-	st := b.MirrorStatus()
-	if len(st) != 1 || st[0].State != "MIRRORING" || st[0].Mirror != "dr" || st[0].Source != a.addr || st[0].Session != 1 {
-		t.Fatalf("after restart: %+v", st)
-	}
-	if _, err := b.StopMirror(context.Background(), MirrorStopRequest{Topics: []string{"r"}, Policy: "ABORT_OPEN"}); err != nil {
-		t.Fatal(err)
-	}
-	b.close(t)
-	b = startTest(t, Config{Dir: dir})
-	if st := b.MirrorStatus(); len(st) != 1 || st[0].State != "STOPPED" || st[0].BarrierOffset != 5 {
-		t.Fatalf("after the second restart: %+v", st)
-	}
-	var links int
-	b.meta.view(func(m *metaState) { links = len(m.Mirrors) })
-	if links != 0 {
-		t.Errorf("state file keeps %d links after the stop", links)
-	}
-}
-
 // TestMirrorNoBarrier: with the test switch, the stop writes no barrier
 // and B's producer 0 at sequence 0 is taken for a retry of A's batch.
 func TestMirrorNoBarrier(t *testing.T) {
@@ -342,7 +305,13 @@ func TestAdminEndpoint(t *testing.T) {
 		return resp.StatusCode, v
 	}
 	post := func(path, body string) (int, map[string]any) {
-		resp, err := http.Post(h.URL+path, "application/json", strings.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, h.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+s.AdminToken())
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -383,77 +352,6 @@ func TestAdminEndpoint(t *testing.T) {
 	}
 }
 
-// TestWholeBatchesFrom: what a fetched response's bytes are cut to.
-func TestWholeBatchesFrom(t *testing.T) {
-	at := func(base int64, n int) []byte {
-		spec := batch.NewBatchSpec(base)
-		rs := make([]batch.RecordSpec, n)
-		var bb batch.Builder
-		out, err := bb.AppendBatch(nil, &spec, rs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	b0, b1, b2 := at(0, 2), at(2, 3), at(5, 1)
-	all := append(append(append([]byte{}, b0...), b1...), b2...)
-	cases := []struct {
-		name string
-		in   []byte
-		from int64
-		want []byte
-	}{
-		{"empty", nil, 0, nil},
-		{"all", all, 0, all},
-		{"cut inside the last", all[:len(all)-3], 0, all[:len(b0)+len(b1)]},
-		{"cut inside the header", all[:len(b0)+10], 0, b0},
-		{"skip below from", all, 2, all[len(b0):]},
-		{"from inside a batch", all, 3, all[len(b0):]},
-		{"all below", all, 6, nil},
-		{"garbage", bytes.Repeat([]byte{0xff}, 100), 0, nil},
-	}
-	for _, c := range cases {
-		if got := wholeBatchesFrom(c.in, c.from); !bytes.Equal(got, c.want) {
-			t.Errorf("%s: %d bytes, want %d", c.name, len(got), len(c.want))
-		}
-	}
-}
-
-// FuzzWholeBatchesFrom: fetched bytes come from another server. The
-// cut never panics and returns a run of whole frames taken from the
-// input, starting where a frame starts.
-func FuzzWholeBatchesFrom(f *testing.F) {
-	spec := batch.NewBatchSpec(3)
-	var bb batch.Builder
-	one, err := bb.AppendBatch(nil, &spec, make([]batch.RecordSpec, 2))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(one, int64(0))
-	f.Add(append(append([]byte{}, one...), one[:20]...), int64(4))
-	f.Add([]byte{}, int64(-1))
-	f.Fuzz(func(t *testing.T, b []byte, from int64) {
-		got := wholeBatchesFrom(b, from)
-		if len(got) == 0 {
-			return
-		}
-		start := len(b) - len(got)
-		for start >= 0 && !bytes.Equal(b[start:start+len(got)], got) {
-			start--
-		}
-		if start < 0 {
-			t.Fatalf("output is not a part of the input")
-		}
-		for rest := got; len(rest) > 0; {
-			n, err := batch.Frame(rest)
-			if err != nil {
-				t.Fatalf("output holds a partial frame: %v", err)
-			}
-			rest = rest[n:]
-		}
-	})
-}
-
 // TestMirrorErrorCodes: a read-only partition's answer by state.
 func TestMirrorErrorCodes(t *testing.T) {
 	for _, c := range []struct {
@@ -470,27 +368,5 @@ func TestMirrorErrorCodes(t *testing.T) {
 		if got := errorCode(c.err); got != c.want {
 			t.Errorf("%v: %d, want %d", c.err, got, c.want)
 		}
-	}
-}
-
-// TestMirrorFsyncHighWatermark: with Fsync the mirrored records become
-// visible (high watermark) once durable, and they do.
-func TestMirrorFsyncHighWatermark(t *testing.T) {
-	a := startTest(t, Config{})
-	b := startTest(t, Config{Fsync: true})
-	ra := dial(t, a.addr)
-	createTopic(t, ra, "f", 1)
-	produceOK(t, ra, "f", 0, records(t, 3, -1, 0, 0, false, 10))
-	mirrorTopic(t, b, a, "f")
-	l := logOf(t, b, "f", 0)
-	deadline := time.Now().Add(20 * time.Second)
-	for l.HighWatermark() != 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("high watermark %d, want 3", l.HighWatermark())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if rp := l.RecoveryPoint(); rp < 3 {
-		t.Fatalf("high watermark 3 above the durable offset %d", rp)
 	}
 }

@@ -107,6 +107,9 @@ func (s *Server) produce(req *kmsg.ProduceRequest) handled {
 				out.ErrorCode = errorCode(err)
 				msg := err.Error()
 				out.ErrorMessage = &msg
+				if out.ErrorCode == errKafkaStorageError {
+					s.logStorageError(p.tp, "produce", err)
+				}
 				if logStartWithError(out.ErrorCode) {
 					out.LogStartOffset = p.log.LogStartOffset()
 				}
@@ -161,6 +164,11 @@ func (s *Server) produce(req *kmsg.ProduceRequest) handled {
 				if err := s.syncTo(ctx, w.p, w.end); err != nil {
 					w.rp.ErrorCode = partlog.KafkaErrorCode(err)
 					w.rp.BaseOffset = -1
+					msg := err.Error()
+					w.rp.ErrorMessage = &msg
+					if w.rp.ErrorCode == errKafkaStorageError {
+						s.logStorageError(w.p.tp, "sync", err)
+					}
 				}
 			}()
 		}
@@ -297,6 +305,39 @@ func highestProducerID(records []byte) int64 {
 		records = records[n:]
 	}
 	return pid
+}
+
+// storageLogEvery is the shortest interval between two storage-error
+// log lines of one partition: a full disk under a busy producer fails
+// every append.
+const storageLogEvery = 10 * time.Second
+
+// logStorageError logs a storage error (KAFKA_STORAGE_ERROR: a full
+// disk, a failed fsync, a log that must be reopened) of a partition, at
+// most once per storageLogEvery, with the count of those not logged.
+func (s *Server) logStorageError(tp partlog.TopicPartition, what string, err error) {
+	s.storageLogMu.Lock()
+	last := s.storageLog[tp]
+	now := time.Now()
+	if !last.at.IsZero() && now.Sub(last.at) < storageLogEvery {
+		last.quiet++
+		s.storageLog[tp] = last
+		s.storageLogMu.Unlock()
+		return
+	}
+	s.storageLog[tp] = storageLogged{at: now}
+	s.storageLogMu.Unlock()
+	if last.quiet > 0 {
+		s.logf("%s: %s: storage error: %v (and %d more since the last line)", tp, what, err, last.quiet)
+		return
+	}
+	s.logf("%s: %s: storage error: %v", tp, what, err)
+}
+
+// storageLogged is the last storage-error line of a partition.
+type storageLogged struct {
+	at    time.Time
+	quiet int
 }
 
 // syncTo makes every offset below end durable and raises the high

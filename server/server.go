@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/partlog/partlog"
@@ -40,6 +41,10 @@ type Config struct {
 	// Log is the template of every partition's options (nil: Kafka's
 	// defaults). Topic configs given to CreateTopics override it.
 	Log *partlog.Options
+	// Quarantine is where the recovery of a partition at open keeps the
+	// bytes it removes (partlog.DirOptions.Quarantine; relative: inside
+	// the partition directory). Default "": deleted, as Kafka does.
+	Quarantine string
 	// AutoCreate creates a topic on its first Metadata or Produce
 	// request, with DefaultPartitions partitions (Kafka's
 	// auto.create.topics.enable and num.partitions).
@@ -106,6 +111,8 @@ type Server struct {
 	cfg  Config
 	dir  *partlog.Dir
 	meta *metaStore // cluster id, producer ids, transactions, topic configs
+	// adminToken is what the admin endpoint requires of changes (admin.go).
+	adminToken string
 
 	tmu    sync.RWMutex // guards topics
 	topics map[string]*topic
@@ -128,7 +135,13 @@ type Server struct {
 	closed bool
 	// connSlots holds a token per open connection (MaxConnections).
 	connSlots chan struct{}
-	flush     *flusher
+	// fetchSessions counts the open fetch sessions of every connection
+	// (fetch_session.go).
+	fetchSessions atomic.Int32
+
+	storageLogMu sync.Mutex // guards storageLog
+	storageLog   map[partlog.TopicPartition]storageLogged
+	flush        *flusher
 }
 
 // Open opens the log directory and the server's state (state.go) and
@@ -177,12 +190,17 @@ func Open(cfg Config) (*Server, error) {
 			cfg.Logf("%s", w)
 		}
 	}
+	token, err := loadAdminToken(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
 	var tmpl partlog.Options
 	if cfg.Log != nil {
 		tmpl = *cfg.Log
 	}
 	dir, err := partlog.OpenDir(cfg.Dir, &partlog.DirOptions{
-		Log: &tmpl,
+		Log:        &tmpl,
+		Quarantine: cfg.Quarantine,
 		PartitionOptions: func(tp partlog.TopicPartition) *partlog.Options {
 			o, _ := topicOptions(tmpl, meta.topicConfigs(tp.Topic))
 			return &o
@@ -192,9 +210,9 @@ func Open(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, dir: dir, meta: meta, topics: map[string]*topic{}, ctx: ctx, cancel: cancel,
+	s := &Server{cfg: cfg, dir: dir, meta: meta, adminToken: token, topics: map[string]*topic{}, ctx: ctx, cancel: cancel,
 		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, links: map[string]*mirrorLink{},
-		connSlots: make(chan struct{}, cfg.MaxConnections)}
+		connSlots: make(chan struct{}, cfg.MaxConnections), storageLog: map[partlog.TopicPartition]storageLogged{}}
 	s.flush = newFlusher(s)
 	if err := s.loadTopics(); err != nil {
 		cancel()
@@ -417,7 +435,7 @@ func (s *Server) handle(ctx context.Context, cc *connCtx, req kmsg.Request) hand
 	case *kmsg.ProduceRequest:
 		return s.produce(r)
 	case *kmsg.FetchRequest:
-		return s.fetch(r)
+		return s.fetch(cc, r)
 	case *kmsg.ListOffsetsRequest:
 		return now(s.listOffsets(r))
 	case *kmsg.OffsetForLeaderEpochRequest:

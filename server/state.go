@@ -106,8 +106,12 @@ func openMeta(dir string) (*metaStore, error) {
 	}
 	m := &metaStore{path: filepath.Join(dir, StateFile)}
 	b, err := fsutil.ReadSmall(m.path)
+	// Written at open only when new or changed: a server killed on a full
+	// disk must start again (read-only) without writing it.
+	write := false
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		write = true
 		var id [16]byte
 		if _, err := rand.Read(id[:]); err != nil {
 			return nil, err
@@ -129,6 +133,7 @@ func openMeta(dir string) (*metaStore, error) {
 			m.warnings = append(m.warnings, fmt.Sprintf("%s: producer id block end %d (an overflow) reset to 0; ids above every id in the logs are handed out",
 				m.path, m.st.ProducerIDBlockEnd))
 			m.st.ProducerIDBlockEnd = 0
+			write = true
 		}
 	}
 	if m.st.Transactions == nil {
@@ -140,7 +145,10 @@ func openMeta(dir string) (*metaStore, error) {
 		}
 	}
 	m.nextID = m.st.ProducerIDBlockEnd
-	return m, m.writeLocked()
+	if write {
+		return m, m.writeLocked()
+	}
+	return m, nil
 }
 
 func (m *metaStore) writeLocked() error {

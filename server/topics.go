@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -194,9 +195,98 @@ func validTopicName(name string) bool {
 	return true
 }
 
-// createTopic creates partitions [from, count) of a topic (all of a new
-// topic when from is 0), with the topic's configs. Caller holds cmu.
-func (s *Server) createTopicLocked(name string, id partlog.TopicID, from, count int32, configs map[string]string) error {
+// Topic names Kafka refuses to create, and the names partlog keeps for
+// itself.
+const (
+	clusterMetadataTopic = "__cluster_metadata" // KRaft's log: Kafka refuses to create it, OpenDir leaves it alone
+)
+
+// internalTopics are Kafka's internal topics (Topic.isInternal). Kafka's
+// coordinators create them; this server keeps group offsets and
+// transactions in its own files (state.go, package group), so a client's
+// topic of such a name would be read as Kafka's own by a broker that
+// later opens the directory.
+var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
+
+// maxRecordsPerOperation bounds the partitions (and topic and config
+// records) one CreateTopics or CreatePartitions may make: Kafka's
+// controller refuses a request that would write more than
+// MAX_RECORDS_PER_USER_OP (10 000) records.
+const maxRecordsPerOperation = 10_000
+
+// topicRefusal is a topic creation refused with a Kafka error code.
+type topicRefusal struct {
+	code int16
+	msg  string
+}
+
+func (e *topicRefusal) Error() string { return e.msg }
+
+// creationErrorCode is the error code of a failed topic creation.
+func creationErrorCode(err error) int16 {
+	var r *topicRefusal
+	if errors.As(err, &r) {
+		return r.code
+	}
+	return partlog.KafkaErrorCode(err)
+}
+
+// unifyCollisionChars maps '.' to '_', as Kafka's Topic.unifyCollisionChars
+// does: two names equal after it collide in Kafka's metric names, and
+// Kafka refuses the second.
+func unifyCollisionChars(name string) string { return strings.ReplaceAll(name, ".", "_") }
+
+// checkNewTopicLocked refuses the names Kafka refuses to create
+// (ControllerApis/KafkaApis: __cluster_metadata; ReplicationControlManager:
+// a name colliding with an existing topic's) and Kafka's internal topic
+// names. Caller holds cmu.
+func (s *Server) checkNewTopicLocked(name string) error {
+	switch {
+	case !validTopicName(name):
+		return &topicRefusal{errInvalidTopic, "topic name " + strconv.Quote(name) + " is invalid: Kafka allows 1 to 249 of [a-zA-Z0-9._-], not '.' or '..'"}
+	case name == clusterMetadataTopic:
+		return &topicRefusal{errInvalidRequest, "Creation of internal topic " + clusterMetadataTopic + " is prohibited."}
+	case internalTopics[name]:
+		return &topicRefusal{errInvalidRequest, "topic " + name + " is Kafka's internal topic; partlog keeps group offsets and transactions in its own files and does not create it"}
+	}
+	if strings.ContainsAny(name, "._") {
+		unified := unifyCollisionChars(name)
+		s.tmu.RLock()
+		defer s.tmu.RUnlock()
+		for other := range s.topics {
+			if other != name && unifyCollisionChars(other) == unified {
+				return &topicRefusal{errInvalidTopic, "Topic '" + name + "' collides with existing topic: " + other}
+			}
+		}
+	}
+	return nil
+}
+
+// checkPartitionBudgetLocked refuses to make more partitions than
+// Config.MaxPartitions allows. Caller holds cmu.
+func (s *Server) checkPartitionBudgetLocked(more int32) error {
+	have := len(s.dir.Logs())
+	if have+int(more) > s.cfg.MaxPartitions {
+		return &topicRefusal{errPolicyViolation, fmt.Sprintf("this server serves %d partitions and takes at most %d (serve --max-partitions); %d more refused",
+			have, s.cfg.MaxPartitions, more)}
+	}
+	return nil
+}
+
+// createTopicLocked creates partitions [from, count) of a topic (all of a
+// new topic when from is 0, whose name is checked first), with the
+// topic's configs. A creation that fails part way removes what it made
+// (partitions, and for a new topic its configs): a failed request leaves
+// nothing behind. Caller holds cmu.
+func (s *Server) createTopicLocked(name string, id partlog.TopicID, from, count int32, configs map[string]string) (err error) {
+	if from == 0 {
+		if err := s.checkNewTopicLocked(name); err != nil {
+			return err
+		}
+	}
+	if err := s.checkPartitionBudgetLocked(count - from); err != nil {
+		return err
+	}
 	tmpl := partlog.Options{}
 	if s.cfg.Log != nil {
 		tmpl = *s.cfg.Log
@@ -205,6 +295,12 @@ func (s *Server) createTopicLocked(name string, id partlog.TopicID, from, count 
 	if err != nil {
 		return err
 	}
+	var made []partlog.TopicPartition
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.undoCreateLocked(name, from, made))
+		}
+	}()
 	if from == 0 {
 		if err := s.meta.setTopicConfigs(name, configs); err != nil {
 			return err
@@ -217,6 +313,7 @@ func (s *Server) createTopicLocked(name string, id partlog.TopicID, from, count 
 			return err
 		}
 		tp := partlog.TopicPartition{Topic: name, Partition: n}
+		made = append(made, tp)
 		p, err := s.newPartition(tp, l)
 		if err != nil {
 			return err
@@ -232,6 +329,31 @@ func (s *Server) createTopicLocked(name string, id partlog.TopicID, from, count 
 		}
 		t.parts[n] = p
 		s.tmu.Unlock()
+	}
+	return nil
+}
+
+// undoCreateLocked removes the partitions a failed creation made (and,
+// for a new topic, the topic and its configs).
+func (s *Server) undoCreateLocked(name string, from int32, made []partlog.TopicPartition) error {
+	s.tmu.Lock()
+	if t := s.topics[name]; t != nil {
+		if from == 0 {
+			delete(s.topics, name)
+		} else if int(from) < len(t.parts) {
+			t.parts = t.parts[:from]
+		}
+	}
+	s.tmu.Unlock()
+	var errs []error
+	if len(made) > 0 {
+		errs = append(errs, s.dir.DeletePartitions(made))
+	}
+	if from == 0 {
+		errs = append(errs, s.meta.setTopicConfigs(name, nil))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("removing what the failed creation of %s made: %w", name, err)
 	}
 	return nil
 }
@@ -253,7 +375,7 @@ func (s *Server) autoCreate(name string) int16 {
 	}
 	if err := s.createTopicLocked(name, id, 0, s.cfg.DefaultPartitions, nil); err != nil {
 		s.logf("auto-create %s: %v", name, err)
-		return partlog.KafkaErrorCode(err)
+		return creationErrorCode(err)
 	}
 	return errNone
 }
@@ -352,9 +474,18 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := kmsg.NewPtrCreateTopicsResponse()
 	resp.Version = req.Version
 	seen := map[string]int{}
+	records := 0
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
+		n := int(rt.NumPartitions)
+		if n < 0 {
+			n = int(s.cfg.DefaultPartitions)
+		}
+		records += 1 + max(n, len(rt.ReplicaAssignment)) + len(rt.Configs)
 	}
+	// Kafka's controller refuses the whole request when its records
+	// would pass MAX_RECORDS_PER_USER_OP.
+	tooLarge := records > maxRecordsPerOperation
 	for _, rt := range req.Topics {
 		ct := kmsg.NewCreateTopicsResponseTopic()
 		ct.Topic = rt.Topic
@@ -376,6 +507,8 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 		}
 		configs, cfgErr := checkConfigs(configs)
 		switch {
+		case tooLarge:
+			fail(errPolicyViolation, "Unable to perform excessively large batch operation.")
 		case seen[rt.Topic] > 1:
 			fail(errInvalidRequest, "topic named more than once in the request")
 		case !validTopicName(rt.Topic):
@@ -403,7 +536,12 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 				break
 			}
 			if req.ValidateOnly {
+				err := errors.Join(s.checkNewTopicLocked(rt.Topic), s.checkPartitionBudgetLocked(count))
 				s.cmu.Unlock()
+				if err != nil {
+					fail(creationErrorCode(err), err.Error())
+					break
+				}
 				ct.NumPartitions, ct.ReplicationFactor = count, 1
 				ct.Configs = s.createdConfigs(configs)
 				break
@@ -414,7 +552,7 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 			}
 			s.cmu.Unlock()
 			if err != nil {
-				fail(partlog.KafkaErrorCode(err), err.Error())
+				fail(creationErrorCode(err), err.Error())
 				break
 			}
 			ct.TopicID = id
@@ -516,14 +654,15 @@ func (s *Server) deleteTopic(name string) error {
 	if t == nil {
 		return fmt.Errorf("%w: topic %s", partlog.ErrUnknownPartition, name)
 	}
-	var errs []error
+	// One call for every partition: one directory sync and one
+	// checkpoint write, whatever the partition count.
+	var tps []partlog.TopicPartition
 	for _, p := range t.parts {
 		if p != nil {
-			errs = append(errs, s.dir.Delete(name, p.tp.Partition))
+			tps = append(tps, p.tp)
 		}
 	}
-	errs = append(errs, s.meta.setTopicConfigs(name, nil), s.meta.forgetMirrorEpochs(name))
-	return errors.Join(errs...)
+	return errors.Join(s.dir.DeletePartitions(tps), s.meta.setTopicConfigs(name, nil), s.meta.forgetMirrorEpochs(name))
 }
 
 func (s *Server) createPartitions(req *kmsg.CreatePartitionsRequest) kmsg.Response {
@@ -552,6 +691,8 @@ func (s *Server) createPartitions(req *kmsg.CreatePartitionsRequest) kmsg.Respon
 			fail(errInvalidPartitions, fmt.Sprintf("topic has %d partitions; the count must grow", have))
 		case rt.Assignment != nil && len(rt.Assignment) != int(rt.Count-have):
 			fail(errInvalidReplicaAssignment, "assignment count differs from the new partitions")
+		case int(rt.Count-have) > maxRecordsPerOperation:
+			fail(errPolicyViolation, "Unable to perform excessively large batch operation.")
 		case req.ValidateOnly:
 		default:
 			if id.IsZero() {
@@ -562,7 +703,7 @@ func (s *Server) createPartitions(req *kmsg.CreatePartitionsRequest) kmsg.Respon
 				}
 			}
 			if err := s.createTopicLocked(rt.Topic, id, have, rt.Count, s.meta.topicConfigs(rt.Topic)); err != nil {
-				fail(partlog.KafkaErrorCode(err), err.Error())
+				fail(creationErrorCode(err), err.Error())
 			}
 		}
 		s.cmu.Unlock()

@@ -68,8 +68,14 @@ func (c *txnCoordinator) recover() error {
 			}
 		}
 	}
+	readOnly := c.s.dir.ReadOnly()
 	if err := c.s.meta.avoidProducerIDs(maxPID); err != nil {
-		return err
+		if readOnly == nil {
+			return err
+		}
+		// A read-only directory hands out no producer id that could be
+		// used: produces are refused.
+		c.s.logf("producer ids: %v (the log directory is read-only)", err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -84,7 +90,7 @@ func (c *txnCoordinator) recover() error {
 	slices.Sort(prepared)
 	for _, id := range prepared {
 		if err := c.completeLocked(id); err != nil {
-			if errors.Is(err, mirror.ErrReadOnly) {
+			if errors.Is(err, mirror.ErrReadOnly) || readOnly != nil {
 				// A partition of the transaction mirrors (its markers were
 				// refused before the restart too): the transaction stays
 				// prepared and the housekeeping tick completes it once the
@@ -486,6 +492,7 @@ func (c *txnCoordinator) endTxn(req *kmsg.EndTxnRequest) kmsg.Response {
 		if next, err = c.s.meta.allocProducerID(); err != nil {
 			return fail(partlog.KafkaErrorCode(err))
 		}
+		c.s.logf("end transaction %q: %v", req.TransactionalID, err)
 	}
 	if clientTV2 {
 		t.ProducerEpoch, t.LastProducerEpoch = t.ProducerEpoch+1, t.ProducerEpoch

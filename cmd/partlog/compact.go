@@ -30,10 +30,7 @@ type compactOptions struct {
 
 func newCompactCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := compactOptions{recoverOptions: recoverOptions{now: time.Now}}
-	cmd := &cobra.Command{
-		Use:   "compact [--json] [--apply [--force]] [--quarantine PATH] DIR...",
-		Short: "Clean compacted partition directories offline, as Kafka's log cleaner does",
-		Long: `compact cleans partition directories of compacted topics (Kafka's
+	cmd := newDirCommand(&o, "compact [--json] [--apply [--force]] [--quarantine PATH] DIR...", "Clean compacted partition directories offline, as Kafka's log cleaner does", `compact cleans partition directories of compacted topics (Kafka's
 cleanup.policy=compact) while no broker runs on them: every segment below
 the first uncleanable offset (the last stable offset, bounded by the high
 watermark of the log directory's replication-offset-checkpoint, or the log
@@ -56,23 +53,14 @@ replaces keeps its old files, hard-linked into the quarantine directory
 installed as Kafka's cleaner installs them (.cleaned, .swap, .deleted), so a
 crash midway leaves what Kafka's and partlog's recovery both finish.
 
-` + recoveryReads + ` With --apply it
+`+recoveryReads+` With --apply it
 writes only inside the partition directory and the quarantine; the log
 directory's cleaner-offset-checkpoint is not written (the next cleaning by
 a broker starts from its own entry, which is safe).
 
 Exit status: 0 nothing to do, 1 cleaned (or repaired), 4 problems (left
 as they are, or refused), 8 operational error, 16 usage error; several
-directories OR their codes.`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(args, stdout, stderr)
-		},
-	}
-	o.addFlags(cmd)
+directories OR their codes.`, stdout, stderr)
 	f := cmd.Flags()
 	f.Int64Var(&o.deleteRetentionMs, "delete-retention-ms", cleaner.DefaultDeleteRetentionMs, "the topic's delete.retention.ms")
 	f.Int64Var(&o.minCompactionLagMs, "min-compaction-lag-ms", 0, "the topic's min.compaction.lag.ms")
@@ -133,6 +121,7 @@ func (o *compactOptions) run(dirs []string, stdout, stderr io.Writer) error {
 		}
 	}
 	var reports = map[*partitionTarget]*compactReport{}
+	ps := newPrinter(stdout, stderr, o.json, "compact")
 	code := forEachPartition(dirs, stderr, "compact", func(t *partitionTarget) partitionResult {
 		q := o.quarantine
 		switch {
@@ -147,7 +136,7 @@ func (o *compactOptions) run(dirs []string, stdout, stderr io.Writer) error {
 	}, func(t *partitionTarget, res *partitionResult) {
 		rep := reports[t]
 		if res.err != nil || res.refused != "" || rep == nil {
-			printResult(stdout, stderr, t, res, o.json)
+			ps.print(t, res)
 			return
 		}
 		if o.json {
@@ -156,7 +145,7 @@ func (o *compactOptions) run(dirs []string, stdout, stderr io.Writer) error {
 			return
 		}
 		if res.rep != nil && (len(res.rep.Changes) > 0 || len(res.rep.Problems) > 0) {
-			printReportText(stdout, res.rep, res.dryRun)
+			printReportText(stdout, res.rep, res.dryRun, nil)
 		}
 		printCompactText(stdout, t.dir, rep)
 	})

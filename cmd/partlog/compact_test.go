@@ -11,6 +11,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // makeCompactedLogDir writes a log directory with one partition,
@@ -130,14 +131,14 @@ func readKeys(t *testing.T, dir string) (map[string]string, int) {
 // elsewhere is refused.
 func TestCompactCLI(t *testing.T) {
 	dir, want := makeCompactedLogDir(t)
-	before := hashTree(t, filepath.Dir(dir))
+	before := testutil.HashTree(t, filepath.Dir(dir))
 	_, records := readKeys(t, dir)
-	before = hashTree(t, filepath.Dir(dir)) // reading wrote its snapshot
+	before = testutil.HashTree(t, filepath.Dir(dir)) // reading wrote its snapshot
 	code, out, errOut := runCLI(t, "", "compact", dir)
 	if code != exitOK || !strings.Contains(out, "would clean") {
 		t.Fatalf("plan: exit %d\n%s%s", code, out, errOut)
 	}
-	sameTree(t, before, hashTree(t, filepath.Dir(dir)))
+	sameTree(t, before, testutil.HashTree(t, filepath.Dir(dir)))
 
 	code, out, errOut = runCLI(t, "", "compact", "--apply", dir)
 	if code != exitRepaired || !strings.Contains(out, "cleaned") {

@@ -5,12 +5,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // TestDemo runs the README's main command in-process: it must build the
 // crashed directory, find the torn tail, repair it, and end clean.
 func TestDemo(t *testing.T) {
-	code, out, errOut := runCLI(t, "", "demo", "--dir", t.TempDir())
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, "", "demo", "--dir", dir)
 	if code != exitOK {
 		t.Fatalf("demo exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -25,6 +28,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
+	checkConsistent(t, dir)
 }
 
 // TestDemoRefusesKafkaData: demo --dir must not build (and damage) a
@@ -56,12 +60,12 @@ func TestDemoRefusesKafkaData(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := tc.dir(t)
-			before := hashTree(t, dir)
+			before := testutil.HashTree(t, dir)
 			code, out, errOut := runCLI(t, "", "demo", "--dir", dir)
 			if code != exitUsage || !strings.Contains(errOut, tc.want) || out != "" {
 				t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 			}
-			sameTree(t, before, hashTree(t, dir))
+			sameTree(t, before, testutil.HashTree(t, dir))
 		})
 	}
 	// A directory holding other files only, or none yet, is accepted.

@@ -23,39 +23,30 @@ import (
 // infoOptions are the flags of `partlog info`.
 type infoOptions struct {
 	indexInterval int64
+	json          bool
 }
 
 func (o *infoOptions) addFlags(cmd *cobra.Command) {
 	addIndexIntervalFlag(cmd, &o.indexInterval)
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per partition directory (schemaVersion 1): the same fields as the text")
 }
 
 func (o *infoOptions) validate() error { return validateIndexInterval(o.indexInterval) }
 
 func newInfoCommand(stdout, stderr io.Writer) *cobra.Command {
 	var o infoOptions
-	cmd := &cobra.Command{
-		Use:   "info DIR...",
-		Short: "Describe partition directories at a glance",
-		Long: `info prints, for every partition directory (DIR as for verify), its
+	return newDirCommand(&o, "info [--json] DIR...", "Describe partition directories at a glance", `info prints, for every partition directory (DIR as for verify), its
 segments, log start and end offsets, recovery point, producer snapshots,
 checkpoints, clean-shutdown marker, leader epochs, producers, barriers and
 the problems recovery would find. It changes nothing (recovery runs in
-dry-run mode).
+dry-run mode). --json prints the same as one JSON object per partition
+directory (schemaVersion 1; a directory that could not be read is
+{"dir", "status": "error", "error"}).
 
-` + recoveryReads + `
+`+recoveryReads+`
 
 Exit status: 0 no problem (recovery may still list routine changes),
-4 problems found, 8 operational error, 16 usage error.`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(args, stdout, stderr)
-		},
-	}
-	o.addFlags(cmd)
-	return cmd
+4 problems found, 8 operational error, 16 usage error.`, stdout, stderr)
 }
 
 func (o *infoOptions) run(dirs []string, stdout, stderr io.Writer) error {
@@ -80,9 +71,17 @@ func (o *infoOptions) run(dirs []string, stdout, stderr io.Writer) error {
 	}, func(t *partitionTarget, res *partitionResult) {
 		if res.err != nil {
 			fmt.Fprintln(stderr, errLine(t.dir, res.err))
+			if o.json {
+				writeJSONLine(stdout, errorJSON{SchemaVersion: reportSchemaVersion, Dir: t.dir, Status: "error", Error: res.err.Error()})
+			}
 			return
 		}
-		printInfo(stdout, t, res.rep, cur.snaps)
+		m := newInfoModel(t, res.rep, cur.snaps)
+		if o.json {
+			writeJSONLine(stdout, m)
+			return
+		}
+		m.printText(stdout)
 	})
 	if code != exitOK {
 		return &exitError{code: code}
@@ -90,100 +89,159 @@ func (o *infoOptions) run(dirs []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// printInfo prints the description of one partition directory.
-func printInfo(w io.Writer, t *partitionTarget, r *recovery.Report, snaps []snapshot.File) {
-	fmt.Fprintf(w, "%s\n", t.dir)
-	fmt.Fprintf(w, "  status: %s\n", r.Status)
+// infoModel is what info says of one partition directory; the text and
+// the JSON are its two renderings.
+type infoModel struct {
+	SchemaVersion int    `json:"schemaVersion"`
+	Dir           string `json:"dir"`
+	Status        string `json:"status"`
+	LogDir        string `json:"logDir"`
+	CleanShutdown bool   `json:"cleanShutdownMarker"`
+	// Checkpoints: the partition's entry in the log directory's
+	// checkpoints (an offset, "absent", "malformed" or "no entry") and
+	// whether its own files are there.
+	Checkpoints struct {
+		RecoveryPoint     string `json:"recoveryPoint"`
+		LogStartOffset    string `json:"logStartOffset"`
+		LeaderEpoch       string `json:"leaderEpochCheckpoint"`
+		PartitionMetadata string `json:"partitionMetadata"`
+	} `json:"checkpoints"`
+	LogStartOffset   int64                  `json:"logStartOffset"`
+	LogEndOffset     int64                  `json:"logEndOffset"`
+	RecoveryPoint    int64                  `json:"recoveryPoint"`
+	Segments         []infoSegment          `json:"segments"`
+	Snapshots        []int64                `json:"snapshots"`
+	LeaderEpochs     []recovery.EpochReport `json:"leaderEpochs"`
+	Producers        int                    `json:"producers"`
+	LastStableOffset int64                  `json:"lastStableOffset"`
+	Barriers         []int64                `json:"barriers"`
+	Truncation       *recovery.Truncation   `json:"truncation"`
+	Notes            []recovery.Problem     `json:"notes"`
+	Changes          []recovery.Change      `json:"changes"`
+	Problems         []recovery.Problem     `json:"problems"`
+}
+
+// infoSegment is one segment: its file, size now and after recovery,
+// batches (-1: not scanned) and offsets (-1: unknown).
+type infoSegment struct {
+	File        string `json:"file"`
+	BaseOffset  int64  `json:"baseOffset"`
+	Size        int64  `json:"size"` // -1: not on disk yet
+	SizeAfter   int64  `json:"sizeAfterRecovery"`
+	Batches     int    `json:"batches"`
+	FirstOffset int64  `json:"firstOffset"`
+	LastOffset  int64  `json:"lastOffset"`
+}
+
+func newInfoModel(t *partitionTarget, r *recovery.Report, snaps []snapshot.File) *infoModel {
+	m := &infoModel{SchemaVersion: reportSchemaVersion, Dir: t.dir, Status: r.Status, LogDir: t.logDir.path, CleanShutdown: t.logDir.clean,
+		LogStartOffset: r.LogStartOffset, LogEndOffset: r.LogEndOffset, RecoveryPoint: r.RecoveryPoint,
+		Snapshots: []int64{}, LeaderEpochs: nonNil(r.Epochs), Producers: r.Producers, LastStableOffset: r.LastStableOffset,
+		Barriers: nonNil(r.Barriers), Truncation: r.Truncation, Notes: nonNil(r.Notes), Changes: nonNil(r.Changes), Problems: nonNil(r.Problems)}
+	m.Checkpoints.RecoveryPoint = checkpointEntry(t, t.logDir.hasRP, t.logDir.rps)
+	m.Checkpoints.LogStartOffset = checkpointEntry(t, t.logDir.hasStart, t.logDir.starts)
+	m.Checkpoints.LeaderEpoch = fileState(filepath.Join(t.dir, checkpoint.LeaderEpochFile))
+	m.Checkpoints.PartitionMetadata = fileState(filepath.Join(t.dir, checkpoint.PartitionMetadataFile))
+	m.Segments = make([]infoSegment, 0, len(r.Segments))
+	for _, s := range r.Segments {
+		name := filenames.Make(s.BaseOffset, filenames.Log)
+		path := filepath.Join(t.dir, name)
+		size := int64(-1)
+		if fi, err := os.Stat(path); err == nil {
+			size = fi.Size()
+		}
+		m.Segments = append(m.Segments, infoSegment{File: name, BaseOffset: s.BaseOffset, Size: size, SizeAfter: s.SizeBytes,
+			Batches: s.Batches, FirstOffset: firstOffset(path, s.SizeBytes), LastOffset: s.LastOffset})
+	}
+	for _, s := range snaps {
+		m.Snapshots = append(m.Snapshots, s.Offset)
+	}
+	return m
+}
+
+// printText prints the description of one partition directory.
+func (m *infoModel) printText(w io.Writer) {
+	fmt.Fprintf(w, "%s\n", m.Dir)
+	fmt.Fprintf(w, "  status: %s\n", m.Status)
 	marker := "absent"
-	if t.logDir.clean {
+	if m.CleanShutdown {
 		marker = "present"
 	}
-	fmt.Fprintf(w, "  log directory: %s (clean-shutdown marker %s)\n", t.logDir.path, marker)
+	fmt.Fprintf(w, "  log directory: %s (clean-shutdown marker %s)\n", m.LogDir, marker)
 	fmt.Fprintf(w, "  checkpoints: %s: %s, %s: %s, %s: %s, %s: %s\n",
-		checkpoint.RecoveryPointFile, checkpointEntry(t, t.logDir.hasRP, t.logDir.rps),
-		checkpoint.LogStartOffsetFile, checkpointEntry(t, t.logDir.hasStart, t.logDir.starts),
-		checkpoint.LeaderEpochFile, fileState(filepath.Join(t.dir, checkpoint.LeaderEpochFile)),
-		checkpoint.PartitionMetadataFile, fileState(filepath.Join(t.dir, checkpoint.PartitionMetadataFile)))
+		checkpoint.RecoveryPointFile, m.Checkpoints.RecoveryPoint,
+		checkpoint.LogStartOffsetFile, m.Checkpoints.LogStartOffset,
+		checkpoint.LeaderEpochFile, m.Checkpoints.LeaderEpoch,
+		checkpoint.PartitionMetadataFile, m.Checkpoints.PartitionMetadata)
 	fmt.Fprintf(w, "  log start offset: %d, log end offset: %d, recovery point: %d\n",
-		r.LogStartOffset, r.LogEndOffset, r.RecoveryPoint)
-	fmt.Fprintf(w, "  segments: %d\n", len(r.Segments))
-	for _, s := range r.Segments {
-		printSegmentLine(w, t.dir, s)
+		m.LogStartOffset, m.LogEndOffset, m.RecoveryPoint)
+	fmt.Fprintf(w, "  segments: %d\n", len(m.Segments))
+	for _, s := range m.Segments {
+		s.printText(w)
 	}
-	if len(snaps) == 0 {
+	if len(m.Snapshots) == 0 {
 		fmt.Fprintf(w, "  snapshots: none\n")
 	} else {
-		offs := make([]int64, len(snaps))
-		for i, s := range snaps {
-			offs[i] = s.Offset
-		}
-		fmt.Fprintf(w, "  snapshots: %s\n", joinInts(offs))
+		fmt.Fprintf(w, "  snapshots: %s\n", joinInts(m.Snapshots))
 	}
-	if len(r.Epochs) > 0 {
-		parts := make([]string, len(r.Epochs))
-		for i, e := range r.Epochs {
+	if len(m.LeaderEpochs) > 0 {
+		parts := make([]string, len(m.LeaderEpochs))
+		for i, e := range m.LeaderEpochs {
 			parts[i] = fmt.Sprintf("%d@%d", e.Epoch, e.StartOffset)
 		}
 		fmt.Fprintf(w, "  leader epochs: %s\n", strings.Join(parts, ", "))
 	} else {
 		fmt.Fprintf(w, "  leader epochs: none\n")
 	}
-	fmt.Fprintf(w, "  producers: %d, last stable offset: %d, %s\n", r.Producers, r.LastStableOffset, barriersText(r.Barriers))
-	if t := r.Truncation; t != nil {
+	fmt.Fprintf(w, "  producers: %d, last stable offset: %d, %s\n", m.Producers, m.LastStableOffset, barriersText(m.Barriers))
+	if t := m.Truncation; t != nil {
 		fmt.Fprintf(w, "  cut: %s in segment %d at position %d, offset %d, %d bytes to remove: %s\n",
 			t.Class, t.SegmentBaseOffset, t.Position, t.Offset, t.BytesRemoved, t.Reason)
 	}
-	for _, n := range r.Notes {
+	for _, n := range m.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n.Detail)
 	}
-	if len(r.Changes) > 0 {
-		fmt.Fprintf(w, "  changes recovery would make: %d\n", len(r.Changes))
-		for _, c := range r.Changes {
+	if len(m.Changes) > 0 {
+		fmt.Fprintf(w, "  changes recovery would make: %d\n", len(m.Changes))
+		for _, c := range m.Changes {
 			fmt.Fprintf(w, "    %s\n", changeText(c))
 		}
 	}
-	if len(r.Problems) == 0 {
+	if len(m.Problems) == 0 {
 		fmt.Fprintf(w, "  problems: none\n")
 		return
 	}
-	fmt.Fprintf(w, "  problems: %d\n", len(r.Problems))
-	for _, p := range r.Problems {
+	fmt.Fprintf(w, "  problems: %d\n", len(m.Problems))
+	for _, p := range m.Problems {
 		fmt.Fprintf(w, "    %s %s: %s\n", p.Kind, problemPlace(p), p.Detail)
 	}
 }
 
-// printSegmentLine prints one segment: base offset, size on disk (and
-// after recovery when that differs), batches and offset range. The first
+// printText prints one segment: base offset, size on disk (and after
+// recovery when that differs), batches and offset range. The first
 // offset is read from the first batch header; the last is known only for
 // the segments recovery scanned.
-func printSegmentLine(w io.Writer, dir string, s recovery.SegmentReport) {
-	name := filenames.Make(s.BaseOffset, filenames.Log)
+func (s infoSegment) printText(w io.Writer) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "    %s  base %d", name, s.BaseOffset)
-	path := filepath.Join(dir, name)
-	size := int64(-1)
-	if fi, err := os.Stat(path); err == nil {
-		size = fi.Size()
-	}
+	fmt.Fprintf(&b, "    %s  base %d", s.File, s.BaseOffset)
 	switch {
-	case size < 0:
-		fmt.Fprintf(&b, "  size %d (not on disk yet)", s.SizeBytes)
-	case size != s.SizeBytes:
-		fmt.Fprintf(&b, "  size %d (%d after recovery)", size, s.SizeBytes)
+	case s.Size < 0:
+		fmt.Fprintf(&b, "  size %d (not on disk yet)", s.SizeAfter)
+	case s.Size != s.SizeAfter:
+		fmt.Fprintf(&b, "  size %d (%d after recovery)", s.Size, s.SizeAfter)
 	default:
-		fmt.Fprintf(&b, "  size %d", size)
+		fmt.Fprintf(&b, "  size %d", s.Size)
 	}
 	if s.Batches >= 0 {
 		fmt.Fprintf(&b, "  batches %d", s.Batches)
 	}
-	first := firstOffset(path, s.SizeBytes)
 	switch {
-	case s.SizeBytes == 0:
+	case s.SizeAfter == 0:
 		b.WriteString("  empty")
-	case first >= 0 && s.LastOffset >= 0:
-		fmt.Fprintf(&b, "  offsets %d..%d", first, s.LastOffset)
-	case first >= 0:
-		fmt.Fprintf(&b, "  first offset %d", first)
+	case s.FirstOffset >= 0 && s.LastOffset >= 0:
+		fmt.Fprintf(&b, "  offsets %d..%d", s.FirstOffset, s.LastOffset)
+	case s.FirstOffset >= 0:
+		fmt.Fprintf(&b, "  first offset %d", s.FirstOffset)
 	}
 	fmt.Fprintln(w, b.String())
 }

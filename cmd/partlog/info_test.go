@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // TestInfoPrintsEverySegment: info lists every segment with its offsets,
@@ -20,7 +23,7 @@ func TestInfoPrintsEverySegment(t *testing.T) {
 	if err := checkpoint.WriteCleanShutdown(filepath.Join(logDir, checkpoint.CleanShutdownFile), -1); err != nil {
 		t.Fatal(err)
 	}
-	before := hashTree(t, logDir)
+	before := testutil.HashTree(t, logDir)
 	code, out, errOut := runCLI(t, "", "info", logDir)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
@@ -46,7 +49,7 @@ func TestInfoPrintsEverySegment(t *testing.T) {
 			t.Errorf("info lacks %q:\n%s", want, out)
 		}
 	}
-	sameTree(t, before, hashTree(t, logDir))
+	sameTree(t, before, testutil.HashTree(t, logDir))
 }
 
 // TestInfoDamaged: the problems and the cut are shown, and the exit code
@@ -76,4 +79,30 @@ func TestInfoDamaged(t *testing.T) {
 	if strings.Contains(out, "problems: none") {
 		t.Errorf("info says no problems under status problems:\n%s", out)
 	}
+}
+
+// TestInfoJSON: info had no --json; it prints one object per partition
+// with what the text says, and changes nothing.
+func TestInfoJSON(t *testing.T) {
+	dir := makeLog(t, t.TempDir(), 20)
+	logDir := filepath.Dir(dir)
+	if err := checkpoint.WriteOffsets(filepath.Join(logDir, checkpoint.RecoveryPointFile),
+		map[checkpoint.TopicPartition]int64{{Topic: "t", Partition: 0}: 60}); err != nil {
+		t.Fatal(err)
+	}
+	before := testutil.HashTree(t, logDir)
+	code, out, errOut := runCLI(t, "", "info", "--json", logDir)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	var m infoModel
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if m.SchemaVersion != 1 || m.Dir != dir || m.Status != "ok" || m.Checkpoints.RecoveryPoint != "60" ||
+		m.LogEndOffset != 60 || len(m.Segments) != 3 || m.Segments[1].File != "00000000000000000027.log" ||
+		m.Segments[1].FirstOffset != 27 || !slices.Equal(m.Snapshots, []int64{27, 54, 60}) || m.Problems == nil {
+		t.Fatalf("info --json: %+v", m)
+	}
+	sameTree(t, before, testutil.HashTree(t, logDir))
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -43,7 +45,8 @@ func TestMirrorCommandUsage(t *testing.T) {
 // endpoint: status of a server without mirrors, a start refused by the
 // server (bad request: exit 16; unreachable source: exit 8).
 func TestMirrorCommandAgainstServer(t *testing.T) {
-	srv, err := server.Open(server.Config{Dir: t.TempDir()})
+	dir := t.TempDir()
+	srv, err := server.Open(server.Config{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,13 +63,25 @@ func TestMirrorCommandAgainstServer(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &a); code != 0 || err != nil || a.ClusterID == "" || a.Partitions == nil {
 		t.Fatalf("status --json: exit %d, %v, %q", code, err, out)
 	}
-	if code, _, errOut := runCLI(t, "", "mirror", "start", "--server", addr, "--source", "127.0.0.1:1", "--topics", "a/b"); code != exitUsage || !strings.Contains(errOut, "invalid topic name") {
+	if code, _, errOut := runCLI(t, "", "mirror", "start", "--server", addr, "--dir", dir, "--source", "127.0.0.1:1", "--topics", "a/b"); code != exitUsage || !strings.Contains(errOut, "invalid topic name") {
 		t.Fatalf("start of a bad topic: exit %d, %q", code, errOut)
 	}
-	if code, _, errOut := runCLI(t, "", "mirror", "start", "--server", addr, "--source", "127.0.0.1:1", "--topics", "t", "--timeout", "30s"); code != exitOperational || !strings.Contains(errOut, "metadata of source") {
+	if code, _, errOut := runCLI(t, "", "mirror", "start", "--server", addr, "--dir", dir, "--source", "127.0.0.1:1", "--topics", "t", "--timeout", "30s"); code != exitOperational || !strings.Contains(errOut, "metadata of source") {
 		t.Fatalf("start from an unreachable source: exit %d, %q", code, errOut)
 	}
-	if code, out, _ := runCLI(t, "", "mirror", "stop", "--server", addr, "--topics", "t"); code != exitProblems {
+	if code, out, _ := runCLI(t, "", "mirror", "stop", "--server", addr, "--dir", dir, "--topics", "t"); code != exitProblems {
 		t.Fatalf("stop of an unknown topic: exit %d, %q", code, out)
+	}
+	// Without the token a change is refused before it is sent; with a
+	// wrong one the server refuses it.
+	if code, _, errOut := runCLI(t, "", "mirror", "stop", "--server", addr, "--topics", "t"); code != exitUsage || !strings.Contains(errOut, "--dir") {
+		t.Fatalf("stop without a token: exit %d, %q", code, errOut)
+	}
+	bad := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(bad, []byte("not-the-token-at-all"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "", "mirror", "stop", "--server", addr, "--token-file", bad, "--topics", "t"); code != exitOperational || !strings.Contains(errOut, "admin token") {
+		t.Fatalf("stop with a wrong token: exit %d, %q", code, errOut)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/recovery"
 	"github.com/partlog/partlog/segment"
+	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
 
@@ -239,24 +240,29 @@ func resolveAll(args []string, stderr io.Writer) (targets []partitionTarget, cod
 	return targets, code
 }
 
-// logDirLockHolder reports whether another process holds the POSIX
-// record lock of the log directory's .lock file, without creating or
+// logDirLockHolder reports whether another process holds a record lock
+// of the log directory's .lock file, and who, without creating or
 // changing anything (F_GETLK on a read-only descriptor). A missing .lock
-// means no holder.
-func logDirLockHolder(logDir string) (held bool, pid int32) {
+// means no holder. A broker's POSIX lock names its process; partlog's
+// open-file-description lock (partlog serve, a program embedding
+// partlog) names none: the kernel reports pid -1.
+func logDirLockHolder(logDir string) (held bool, who string) {
 	f, err := os.Open(filepath.Join(logDir, ".lock"))
 	if err != nil {
-		return false, 0
+		return false, ""
 	}
 	defer f.Close()
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
 	if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk); err != nil {
-		return false, 0
+		return false, ""
 	}
 	if lk.Type == unix.F_UNLCK {
-		return false, 0
+		return false, ""
 	}
-	return true, lk.Pid
+	if lk.Pid <= 0 {
+		return true, "a running partlog (partlog serve, or a program embedding partlog: an open-file-description lock, whose process the kernel does not name)"
+	}
+	return true, fmt.Sprintf("process %d (a running broker?)", lk.Pid)
 }
 
 // partitionLock is what recover --apply holds while it changes a
@@ -312,4 +318,32 @@ func (l *partitionLock) releaseDir() error {
 	err = errors.Join(err, l.dir.Close())
 	l.dir = nil
 	return err
+}
+
+// dirCommand is the options of a command over partition or log
+// directories (verify, recover, info, compact): flags, their check, the
+// run over the DIR arguments.
+type dirCommand interface {
+	addFlags(cmd *cobra.Command)
+	validate() error
+	run(dirs []string, stdout, stderr io.Writer) error
+}
+
+// newDirCommand makes the cobra command of o: at least one DIR, the
+// flags validated before the run.
+func newDirCommand(o dirCommand, use, short, long string, stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(args, stdout, stderr)
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
 }

@@ -254,7 +254,7 @@ func loadProducerState(dir string, rep *recovery.Report, target int64, now time.
 		}
 		st.rejected++
 	}
-	rb.Batches = func(from int64, yield func(batch.View) bool) error {
+	rb.Batches = func(from int64, yield func(batch.View, *batch.BatchHeader) bool) error {
 		return readSegments(dir, rep.Segments, from, st, &name, yield)
 	}
 	if err := st.m.Rebuild(rb); err != nil {
@@ -271,8 +271,9 @@ const maxReplayNotes = 10
 // the segment holding from on to yield, in order, until yield returns
 // false. *name is the file being read. Bytes that are not a valid batch
 // end the replay with a note.
-func readSegments(dir string, segs []recovery.SegmentReport, from int64, st *producerState, name *string, yield func(batch.View) bool) error {
+func readSegments(dir string, segs []recovery.SegmentReport, from int64, st *producerState, name *string, yield func(batch.View, *batch.BatchHeader) bool) error {
 	var buf []byte
+	var h batch.BatchHeader
 	for i, s := range segs {
 		if i+1 < len(segs) && segs[i+1].BaseOffset <= from {
 			continue
@@ -290,7 +291,7 @@ func readSegments(dir string, segs []recovery.SegmentReport, from int64, st *pro
 		more := true
 		for pos < s.SizeBytes && more {
 			var v batch.View
-			v, buf, err = readBatch(r, buf, pos, s.SizeBytes)
+			v, buf, err = readBatch(r, buf, pos, s.SizeBytes, &h)
 			if err != nil {
 				if !isFormatError(err) {
 					_ = f.Close()
@@ -301,7 +302,7 @@ func readSegments(dir string, segs []recovery.SegmentReport, from int64, st *pro
 				break
 			}
 			pos += int64(len(v))
-			more = yield(v)
+			more = yield(v, &h)
 		}
 		if err := f.Close(); err != nil {
 			return err
@@ -325,7 +326,7 @@ func isFormatError(err error) bool {
 // readBatch reads the entry at pos of a .log of size limit from r into
 // buf and checks it (batch.Check rules). It never allocates more than the
 // entry's length, which it first checks against the bytes left.
-func readBatch(r *bufio.Reader, buf []byte, pos, limit int64) (batch.View, []byte, error) {
+func readBatch(r *bufio.Reader, buf []byte, pos, limit int64, h *batch.BatchHeader) (batch.View, []byte, error) {
 	var hdr [batch.LogOverhead]byte
 	if limit-pos < batch.LogOverhead {
 		return nil, buf, fmt.Errorf("%w: %d bytes left at position %d", errBadEntry, limit-pos, pos)
@@ -346,14 +347,12 @@ func readBatch(r *bufio.Reader, buf []byte, pos, limit int64) (batch.View, []byt
 	if _, err := io.ReadFull(r, buf[batch.LogOverhead:]); err != nil {
 		return nil, buf, err
 	}
-	it := batch.NewIterator(buf, pos)
-	v, ok := it.Next()
-	if !ok {
-		err := it.Err()
-		if err == nil {
-			err = errBadEntry
-		}
+	v, err := batch.CheckAt(buf, pos, h)
+	if err != nil {
 		return nil, buf, err
+	}
+	if len(v) != len(buf) {
+		return nil, buf, errBadEntry
 	}
 	return v, buf, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // producerBatch builds a data batch of n records for producer pid.
@@ -116,7 +117,7 @@ func runProducersJSON(t *testing.T, args ...string) producersOut {
 
 func TestProducersJSON(t *testing.T) {
 	dir, ts := makeProducerLog(t)
-	before := hashTree(t, filepath.Dir(dir))
+	before := testutil.HashTree(t, filepath.Dir(dir))
 
 	p := runProducersJSON(t, dir)
 	if p.Dir != dir || p.LogEndOffset != 15 || p.LastStableOffset != 10 || !reflect.DeepEqual(p.Barriers, []int64{6}) {
@@ -174,7 +175,7 @@ func TestProducersJSON(t *testing.T) {
 	if r.Producers != 2 || r.LastStableOffset != 10 || !reflect.DeepEqual(r.Barriers, []int64{6}) {
 		t.Fatalf("verify: producers %d LSO %d barriers %v", r.Producers, r.LastStableOffset, r.Barriers)
 	}
-	sameTree(t, before, hashTree(t, filepath.Dir(dir)))
+	sameTree(t, before, testutil.HashTree(t, filepath.Dir(dir)))
 }
 
 func TestProducersText(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/dump"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // realLogDir is one log directory of testdata/realkafka: written by a
@@ -174,7 +175,7 @@ func TestRealKafkaDirectories(t *testing.T) {
 	for _, ld := range realLogDirs(t) {
 		t.Run(ld.name, func(t *testing.T) {
 			work := copyLogDir(t, ld.path)
-			before := hashTree(t, work)
+			before := testutil.HashTree(t, work)
 			parts := partitionDirs(t, work)
 			if len(parts) == 0 {
 				t.Fatal("no partition directory")
@@ -241,7 +242,7 @@ func TestRealKafkaDirectories(t *testing.T) {
 				check(t, pcode == exitOK, "%s: producers exit %d, want 0: %s", p, pcode, perr)
 			}
 			// The read-only commands changed nothing.
-			sameTree(t, before, hashTree(t, work))
+			sameTree(t, before, testutil.HashTree(t, work))
 
 			// recover --apply on a second copy: no .log byte changes; every
 			// other changed or removed file has its old bytes in the
@@ -253,10 +254,10 @@ func TestRealKafkaDirectories(t *testing.T) {
 			if code&exitOperational != 0 || code == exitUsage {
 				t.Errorf("recover --apply: exit %d:\n%s%s", code, out, errOut)
 			}
-			after := hashTree(t, fix)
+			after := testutil.HashTree(t, fix)
 			quarantined := map[string]bool{}
 			if _, err := os.Stat(q); err == nil {
-				for _, h := range hashTree(t, q) {
+				for _, h := range testutil.HashTree(t, q) {
 					quarantined[h] = true
 				}
 			}

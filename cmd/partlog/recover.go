@@ -24,6 +24,7 @@ type recoverOptions struct {
 	json          bool
 	apply         bool
 	force         bool
+	full          bool
 	quarantine    string
 	indexInterval int64
 	// now is the clock naming the default quarantine directory.
@@ -35,6 +36,7 @@ func (o *recoverOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.json, "json", false, "print one JSON object per partition directory (the recovery report, schemaVersion 1)")
 	f.BoolVar(&o.apply, "apply", false, "repair the directories in place (without it, only say what would be done, as verify does)")
 	f.BoolVar(&o.force, "force", false, "with --apply, also cut data below the recovery point (corrupt-flushed), as Kafka would; without it such a partition is left as it is")
+	f.BoolVar(&o.full, "full", false, "validate every segment from byte 0, whatever the recovery point and the clean-shutdown marker say (as verify --full)")
 	f.StringVar(&o.quarantine, "quarantine", "", "directory receiving every removed byte (default <partition dir>/"+quarantineDir+"/<UTC time>; with several partitions, one subdirectory per partition)")
 	addIndexIntervalFlag(cmd, &o.indexInterval)
 }
@@ -51,10 +53,7 @@ func (o *recoverOptions) validate() error {
 
 func newRecoverCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := recoverOptions{now: time.Now}
-	cmd := &cobra.Command{
-		Use:   "recover [--json] [--apply [--force]] [--quarantine PATH] DIR...",
-		Short: "Repair partition directories as the broker's log recovery would",
-		Long: `recover runs log recovery on every partition directory. Without --apply
+	return newDirCommand(&o, "recover [--json] [--full] [--apply [--force]] [--quarantine PATH] DIR...", "Repair partition directories as the broker's log recovery would", `recover runs log recovery on every partition directory. Without --apply
 it only plans, exactly as verify. With --apply it repairs in place: torn or
 corrupt tails are cut, indexes rebuilt, bad snapshots discarded, leftovers
 of interrupted operations resolved. Nothing is destroyed: the old bytes of
@@ -66,29 +65,28 @@ corrupt-flushed) is never cut without --force: such a partition is left as
 it is and reported. The log directory's checkpoints and clean-shutdown
 marker are read, never written. A second --apply changes nothing.
 
-` + recoveryReads + ` With --apply it
+--full reads every segment, as verify --full does, so that what verify
+--full says it would change is what recover --apply --full changes (the
+damage it finds below the recovery point with --force only). Without it,
+only the segments a broker's load would check are read.
+
+`+recoveryReads+` With --apply it
 writes only inside the partition directory and the quarantine.
 
-Exit status: 0 nothing to do, 1 repaired, 4 problems (without --apply:
-found; with it: left as they are, or refused), 8 operational error,
-16 usage error; several directories OR their codes.`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(args, stdout, stderr)
-		},
-	}
-	o.addFlags(cmd)
-	return cmd
+Exit status: 0 no problem (with --apply, the routine changes of Kafka's
+own load may have been made: a producer snapshot written at the log end,
+an index of the recovery range rebuilt), 1 damage repaired (the report
+names it), 4 problems (without --apply: found; with it: left as they
+are, or refused), 8 operational error, 16 usage error; several
+directories OR their codes.`, stdout, stderr)
 }
 
 func (o *recoverOptions) run(dirs []string, stdout, stderr io.Writer) error {
 	if !o.apply {
-		v := verifyOptions{json: o.json, indexInterval: o.indexInterval}
+		v := verifyOptions{json: o.json, indexInterval: o.indexInterval, full: o.full}
 		return v.run(dirs, stdout, stderr)
 	}
+	ps := newPrinter(stdout, stderr, o.json, "recover")
 	stamp := o.now().UTC().Format(quarantineStamp)
 	// With --quarantine and several partitions, each gets its own
 	// subdirectory so that files of the same name do not mix.
@@ -121,14 +119,14 @@ func (o *recoverOptions) run(dirs []string, stdout, stderr io.Writer) error {
 		opts.Quarantine = q
 		opts.RefuseFlushedCut = !o.force
 		opts.CutFlushed = o.force
+		opts.Full = o.full
 		res.rep, res.err = recovery.Run(t.dir, opts)
 		if err := lock.release(); err != nil && res.err == nil {
 			res.err = err
 		}
 		return res
-	}, func(t *partitionTarget, res *partitionResult) {
-		printResult(stdout, stderr, t, res, o.json)
-	})
+	}, ps.print)
+	ps.summary()
 	if code != exitOK {
 		return &exitError{code: code}
 	}

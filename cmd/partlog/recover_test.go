@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // TestRecoverWithoutApplyIsVerify: without --apply, recover prints what
@@ -20,7 +21,7 @@ func TestRecoverWithoutApplyIsVerify(t *testing.T) {
 	for _, d := range damages() {
 		t.Run(d.name, func(t *testing.T) {
 			dir := makeDamaged(t, d)
-			before := hashTree(t, filepath.Dir(dir))
+			before := testutil.HashTree(t, filepath.Dir(dir))
 			for _, json := range []bool{false, true} {
 				args := []string{dir}
 				if json {
@@ -32,7 +33,7 @@ func TestRecoverWithoutApplyIsVerify(t *testing.T) {
 					t.Fatalf("verify: %d %q %q\nrecover: %d %q %q", vc, vout, verr, rc, rout, rerr)
 				}
 			}
-			sameTree(t, before, hashTree(t, filepath.Dir(dir)))
+			sameTree(t, before, testutil.HashTree(t, filepath.Dir(dir)))
 		})
 	}
 }
@@ -66,6 +67,7 @@ func TestRecoverApply(t *testing.T) {
 					t.Fatalf("%v after repair: exit %d\n%s%s", args, code, out, errOut)
 				}
 			}
+			checkConsistent(t, dir)
 		})
 	}
 }
@@ -103,9 +105,21 @@ func TestRecoverApplyQuarantinesTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
 	if l.LogEndOffset() != 60 {
 		t.Fatalf("log end offset %d, want 60", l.LogEndOffset())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkConsistent(t, dir)
+}
+
+// checkConsistent runs partlog's consistency check on a closed partition
+// or log directory a test leaves healthy (a repaired one, say).
+func checkConsistent(t *testing.T, dir string) {
+	t.Helper()
+	if err := partlog.Check(dir, testLogOpts()); err != nil {
+		t.Errorf("consistency check of %s: %v", dir, err)
 	}
 }
 
@@ -191,7 +205,7 @@ func TestRecoverRefusesLockedDir(t *testing.T) {
 	if err != nil || line != "locked\n" {
 		t.Fatalf("child said %q, %v", line, err)
 	}
-	before := hashTree(t, logDir)
+	before := testutil.HashTree(t, logDir)
 	code, out, errOut := runCLI(t, "", "recover", "--apply", dir)
 	if code != exitProblems {
 		t.Fatalf("exit %d, want 4\n%s%s", code, out, errOut)
@@ -203,7 +217,7 @@ func TestRecoverRefusesLockedDir(t *testing.T) {
 	if r := parseReports(t, out); code != exitProblems || len(r) != 1 || r[0].Status != "refused" || r[0].Dir != dir {
 		t.Fatalf("--json: exit %d, %s", code, out)
 	}
-	sameTree(t, before, hashTree(t, logDir))
+	sameTree(t, before, testutil.HashTree(t, logDir))
 	// verify still works (read-only) and warns.
 	code, _, errOut = runCLI(t, "", "verify", dir)
 	if code != exitProblems || !strings.Contains(errOut, "warning: log directory") {

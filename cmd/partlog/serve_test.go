@@ -4,14 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/partlog/partlog"
 )
 
 // The serving itself is tested by the interop module, which runs the
@@ -120,5 +125,108 @@ func TestServeProfileWindows(t *testing.T) {
 	code, _, msg := runCLI(t, "", "serve", "--dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--admin", "off", "--profile-signals")
 	if code != exitOperational || !strings.Contains(msg, "--profile-signals needs --cpuprofile") {
 		t.Fatalf("--profile-signals alone: exit %d, %q", code, msg)
+	}
+}
+
+// TestServeListensBeforeOpening: a serve that cannot listen opened the
+// directory first (recovering it, removing its clean-shutdown marker,
+// writing its state file); it fails before touching it.
+func TestServeListensBeforeOpening(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	fresh := filepath.Join(t.TempDir(), "never")
+	if code, _, _ := runCLI(t, "", "serve", "--dir", fresh, "--listen", ln.Addr().String()); code != exitOperational {
+		t.Fatalf("address in use: exit %d", code)
+	}
+	if _, err := os.Stat(fresh); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s made by a serve that could not listen: %v", fresh, err)
+	}
+	dir := t.TempDir()
+	d, err := partlog.OpenDir(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := listDir(t, dir)
+	if code, _, _ := runCLI(t, "", "serve", "--dir", dir, "--listen", "127.0.0.1:0", "--admin", ln.Addr().String()); code != exitOperational {
+		t.Fatalf("admin address in use: exit %d", code)
+	}
+	if after := listDir(t, dir); !slices.Equal(before, after) {
+		t.Fatalf("directory changed by a serve that could not listen: %v, was %v", after, before)
+	}
+}
+
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// TestServeLogsRecovery: serve said nothing of what recovery did at its
+// start (a crash's cut data among it); it logs a line per partition
+// recovered with changes (bytes cut and why, indexes rebuilt, where the
+// removed bytes are kept) and a summary line.
+func TestServeLogsRecovery(t *testing.T) {
+	dir := t.TempDir()
+	d, err := partlog.OpenDir(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		l, err := d.Create("r", p, partlog.TopicID{1}, &partlog.Options{SegmentBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			if _, err := l.AppendAsLeader(dataBatch(t, 2, fmt.Sprint(i)), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A crash: no marker, and a torn write at the end of r-1.
+	if err := os.Remove(filepath.Join(dir, ".kafka_cleanshutdown")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "r-1", "00000000000000000000.log"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("torn write!")); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	d, err = partlog.OpenDir(dir, &partlog.DirOptions{Quarantine: "partlog-quarantine/test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var out strings.Builder
+	logOpen(&out, d)
+	got := out.String()
+	for _, want := range []string{
+		"serve: recovered r-1: 11 bytes cut from offset",
+		"removed bytes kept in " + filepath.Join(dir, "r-1", "partlog-quarantine", "test"),
+		"after a crash",
+		"2 partitions served",
+		"1 with data cut (11 bytes)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // verdictLogDirs are log directories of testdata/realkafka, each with the
@@ -22,30 +23,6 @@ var verdictLogDirs = map[string][]string{
 	"panic08+kafka-starter-windows/kafka-logs": {"__consumer_offsets-3", "test-0"},
 	"nomanazeem+Kafka-java/kafka-logs":         {"__cluster_metadata-0", "__consumer_offsets-15", "demo-topic-0"},
 	"Jeong-Rae+KafkaDemo/kraft-combined-logs":  {"__cluster_metadata-0"},
-}
-
-// copyTree copies the directory tree from to to (files and directories
-// only).
-func copyTree(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.Walk(from, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		dst := filepath.Join(to, rel)
-		if fi.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestRealDirectoryVerdicts: on directories real Kafka brokers wrote,
@@ -59,8 +36,8 @@ func TestRealDirectoryVerdicts(t *testing.T) {
 	for logDir, parts := range verdictLogDirs {
 		t.Run(strings.ReplaceAll(logDir, "/", "_"), func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "copy")
-			copyTree(t, filepath.Join("testdata", "realkafka", logDir), root)
-			before := hashTree(t, root)
+			testutil.CopyTree(t, filepath.Join("testdata", "realkafka", logDir), root)
+			before := testutil.HashTree(t, root)
 
 			code, out, errOut := runCLI(t, "", "verify", "--json", root)
 			if code != exitOK {
@@ -89,13 +66,13 @@ func TestRealDirectoryVerdicts(t *testing.T) {
 					t.Errorf("producers %s: exit %d\n%s%s", p, code, out, errOut)
 				}
 			}
-			sameTree(t, before, hashTree(t, root))
+			sameTree(t, before, testutil.HashTree(t, root))
 
 			code, out, errOut = runCLI(t, "", "recover", "--apply", "--json", root)
 			if code != exitOK && code != exitRepaired {
 				t.Fatalf("recover --apply exit %d\n%s%s", code, out, errOut)
 			}
-			after := hashTree(t, root)
+			after := testutil.HashTree(t, root)
 			repaired := parseReports(t, out)
 			for _, r := range repaired {
 				checkRealRepair(t, root, r, before, after)
@@ -114,7 +91,7 @@ func TestRealDirectoryVerdicts(t *testing.T) {
 				}
 			}
 			// Only the quarantine is new after the second run.
-			for name := range hashTree(t, root) {
+			for name := range testutil.HashTree(t, root) {
 				if _, ok := after[name]; !ok && !strings.Contains(name, quarantineDir) {
 					t.Errorf("second --apply created %s", name)
 				}
@@ -231,12 +208,12 @@ func TestRecoverRefusesFlushedCut(t *testing.T) {
 		t.Errorf("problems %+v lack the damage at %d", r.Problems, pos)
 	}
 
-	before := hashTree(t, logDir)
+	before := testutil.HashTree(t, logDir)
 	code, out, errOut = runCLI(t, "", "recover", "--apply", dir)
 	if code != exitProblems || !strings.Contains(out, "not repaired") || !strings.Contains(out, "--force") {
 		t.Fatalf("recover --apply exit %d\n%s%s", code, out, errOut)
 	}
-	after := hashTree(t, logDir)
+	after := testutil.HashTree(t, logDir)
 	delete(after, ".lock") // the lock recover takes, as a broker does
 	delete(before, ".lock")
 	sameTree(t, before, after)
@@ -317,7 +294,9 @@ func TestVerifyFull(t *testing.T) {
 }
 
 // TestVerifyRoutineChanges: a missing index is rebuilt by Kafka's load
-// too: verify exits 0 and lists the change; info says the same.
+// too: verify exits 0 and lists the change; info says the same; recover
+// --apply makes it and exits 0 too (it exited 1, "repaired", for a
+// report naming no problem).
 func TestVerifyRoutineChanges(t *testing.T) {
 	dir := makeLog(t, t.TempDir(), 20)
 	if err := os.Remove(filepath.Join(dir, "00000000000000000027.index")); err != nil {
@@ -334,7 +313,7 @@ func TestVerifyRoutineChanges(t *testing.T) {
 		t.Fatalf("info exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = runCLI(t, "", "recover", "--apply", "--json", dir)
-	if code != exitRepaired {
+	if code != exitOK {
 		t.Fatalf("recover exit %d\n%s%s", code, out, errOut)
 	}
 	if r := parseReports(t, out)[0]; len(r.Changes) != 1 || r.Changes[0].File != "00000000000000000027.index" || r.Changes[0].Action != "create" {
@@ -371,6 +350,7 @@ func TestVerifyFindsUnusedCorruptSnapshot(t *testing.T) {
 	}) {
 		t.Fatalf("problems %+v", r.Problems)
 	}
+	// A corrupt file is damage: its removal is a repair (exit 1).
 	code, out, errOut = runCLI(t, "", "recover", "--apply", "--json", dir)
 	if code != exitRepaired {
 		t.Fatalf("recover exit %d\n%s%s", code, out, errOut)
@@ -384,5 +364,174 @@ func TestVerifyFindsUnusedCorruptSnapshot(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(*r.Quarantine, name)); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestRecoverFullAgreesWithVerifyFull: a byte flipped in the middle of a
+// cleanly shut down partition's one segment: verify --full said it would
+// truncate there, and recover --apply (and --force) said ok, never
+// reading that far. recover --full reads what verify --full reads: the
+// damage, below the recovery point, is refused without --force and cut
+// with it, after which verify --full finds nothing.
+func TestRecoverFullAgreesWithVerifyFull(t *testing.T) {
+	root := t.TempDir()
+	d, err := partlog.OpenDir(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := testLogOpts()
+	opts.SegmentBytes = 1 << 20 // one segment
+	l, err := d.Create("t", 0, partlog.TopicID{1}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		if _, err := l.AppendAsLeader(dataBatch(t, 3, fmt.Sprint("b", i)), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "t-0")
+	p := logFiles(t, dir)[0]
+	pos := batchPositions(t, p)[20]
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[pos+batch.OffCRC] ^= 0xff
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"verify", dir}, exitOK, "ok (nothing to do)"},
+		{[]string{"recover", "--apply", dir}, exitOK, ": ok"},
+		{[]string{"verify", "--full", dir}, exitProblems, "would change: truncate 00000000000000000000.log"},
+		{[]string{"recover", "--full", dir}, exitProblems, "would change: truncate 00000000000000000000.log"},
+		{[]string{"recover", "--apply", "--full", dir}, exitProblems, "not repaired"},
+		{[]string{"recover", "--apply", "--full", "--force", dir}, exitRepaired, "changed: truncate 00000000000000000000.log"},
+		{[]string{"verify", "--full", dir}, exitOK, "ok"},
+	} {
+		code, out, errOut := runCLI(t, "", c.args...)
+		if code != c.code || !strings.Contains(out, c.want) {
+			t.Fatalf("%v: exit %d (want %d), missing %q:\n%s%s", c.args, code, c.code, c.want, out, errOut)
+		}
+	}
+	if got := len(batchPositions(t, p)); got != 20 {
+		t.Fatalf("%d batches after the forced repair, want the 20 before the damage", got)
+	}
+}
+
+// TestIndexOfOddLengthIsAProblem: an index whose length is not a
+// multiple of its entry size (Kafka's sanity check calls it corrupt) was a
+// routine rebuild in the recovery range, and a problem naming the .log
+// elsewhere; it is a problem naming the index, rebuilt by recover --apply
+// (exit 1), in both places.
+func TestIndexOfOddLengthIsAProblem(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		dir := makeLog(t, t.TempDir(), 20)
+		if clean {
+			// Clean: the recovery point at the log end, every segment
+			// trusted.
+			if err := checkpoint.WriteOffsets(filepath.Join(filepath.Dir(dir), checkpoint.RecoveryPointFile),
+				map[checkpoint.TopicPartition]int64{{Topic: "t", Partition: 0}: 60}); err != nil {
+				t.Fatal(err)
+			}
+			if err := checkpoint.WriteCleanShutdown(filepath.Join(filepath.Dir(dir), checkpoint.CleanShutdownFile), -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		idx := strings.TrimSuffix(lastLog(t, dir), ".log") + ".index"
+		f, err := os.OpenFile(idx, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte{1, 2, 3}); err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Close()
+		name := filepath.Base(idx)
+		code, out, errOut := runCLI(t, "", "verify", dir)
+		if code != exitProblems || !strings.Contains(out, "problem: index "+name) {
+			t.Fatalf("clean %v: verify exit %d\n%s%s", clean, code, out, errOut)
+		}
+		code, out, errOut = runCLI(t, "", "recover", "--apply", dir)
+		if code != exitRepaired || !strings.Contains(out, "changed: write "+name) {
+			t.Fatalf("clean %v: recover exit %d\n%s%s", clean, code, out, errOut)
+		}
+		if code, out, errOut = runCLI(t, "", "verify", dir); code != exitOK {
+			t.Fatalf("clean %v: verify after the repair: exit %d\n%s%s", clean, code, out, errOut)
+		}
+	}
+}
+
+// TestVerifyLogDirectorySummary: verify of a log directory ended without
+// a word on the whole and printed a note shared by its partitions once
+// per partition, and a lock held by a running partlog read "process -1".
+// It ends with one summary line, prints such a note once, and names a
+// partlog as the lock's holder, once.
+func TestVerifyLogDirectorySummary(t *testing.T) {
+	root := t.TempDir()
+	d, err := partlog.OpenDir(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 3; p++ {
+		l, err := d.Create("s", p, partlog.TopicID{1}, testLogOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			if _, err := l.AppendAsLeader(dataBatch(t, 2, fmt.Sprint(i)), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A crash without recovery points (a note for each partition), and
+	// damage in s-2.
+	for _, f := range []string{checkpoint.RecoveryPointFile, checkpoint.CleanShutdownFile} {
+		if err := os.Remove(filepath.Join(root, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := logFiles(t, filepath.Join(root, "s-2"))[0]
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[batch.OffCRC] ^= 0xff
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A running partlog holds the directory (its .lock, as serve does).
+	lock, err := partlog.LockLogDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	code, out, errOut := runCLI(t, "", "verify", root)
+	if code != exitProblems {
+		t.Fatalf("verify exit %d\n%s%s", code, out, errOut)
+	}
+	if n := strings.Count(out, "note: no recovery point"); n != 1 {
+		t.Errorf("the shared note printed %d times:\n%s%s", n, out, errOut)
+	}
+	if !strings.Contains(out, "verify: 3 partitions: 2 ok, 1 with problems, 0 failed") {
+		t.Errorf("no summary line:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasPrefix(lines[len(lines)-1], "verify: 3 partitions") {
+		t.Errorf("the summary is not the last line:\n%s", out)
+	}
+	if n := strings.Count(errOut, "locked by a running partlog"); n != 1 || strings.Contains(errOut, "process -1") {
+		t.Errorf("lock warning printed %d times:\n%s", n, errOut)
 	}
 }

@@ -46,10 +46,7 @@ func (o *verifyOptions) validate() error { return validateIndexInterval(o.indexI
 
 func newVerifyCommand(stdout, stderr io.Writer) *cobra.Command {
 	var o verifyOptions
-	cmd := &cobra.Command{
-		Use:   "verify [--json] [--full] DIR...",
-		Short: "Say what recovery would do to partition directories, changing nothing",
-		Long: `verify runs recovery in dry-run mode on every partition directory and
+	return newDirCommand(&o, "verify [--json] [--full] DIR...", "Say what recovery would do to partition directories, changing nothing", `verify runs recovery in dry-run mode on every partition directory and
 reports what it finds. DIR is a partition directory (<topic>-<n>; its
 parent is taken as its log directory) or a log directory (every
 <topic>-<n> directory in it). The recovery point, log start offset and
@@ -61,38 +58,35 @@ what is wrong; the cause of any cut is among them), changes (every file
 recover --apply would write, rename or remove, and why: many are the
 routine steps Kafka's own load takes, such as rebuilding a missing index
 or writing a producer snapshot at the log end) and notes. Only segments
-the broker would validate are read, unless --full.
+the broker would validate are read, unless --full. Over several
+partitions (a log directory) a note they share is printed once, and the
+output ends with one summary line: partitions ok, with problems, failed
+(on stderr with --json).
 
-` + recoveryReads + `
+`+recoveryReads+`
 
 Exit status: 0 no problem (changes may be listed), 4 problems found,
-8 operational error, 16 usage error; several directories OR their codes.`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(args, stdout, stderr)
-		},
-	}
-	o.addFlags(cmd)
-	return cmd
+8 operational error, 16 usage error; several directories OR their codes.`, stdout, stderr)
 }
 
 func (o *verifyOptions) run(dirs []string, stdout, stderr io.Writer) error {
+	ps := newPrinter(stdout, stderr, o.json, "verify")
+	warned := map[string]bool{}
 	code := forEachPartition(dirs, stderr, "verify", func(t *partitionTarget) partitionResult {
 		res := partitionResult{dryRun: true}
-		if held, pid := logDirLockHolder(t.logDir.path); held {
-			res.notes = append(res.notes, fmt.Sprintf("warning: log directory %s is locked by process %d (a running broker?); files may change while they are read", t.logDir.path, pid))
+		if !warned[t.logDir.path] {
+			warned[t.logDir.path] = true // once per log directory
+			if held, who := logDirLockHolder(t.logDir.path); held {
+				res.notes = append(res.notes, fmt.Sprintf("warning: log directory %s is locked by %s; files may change while they are read", t.logDir.path, who))
+			}
 		}
 		opts := t.recoveryOptions(o.indexInterval)
 		opts.DryRun = true
 		opts.Full = o.full
 		res.rep, res.err = recovery.Run(t.dir, opts)
 		return res
-	}, func(t *partitionTarget, res *partitionResult) {
-		printResult(stdout, stderr, t, res, o.json)
-	})
+	}, ps.print)
+	ps.summary()
 	if code != exitOK {
 		return &exitError{code: code}
 	}
@@ -121,7 +115,11 @@ func (r *partitionResult) exitCode() int {
 	if r.rep == nil {
 		return code
 	}
-	if !r.dryRun && r.rep.Refused == "" && len(r.rep.Changes) > 0 {
+	if !r.dryRun && r.rep.Refused == "" && len(r.rep.Changes) > 0 && len(r.rep.Problems) > 0 {
+		// Damage was repaired (fsck's "errors corrected"); the routine
+		// steps of Kafka's own load alone (a snapshot at the log end, an
+		// index of the recovery range rebuilt) are no repair: exit 0, as
+		// verify's for the same directory.
 		code |= exitRepaired
 	}
 	if r.rep.Status == recovery.StatusProblems {
@@ -196,39 +194,78 @@ func writeJSONLine(w io.Writer, v any) {
 	_ = enc.Encode(v)
 }
 
-// printResult prints one partition's result: notes and errors on stderr,
-// the report on stdout (text or one JSON object).
-func printResult(stdout, stderr io.Writer, t *partitionTarget, res *partitionResult, asJSON bool) {
+// printer prints the results of verify and recover: each partition's
+// report, a report note already printed for an earlier partition only
+// once (a log directory's partitions share most notes), and a summary
+// line.
+type printer struct {
+	stdout, stderr io.Writer
+	json           bool
+	cmd            string
+	seen           map[string]bool // report notes printed
+	ok, problems   int
+	failed         int
+	total          int
+}
+
+func newPrinter(stdout, stderr io.Writer, asJSON bool, cmd string) *printer {
+	return &printer{stdout: stdout, stderr: stderr, json: asJSON, cmd: cmd, seen: map[string]bool{}}
+}
+
+// print prints one partition's result: notes and errors on stderr, the
+// report on stdout (text or one JSON object).
+func (p *printer) print(t *partitionTarget, res *partitionResult) {
+	p.total++
 	for _, n := range res.notes {
-		fmt.Fprintf(stderr, "partlog: %s: %s\n", t.dir, n)
+		fmt.Fprintf(p.stderr, "partlog: %s: %s\n", t.dir, n)
 	}
-	if res.err != nil {
-		fmt.Fprintln(stderr, errLine(t.dir, res.err))
-		if asJSON {
-			writeJSONLine(stdout, errorJSON{SchemaVersion: reportSchemaVersion, Dir: t.dir, Status: "error", Error: res.err.Error()})
+	switch {
+	case res.err != nil:
+		p.failed++
+		fmt.Fprintln(p.stderr, errLine(t.dir, res.err))
+		if p.json {
+			writeJSONLine(p.stdout, errorJSON{SchemaVersion: reportSchemaVersion, Dir: t.dir, Status: "error", Error: res.err.Error()})
 		}
 		return
-	}
-	if res.refused != "" {
-		fmt.Fprintf(stderr, "partlog: %s: refused: %s\n", t.dir, res.refused)
-		if asJSON {
-			writeJSONLine(stdout, errorJSON{SchemaVersion: reportSchemaVersion, Dir: t.dir, Status: "refused", Error: res.refused})
+	case res.refused != "":
+		p.problems++
+		fmt.Fprintf(p.stderr, "partlog: %s: refused: %s\n", t.dir, res.refused)
+		if p.json {
+			writeJSONLine(p.stdout, errorJSON{SchemaVersion: reportSchemaVersion, Dir: t.dir, Status: "refused", Error: res.refused})
 		}
 		return
-	}
-	if res.rep == nil {
+	case res.rep == nil:
 		return
 	}
-	if asJSON {
-		writeJSONLine(stdout, jsonReport(res.rep))
+	if res.rep.Status == recovery.StatusProblems {
+		p.problems++
+	} else {
+		p.ok++
+	}
+	if p.json {
+		writeJSONLine(p.stdout, jsonReport(res.rep))
 		return
 	}
-	printReportText(stdout, res.rep, res.dryRun)
+	printReportText(p.stdout, res.rep, res.dryRun, p.seen)
+}
+
+// summary ends a run over several partitions with one line: how many
+// are fine, have problems, could not be read.
+func (p *printer) summary() {
+	if p.total < 2 {
+		return
+	}
+	w := p.stdout
+	if p.json {
+		w = p.stderr // stdout holds one JSON object per partition
+	}
+	fmt.Fprintf(w, "%s: %d partitions: %d ok, %d with problems, %d failed (a note is printed once, with the first partition it concerns)\n",
+		p.cmd, p.total, p.ok, p.problems, p.failed)
 }
 
 // printReportText prints a short human summary of a report: the status,
 // the cut, the problems, the changes and the notes.
-func printReportText(w io.Writer, r *recovery.Report, dryRun bool) {
+func printReportText(w io.Writer, r *recovery.Report, dryRun bool, seen map[string]bool) {
 	status := r.Status
 	switch {
 	case r.Refused != "":
@@ -240,6 +277,10 @@ func printReportText(w io.Writer, r *recovery.Report, dryRun bool) {
 		status = fmt.Sprintf("ok (no problem; recover --apply would make %d routine changes)", len(r.Changes))
 	case dryRun && r.Status == recovery.StatusOK:
 		status = "ok (nothing to do)"
+	case !dryRun && r.Status == recovery.StatusRepaired && len(r.Problems) == 0:
+		status = fmt.Sprintf("ok (no problem; %d routine changes made)", len(r.Changes))
+	case !dryRun && r.Status == recovery.StatusRepaired:
+		status = fmt.Sprintf("repaired (%d problems)", len(r.Problems))
 	}
 	fmt.Fprintf(w, "%s: %s\n", r.Dir, status)
 	would := func(done, planned string) string {
@@ -259,6 +300,12 @@ func printReportText(w io.Writer, r *recovery.Report, dryRun bool) {
 		fmt.Fprintf(w, "  %s: %s\n", would("changed", "would change"), changeText(c))
 	}
 	for _, n := range r.Notes {
+		if seen != nil {
+			if seen[n.Detail] {
+				continue // printed for an earlier partition
+			}
+			seen[n.Detail] = true
+		}
 		fmt.Fprintf(w, "  note: %s\n", n.Detail)
 	}
 	if r.Quarantine != nil {

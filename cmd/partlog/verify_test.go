@@ -11,6 +11,7 @@ import (
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
 	"github.com/partlog/partlog/internal/filenames"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // damage is one way of breaking a partition directory, with what verify
@@ -153,7 +154,7 @@ func makeDamaged(t *testing.T, d damage) string {
 
 func TestVerifyHealthy(t *testing.T) {
 	dir := makeLog(t, t.TempDir(), 20)
-	before := hashTree(t, filepath.Dir(dir))
+	before := testutil.HashTree(t, filepath.Dir(dir))
 	code, out, errOut := runCLI(t, "", "verify", dir)
 	if code != exitOK {
 		t.Fatalf("exit %d, stdout %s stderr %s", code, out, errOut)
@@ -161,7 +162,7 @@ func TestVerifyHealthy(t *testing.T) {
 	if !strings.Contains(out, dir+": ok") || !strings.Contains(out, "end 60") {
 		t.Fatalf("output %q", out)
 	}
-	sameTree(t, before, hashTree(t, filepath.Dir(dir)))
+	sameTree(t, before, testutil.HashTree(t, filepath.Dir(dir)))
 }
 
 // TestVerifyDamaged: verify reports each damage in --json, exits 4 and
@@ -171,7 +172,7 @@ func TestVerifyDamaged(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			dir := makeDamaged(t, d)
 			logDir := filepath.Dir(dir)
-			before := hashTree(t, logDir)
+			before := testutil.HashTree(t, logDir)
 			code, out, errOut := runCLI(t, "", "verify", "--json", dir)
 			if code != exitProblems {
 				t.Fatalf("exit %d, want 4; stdout %s stderr %s", code, out, errOut)
@@ -193,7 +194,7 @@ func TestVerifyDamaged(t *testing.T) {
 			if r.Truncation != nil && !strings.Contains(out, "  cut: "+r.Truncation.Class) {
 				t.Fatalf("text output lacks the cut: %s", out)
 			}
-			sameTree(t, before, hashTree(t, logDir))
+			sameTree(t, before, testutil.HashTree(t, logDir))
 		})
 	}
 }

@@ -29,6 +29,11 @@ func WriteFileAtomic(path string, data []byte) error {
 //
 // fill gets the temporary file, empty and positioned at 0.
 func WriteFileAtomicFunc(path string, fill func(*os.File) error) (err error) {
+	if h := testhook.WriteFile.Load(); h != nil {
+		if err := (*h)(path); err != nil {
+			return fmt.Errorf("partlog: write %s: %w", path, err)
+		}
+	}
 	tmp := path + filenames.Temp
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
@@ -75,4 +80,17 @@ func SyncDir(dir string) error {
 		(*h)(dir)
 	}
 	return nil
+}
+
+// WritePrivateFileAtomic is WriteFileAtomic for a secret: the file is
+// readable and writable by its owner only (0600) before a byte of it is
+// written, whatever mode a stale temporary file had.
+func WritePrivateFileAtomic(path string, data []byte) error {
+	return WriteFileAtomicFunc(path, func(f *os.File) error {
+		if err := f.Chmod(0o600); err != nil {
+			return err
+		}
+		_, err := f.Write(data)
+		return err
+	})
 }

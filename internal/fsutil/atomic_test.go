@@ -39,3 +39,26 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Fatal("write into a missing directory succeeded")
 	}
 }
+
+// TestWritePrivateFileAtomic: the secret is owner-only, also over a stale
+// world-readable temporary file.
+func TestWritePrivateFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "secret")
+	if err := os.WriteFile(p+filenames.Temp, []byte("stale"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := WritePrivateFileAtomic(p, []byte("s3cret")); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, want 0600", fi.Mode().Perm())
+	}
+	if b, _ := os.ReadFile(p); string(b) != "s3cret" {
+		t.Fatalf("content %q", b)
+	}
+}

@@ -39,11 +39,11 @@ var allowed = map[string][]string{
 	"segment":             {"batch", "index", "internal/fsutil", "internal/filenames", "internal/mmapfile", "internal/prefault", "internal/unsafeutil", "internal/testhook"},
 	"producerstate":       {"batch", "snapshot", "index", "internal/filenames", "internal/unsafeutil"},
 	"recovery": {"batch", "index", "segment", "producerstate", "snapshot",
-		"internal/fsutil", "internal/filenames", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil"},
+		"internal/fsutil", "internal/filenames", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil", "internal/testutil"},
 	"cleaner": {"batch", "index", "segment", "internal/fsutil", "internal/filenames", "internal/testhook", "internal/unsafeutil"},
 	"": {"batch", "index", "segment", "producerstate", "snapshot", "recovery", "cleaner",
 		"internal/corrupt", "internal/fsutil", "internal/filenames", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil", "internal/testhook"},
-	"mirror":       {"", "batch", "snapshot", "internal/checkpoint", "internal/corrupt", "internal/crc32c", "internal/fsutil", "internal/unsafeutil", "internal/testhook"},
+	"mirror":       {"", "batch", "snapshot", "internal/checkpoint", "internal/corrupt", "internal/crc32c", "internal/testutil", "internal/fsutil", "internal/unsafeutil", "internal/testhook"},
 	"mirror/sim":   {"", "mirror", "batch", "producerstate", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil"},
 	"server":       {"", "mirror", "batch", "producerstate", "internal/checkpoint", "internal/fsutil"},
 	"server/group": {"internal/checkpoint", "internal/corrupt", "internal/crc32c", "internal/fsutil"},
@@ -252,4 +252,65 @@ func TestUnsafeConfined(t *testing.T) {
 			t.Errorf("%s imports unsafe; only internal/unsafeutil may", p.ImportPath)
 		}
 	}
+}
+
+// TestArchitectureGraph fails when the import graph of ARCHITECTURE.md
+// ("## Import graph", one "package -> imports" line each) and the table
+// above disagree: the document says what the table enforces.
+func TestArchitectureGraph(t *testing.T) {
+	b, err := os.ReadFile("../../ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	_, after, ok := strings.Cut(doc, "## Import graph")
+	if !ok {
+		t.Fatal("ARCHITECTURE.md has no import graph section")
+	}
+	_, after, _ = strings.Cut(after, "```\n")
+	block, _, ok := strings.Cut(after, "```")
+	if !ok {
+		t.Fatal("the import graph section has no code block")
+	}
+	name := func(s string) string {
+		if s = strings.TrimSpace(s); s == "partlog (root)" {
+			return ""
+		}
+		return s
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		pkg, deps, ok := strings.Cut(line, "->")
+		if !ok {
+			t.Errorf("graph line %q is not \"package -> imports\"", line)
+			continue
+		}
+		p := name(pkg)
+		seen[p] = true
+		want, known := allowed[p]
+		if !known {
+			t.Errorf("ARCHITECTURE.md lists %q, which the table does not", p)
+			continue
+		}
+		var got []string
+		if d := strings.TrimSpace(deps); d != "(none)" {
+			for _, x := range strings.Split(d, ",") {
+				got = append(got, name(x))
+			}
+		}
+		if !slices.Equal(sortedCopy(got), sortedCopy(want)) {
+			t.Errorf("%q: ARCHITECTURE.md says %q, the table %q", p, got, want)
+		}
+	}
+	for p := range allowed {
+		if !seen[p] {
+			t.Errorf("ARCHITECTURE.md's graph lacks %q", p)
+		}
+	}
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
 }

@@ -53,9 +53,8 @@
 // device's read_ahead_kb (8 MiB on the reference VM), and past the write
 // position of an active segment, whose file is long with a hole or
 // unwritten blocks, that means allocating and zeroing megabytes of page
-// cache nobody asked for: 8 MiB for each partition's first fault, ~30 ms
-// of a writer's time on the reference VM, and 8 GiB of page cache for
-// 1 000 partitions that write a few KiB each. Prefault reads its range in
+// cache nobody asked for, on the writer's time, for each partition's
+// first fault (bench/RESULTS.md, mmapfile read-ahead). Prefault reads its range in
 // first with MADV_WILLNEED (read-ahead of exactly that range), so pages
 // provided ahead of the writer still come in large folios. Readers of a
 // writable mapping's older data (an active segment reopened with data in

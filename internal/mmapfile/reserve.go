@@ -80,7 +80,18 @@ func (f *File) Grow(n int64) error {
 		if start >= n {
 			return nil
 		}
-		return fallocate(fd, 0, start, n-start)
+		if err := fallocate(fd, 0, start, n-start); err != nil {
+			return err
+		}
+		// And the rest of n's page, the length kept: a store into the
+		// mapping makes the file system reserve blocks for its whole
+		// page, so on a file system of blocks smaller than a page (ext4
+		// under 512 MiB) a full disk faulted the store (SIGBUS) for
+		// blocks past n no call had allocated.
+		if pg := int64(os.Getpagesize()); n%pg != 0 {
+			return fallocate(fd, unix.FALLOC_FL_KEEP_SIZE, n, pg-n%pg)
+		}
+		return nil
 	})
 	if err != nil {
 		return pathError(f.path, "fallocate", err)

@@ -79,17 +79,11 @@ func (f *File) WriteAt(head, body []byte, off int64) error {
 //
 // It calls fdatasync on the descriptor rather than msync(MS_SYNC) on the
 // page-aligned range. Both write back the pages dirtied through the shared
-// mapping (Linux shares one page cache between the two paths). On the
-// reference VM (2 vCPU, ext4 on virtio; BenchmarkSync in
-// mmapfile_bench_test.go, 5 runs of 1000 syncs, medians):
-//
-//	4 KiB dirtied per sync:    msync 531 µs/op   fdatasync 541 µs/op  (a tie, within noise)
-//	64 KiB dirtied per sync:   msync 2.36 ms/op  fdatasync 1.21 ms/op
-//
-// fdatasync is never slower beyond noise, is faster for larger flushes, and
-// also persists a length change made by Truncate or Grow, which msync is not
-// guaranteed to do. The off and n arguments are validated but do not narrow
-// the flush: every dirty page of the file is written back.
+// mapping (Linux shares one page cache between the two paths); fdatasync is
+// never slower, is faster for larger flushes (bench/RESULTS.md, File.Sync),
+// and also persists a length change made by Truncate or Grow, which msync
+// is not guaranteed to do. The off and n arguments are validated but do
+// not narrow the flush: every dirty page of the file is written back.
 func (f *File) Sync(off, n int64) error {
 	if err := f.checkWritable("sync"); err != nil {
 		return err

@@ -18,11 +18,7 @@ import (
 //   - populated: the whole file was populated before the timer started (the
 //     floor a perfect prefaulter could reach).
 //
-// Reference VM (2 vCPU, ext4), 5 runs of 20 files, medians:
-// fault 117 ms/file (286 MB/s), prefaulter 61.5 ms (545 MB/s),
-// populated 51.7 ms (649 MB/s). The runs are noisy (write-back of the
-// previous files competes for the two CPUs), but the prefaulter was ahead of
-// plain faulting in every run.
+// (Results: bench/RESULTS.md, prefault.Writer.)
 func BenchmarkStoreFresh(b *testing.B) {
 	const size = 32 << 20
 	chunk := make([]byte, 64<<10)

@@ -12,7 +12,7 @@ import (
 
 // TestPrefaultIdleWriterGivesBack: a writer that took the whole budget
 // and then stopped appending holds it until it has been idle for
-// PrefaultIdle; then a busy writer gets pages ahead of it, the idle
+// Idle; then a busy writer gets pages ahead of it, the idle
 // one's populated pages leave its mapping, and when the idle writer
 // appends again it is counted and populated again.
 func TestPrefaultIdleWriterGivesBack(t *testing.T) {
@@ -52,7 +52,7 @@ func TestPrefaultIdleWriterGivesBack(t *testing.T) {
 	if d := prefaulterDone(busy); d != 0 {
 		t.Fatalf("after %v the second writer got %d bytes", Idle/2, d)
 	}
-	// Idle for PrefaultIdle: its share comes back to the pool.
+	// Idle for Idle: its share comes back to the pool.
 	clock.Add(int64(Idle))
 	busy.Advance(2 << 20)
 	waitPoolIdle(pool)

@@ -12,11 +12,11 @@ import (
 	"github.com/partlog/partlog/internal/mmapfile"
 )
 
-// DefaultPrefaultWindow is the distance a Prefaulter keeps populated ahead of
+// DefaultWindow is the distance a Writer keeps populated ahead of
 // the write position when it is given a window ≤ 0.
 const DefaultWindow = 8 << 20
 
-// DefaultPrefaultBudget is the process-wide bound, in bytes, of pages the
+// DefaultBudget is the process-wide bound, in bytes, of pages the
 // default pool keeps populated ahead of the writers (resident but not yet
 // written): 32 partitions appending at once each get a full default window.
 const DefaultBudget = 256 << 20
@@ -29,9 +29,9 @@ var pageSize = int64(os.Getpagesize())
 // by the writer in small steps.
 const chunk = 1 << 20
 
-// PrefaultPool populates pages ahead of many writers with a few goroutines.
+// Pool populates pages ahead of many writers with a few goroutines.
 //
-// Each writer (a Prefaulter, one per active segment) reports its position;
+// Each writer (a Writer, one per active segment) reports its position;
 // when it has moved a quarter window past what was populated ahead of it,
 // it is queued and a worker populates [max(populated, position),
 // position+window) in chunks of at most 1 MiB, taking turns between queued
@@ -44,10 +44,10 @@ const chunk = 1 << 20
 // Rate-aware windows: a worker measures each writer's rate (bytes per
 // second, between two of its turns at least 10 ms apart, the later one
 // after the writer reported progress, averaged with the previous
-// figure; a turn more than prefaultHorizon after the last measure starts
+// figure; a turn more than horizon after the last measure starts
 // it again instead, so that a pause is not taken for slow appends) and
 // the window it keeps is about a second of that
-// rate (prefaultHorizon), at least 64 KiB and at most the Prefaulter's own
+// rate (horizon), at least 64 KiB and at most the Writer's own
 // window. A slow writer then holds few populated pages ahead of it (pages
 // populated long before they are written are written back as zeros by
 // the flusher, write-protected, and fault again on the store), and a fast
@@ -71,10 +71,10 @@ const chunk = 1 << 20
 // only as far as what is left, and those that got nothing are dropped from
 // the queue until they report progress again.
 //
-// Idle writers: a writer that has not reported progress for PrefaultIdle
+// Idle writers: a writer that has not reported progress for Idle
 // gives its share back when the budget or the fair share runs short (a
-// worker looks at most once per prefaultSweep), or when no worker has run
-// for PrefaultIdle (the pool's one timer, set when its last worker exits
+// worker looks at most once per sweepEvery), or when no worker has run
+// for Idle (the pool's one timer, set when its last worker exits
 // while shares are held, looks then): its demand and its share
 // leave the pool's counts, and a worker takes the pages it populated past
 // its position out of its mapping (File.DropPages; they stay in the page
@@ -98,13 +98,13 @@ type Pool struct {
 	ahead   int64        // sum of the writers' counted shares
 	flight  int64        // bytes being populated by workers right now
 	// counted lists the writers advanced at least once and neither
-	// stopped nor found idle since (Prefaulter.slot is each one's
+	// stopped nor found idle since (Writer.slot is each one's
 	// index); swept is when the sweep of idle writers last ran (clock).
 	counted []*Writer
 	swept   int64
 	// sweeper is the one timer that sweeps for idle writers when no
 	// worker runs while shares are held (armed: it is set), after
-	// sweepAfter (PrefaultIdle+prefaultSweep; tests set their own pool's).
+	// sweepAfter (Idle+sweepEvery; tests set their own pool's).
 	sweeper    *time.Timer
 	armed      bool
 	sweepAfter time.Duration
@@ -114,19 +114,19 @@ type Pool struct {
 // shared among many (16 pages).
 const minFairWindow = 64 << 10
 
-// prefaultHorizon is how long, at a writer's measured rate, its window
+// horizon is how long, at a writer's measured rate, its window
 // lasts; rateInterval is the shortest time over which a rate is measured.
 const (
 	horizon      = time.Second
 	rateInterval = 10 * time.Millisecond
 )
 
-// PrefaultIdle is how long a writer goes without reporting progress
-// before it counts as idle (see PrefaultPool, idle writers); a pool with
-// no worker running looks for idle writers PrefaultIdle+prefaultSweep
-// after its last worker exited. prefaultSweep is the shortest time
+// Idle is how long a writer goes without reporting progress
+// before it counts as idle (see Pool, idle writers); a pool with
+// no worker running looks for idle writers Idle+sweepEvery
+// after its last worker exited. sweepEvery is the shortest time
 // between two looks (a look goes over every writer). A writer slower
-// than a quarter of its window per PrefaultIdle (at least 16 KiB per
+// than a quarter of its window per Idle (at least 16 KiB per
 // 10 s) is taken for idle too; that costs it the repopulation of one
 // window at its next Advance.
 const (
@@ -139,9 +139,9 @@ var clockBase = time.Now()
 
 func monotonicNanos() int64 { return int64(time.Since(clockBase)) }
 
-// NewPrefaultPool returns a pool of at most workers goroutines (≤ 0: one per
+// NewPool returns a pool of at most workers goroutines (≤ 0: one per
 // CPU, GOMAXPROCS) that keeps at most budget bytes (≤ 0:
-// DefaultPrefaultBudget) populated ahead of its writers.
+// DefaultBudget) populated ahead of its writers.
 func NewPool(workers int, budget int64) *Pool {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -157,8 +157,8 @@ var (
 	defaultPool     *Pool
 )
 
-// DefaultPrefaultPool is the pool shared by the process: one worker per CPU
-// and DefaultPrefaultBudget.
+// Default is the pool shared by the process: one worker per CPU
+// and DefaultBudget.
 func Default() *Pool {
 	defaultPoolOnce.Do(func() { defaultPool = NewPool(0, 0) })
 	return defaultPool
@@ -265,7 +265,7 @@ func (pp *Pool) work() {
 	pp.mu.Unlock()
 }
 
-// armSweeper sets the sweeper to run after PrefaultIdle, unless it is
+// armSweeper sets the sweeper to run after Idle, unless it is
 // set or no writer holds a share: when every partition has stopped
 // appending, no worker runs to find them idle, and their pages would
 // stay mapped. Caller holds pp.mu.
@@ -296,7 +296,7 @@ func (pp *Pool) sweepLater() {
 }
 
 // preallocate runs p's pending Preallocate request (see
-// Prefaulter.Preallocate) with p busy, so Stop and Retarget wait for it.
+// Writer.Preallocate) with p busy, so Stop and Retarget wait for it.
 // Caller holds pp.mu, which is released during the call. A failure is
 // dropped: the Grow that takes the range reports its own.
 func (pp *Pool) preallocate(p *Writer) {
@@ -321,8 +321,8 @@ func (pp *Pool) busyCall(p *Writer, call func(*mmapfile.File)) {
 }
 
 // sweepIdle gives back the shares of the writers that have been idle for
-// PrefaultIdle (see PrefaultPool, idle writers), at most once per
-// prefaultSweep, and queues each one whose populated pages past its
+// Idle (see Pool, idle writers), at most once per
+// sweepEvery, and queues each one whose populated pages past its
 // position are to be dropped. Caller holds pp.mu.
 func (pp *Pool) sweepIdle() {
 	now := pp.clock()
@@ -395,8 +395,8 @@ func (pp *Pool) count(p *Writer) {
 	pp.counted = append(pp.counted, p)
 }
 
-// Prefaulter keeps the pages just ahead of one writer populated, using the
-// workers of a PrefaultPool.
+// Writer keeps the pages just ahead of one writer populated, using the
+// workers of a Pool.
 //
 // The writer reports its position with Advance after its stores. Advance is
 // cheap on the append path: an integer compare, and only when the position
@@ -405,11 +405,10 @@ func (pp *Pool) count(p *Writer) {
 // into at the same moment is harmless: MADV_POPULATE_WRITE only faults pages
 // in, it never changes their contents.
 //
-// Why off the append path: on the reference VM a store into a fresh mapped
-// page costs about 2 µs per 4 KiB page (1.9 GB/s) in the page fault, while
-// MADV_POPULATE_WRITE provides pages at 5.8 GB/s. Calling it inline would
-// still put that cost on the append path; running it a window ahead takes it
-// off the path on a machine with a spare core.
+// Why off the append path: a store into a fresh mapped page pays its page
+// fault, while MADV_POPULATE_WRITE provides pages about three times
+// faster (bench/RESULTS.md, prefault.Writer); run a window ahead, that cost
+// leaves the append path on a machine with a spare core.
 //
 // Advance must be called by one goroutine (the writer). Stop may be called
 // from any goroutine, more than once.
@@ -458,13 +457,13 @@ type Writer struct {
 // Caller holds pool.mu.
 func (p *Writer) isCounted() bool { return p.slot >= 0 }
 
-// NewWriter returns a Prefaulter of f in the default pool.
+// NewWriter returns a Writer of f in the default pool.
 func NewWriter(f *mmapfile.File, window int64) *Writer {
 	return Default().NewWriter(f, window)
 }
 
-// NewWriter returns a writer's Prefaulter that keeps window bytes (≤ 0:
-// DefaultPrefaultWindow) of f populated ahead of the position reported
+// NewWriter returns a writer's Writer that keeps window bytes (≤ 0:
+// DefaultWindow) of f populated ahead of the position reported
 // with Advance. Nothing is populated before the first Advance.
 func (pp *Pool) NewWriter(f *mmapfile.File, window int64) *Writer {
 	if window <= 0 {
@@ -558,7 +557,7 @@ func (p *Writer) nextChunk() (start, n int64) {
 }
 
 // windowAt measures p's rate at its position pos and returns the window
-// it gets now (see PrefaultPool, rate-aware windows and fair share).
+// it gets now (see Pool, rate-aware windows and fair share).
 // Caller holds pool.mu.
 func (p *Writer) windowAt(pos int64) int64 {
 	pp := p.pool

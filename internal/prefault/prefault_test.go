@@ -145,7 +145,7 @@ func TestPrefaultPool(t *testing.T) {
 }
 
 // TestPrefaulterRetarget: a writer whose file is mapped again keeps its
-// Prefaulter: after Retarget it populates the new mapping from the
+// Writer: after Retarget it populates the new mapping from the
 // writer's position on, past the old mapping's end, and the old File's
 // Close does not stop it.
 func TestPrefaulterRetarget(t *testing.T) {

@@ -12,11 +12,8 @@ import (
 // TestPrefaultRateNeedsProgress: the worker's turns for one writer come
 // more than the rate interval apart (slow chunks, or many writers queued)
 // while the writer has not reported a new position. Such a turn says
-// nothing about the writer's rate: its window must not shrink. Before the
-// fix each such turn measured a rate of zero (averaged in, then floored
-// at 1 byte/s), so the window fell to the 64 KiB minimum halfway through
-// the first population and the writer outran it; on a loaded machine
-// this is also how TestPrefaulterRetarget failed ("populated to 589824").
+// nothing about the writer's rate: its window must not shrink (such
+// turns, taken as a rate of zero, once shrank it to the minimum).
 func TestPrefaultRateNeedsProgress(t *testing.T) {
 	const window = 4 << 20
 	f, err := mmapfile.Open(testutil.TempPath(t, "still"), mmapfile.Options{Create: true, Reserve: 8 << 20})

@@ -35,3 +35,9 @@ var LogFlushFault atomic.Pointer[func(dir string) error]
 // directory; an error it returns fails the cleaning there. Crash tests
 // stop the process at a chosen step.
 var CleanStep atomic.Pointer[func(dir, step string) error]
+
+// WriteFile, when set, is called by internal/fsutil before each atomic
+// file write (checkpoints, markers, snapshots) with the file's path; an
+// error it returns is returned as the write's (ENOSPC, to fill a disk
+// without mounting one).
+var WriteFile atomic.Pointer[func(path string) error]

@@ -21,7 +21,8 @@ async function admin() {
   out({ created });
   const described = await a.describeConfigs({ includeSynonyms: false,
     resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms', 'segment.bytes'] }] });
-  out({ configs: described.resources[0].configEntries.map((c) => ({ name: c.configName, value: c.configValue, isDefault: c.isDefault })) });
+  out({ configs: described.resources[0].configEntries.map((c) => ({ name: c.configName, value: c.configValue, isDefault: c.isDefault }))
+    .sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)) });
   const meta = await a.fetchTopicMetadata({ topics: [topic] });
   out({ partitions: meta.topics[0].partitions.length });
   const p = kafka.producer();

@@ -164,21 +164,10 @@ func FormatPSM(es []producerstate.Entry) string {
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 
-func isBarrier(v batch.View) bool {
-	t, ok := controlType(v)
-	return ok && t == batch.ControlMirrorPidReset
-}
-
+// controlType is the type of a control batch's first record.
 func controlType(v batch.View) (batch.ControlType, bool) {
-	if !v.IsControl() || v.RecordsCount() <= 0 || v.Compression() != batch.CompressionNone {
-		return 0, false
-	}
-	it := batch.NewRecordIterator(v, v.RecordsSection())
 	var r batch.Record
-	if !it.Next(&r) {
-		return 0, false
-	}
-	_, t, err := batch.ParseControlKey(r.Key)
+	t, _, err := v.ControlRecord(nil, &r)
 	return t, err == nil
 }
 
@@ -200,9 +189,9 @@ func (h *Harness) checkReplica(p *Partition) error {
 		rejected = true
 		h.res.flag(&h.res.PSMMismatch, "replay of %s fails at %d: %v", p, v.BaseOffset(), err)
 	}
-	rb.Batches = func(from int64, yield func(batch.View) bool) error {
-		return forEachBatch(p.log, from, leo, func(v batch.View) error {
-			return h.replayChecked(p, m, v, yield, &rejected, &ei, owner, txnOwner, negOwner)
+	rb.Batches = func(from int64, yield func(batch.View, *batch.BatchHeader) bool) error {
+		return forEachBatch(p.log, from, leo, func(v batch.View, hdr *batch.BatchHeader) error {
+			return h.replayChecked(p, m, v, hdr, yield, &rejected, &ei, owner, txnOwner, negOwner)
 		})
 	}
 	if err := m.Rebuild(rb); err != nil {
@@ -226,7 +215,7 @@ func (h *Harness) checkReplica(p *Partition) error {
 // replayChecked looks at one batch of p's log for the corruption cases
 // before passing it to the rebuild (yield), then records whose batch the
 // entry took. ei is the index of p's next expiration event.
-func (h *Harness) replayChecked(p *Partition, m *producerstate.Manager, v batch.View, yield func(batch.View) bool,
+func (h *Harness) replayChecked(p *Partition, m *producerstate.Manager, v batch.View, hdr *batch.BatchHeader, yield func(batch.View, *batch.BatchHeader) bool,
 	rejected *bool, ei *int, owner, txnOwner, negOwner map[int64]string) error {
 	for *ei < len(p.expiries) && p.expiries[*ei].offset <= v.BaseOffset() {
 		m.RemoveExpired(p.expiries[*ei].nowMs)
@@ -234,7 +223,7 @@ func (h *Harness) replayChecked(p *Partition, m *producerstate.Manager, v batch.
 	}
 	w := h.owners[v.MaxTimestamp()]
 	pid := v.ProducerID()
-	barrier := isBarrier(v)
+	barrier := v.IsBarrier()
 	var before producerstate.Entry
 	had := false
 	switch {
@@ -267,7 +256,7 @@ func (h *Harness) replayChecked(p *Partition, m *producerstate.Manager, v batch.
 		negOwner[pid] = w
 	}
 	*rejected = false
-	if !yield(v) {
+	if !yield(v, hdr) {
 		return errStop
 	}
 	if !*rejected && !barrier && pid >= 0 {
@@ -316,7 +305,7 @@ func ReadCommitted(p *Partition) ([]Consumed, error) {
 	active := map[int64]bool{}
 	var out []Consumed
 	ai := 0
-	err = forEachBatch(l, start, lso, func(v batch.View) error {
+	err = forEachBatch(l, start, lso, func(v batch.View, _ *batch.BatchHeader) error {
 		for ai < len(aborted) && aborted[ai].FirstOffset <= v.LastOffset() {
 			active[aborted[ai].ProducerID] = true
 			ai++
@@ -340,7 +329,7 @@ func ReadCommitted(p *Partition) ([]Consumed, error) {
 // below the high watermark, control batches hidden.
 func ReadUncommitted(p *Partition) ([]Consumed, error) {
 	var out []Consumed
-	err := forEachBatch(p.log, p.log.LogStartOffset(), p.log.HighWatermark(), func(v batch.View) error {
+	err := forEachBatch(p.log, p.log.LogStartOffset(), p.log.HighWatermark(), func(v batch.View, _ *batch.BatchHeader) error {
 		if !v.IsControl() {
 			forEachRecord(v, func(off int64, val []byte) { out = append(out, Consumed{off, string(val)}) })
 		}
@@ -393,7 +382,7 @@ func (h *Harness) compareSession(s *session, end int64) {
 // rawRange returns the bytes of the batches of p in [from, end).
 func rawRange(p *Partition, from, end int64) ([]byte, error) {
 	var out []byte
-	err := forEachBatch(p.log, from, end, func(v batch.View) error {
+	err := forEachBatch(p.log, from, end, func(v batch.View, _ *batch.BatchHeader) error {
 		if v.BaseOffset() >= end {
 			return errStop
 		}

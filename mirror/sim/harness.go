@@ -516,7 +516,7 @@ func (h *Harness) TryClientProduce(p *Partition) Outcome {
 func (p *Partition) recordAt(offset int64) (string, bool) {
 	var id string
 	found := false
-	_ = forEachBatch(p.log, offset, p.log.LogEndOffset(), func(v batch.View) error {
+	_ = forEachBatch(p.log, offset, p.log.LogEndOffset(), func(v batch.View, _ *batch.BatchHeader) error {
 		if offset < v.BaseOffset() || offset > v.LastOffset() || v.IsControl() {
 			return errStop
 		}
@@ -532,9 +532,10 @@ func (p *Partition) recordAt(offset int64) (string, bool) {
 
 var errStop = errors.New("stop")
 
-// forEachBatch calls fn for every batch with offsets in [from, upTo).
-// The view is valid only during the call. fn may return errStop.
-func forEachBatch(l *partlog.Log, from, upTo int64, fn func(v batch.View) error) error {
+// forEachBatch calls fn for every batch with offsets in [from, upTo),
+// with its decoded header. Both are valid only during the call. fn may
+// return errStop.
+func forEachBatch(l *partlog.Log, from, upTo int64, fn func(v batch.View, h *batch.BatchHeader) error) error {
 	off := max(from, l.LogStartOffset())
 	for off < upTo {
 		rv, err := l.Read(off, 1<<20, upTo)
@@ -550,7 +551,7 @@ func forEachBatch(l *partlog.Log, from, upTo int64, fn func(v batch.View) error)
 			if v.LastOffset() < from {
 				continue
 			}
-			if err := fn(v); err != nil {
+			if err := fn(v, it.Header()); err != nil {
 				rv.Release()
 				if err == errStop {
 					return nil
@@ -579,15 +580,11 @@ func forEachRecord(v batch.View, fn func(offset int64, value []byte)) {
 func describeBatch(b []byte) string {
 	v := batch.View(b)
 	if v.IsControl() {
-		it := batch.NewRecordIterator(v, v.RecordsSection())
-		var r batch.Record
-		if it.Next(&r) {
-			if _, t, err := batch.ParseControlKey(r.Key); err == nil {
-				if t == batch.ControlMirrorPidReset {
-					return "CB"
-				}
-				return fmt.Sprintf("%s %d e%d", t, v.ProducerID(), v.ProducerEpoch())
+		if t, ok := controlType(v); ok {
+			if t == batch.ControlMirrorPidReset {
+				return "CB"
 			}
+			return fmt.Sprintf("%s %d e%d", t, v.ProducerID(), v.ProducerEpoch())
 		}
 		return "control"
 	}

@@ -27,7 +27,7 @@ func (h *Harness) StartMirror(src, dst *Partition) error {
 	if src.hasPos && src.posSource == dst.c.ID {
 		target = min(src.posOffset, dst.log.LogEndOffset())
 		lme := src.posEpoch
-		err := forEachBatch(dst.log, 0, target, func(v batch.View) error {
+		err := forEachBatch(dst.log, 0, target, func(v batch.View, _ *batch.BatchHeader) error {
 			if v.PartitionLeaderEpoch() > lme {
 				target = v.BaseOffset()
 				return errStop
@@ -302,7 +302,7 @@ func (h *Harness) stopWithMirror(dst, src *Partition) error {
 	}
 	dst.epoch = r.StopLeaderEpoch
 	ts := int64(-1)
-	_ = forEachBatch(dst.log, r.BarrierOffset, r.BarrierOffset+1, func(v batch.View) error {
+	_ = forEachBatch(dst.log, r.BarrierOffset, r.BarrierOffset+1, func(v batch.View, _ *batch.BatchHeader) error {
 		ts = v.MaxTimestamp()
 		return errStop
 	})
@@ -355,7 +355,7 @@ func (h *Harness) FetchAll() error {
 // batch header line and the decoded control record.
 func (h *Harness) dumpBarrier(p *Partition, offset int64) error {
 	var d BarrierDump
-	err := forEachBatch(p.log, offset, offset+1, func(v batch.View) error {
+	err := forEachBatch(p.log, offset, offset+1, func(v batch.View, _ *batch.BatchHeader) error {
 		d = renderBarrier(p.String(), v)
 		return errStop
 	})
@@ -383,16 +383,12 @@ func renderBarrier(node string, v batch.View) BarrierDump {
 		v.BaseOffset(), v.LastOffset(), v.RecordsCount(), v.BaseSequence(), v.LastSequence(), v.ProducerID(),
 		v.ProducerEpoch(), v.PartitionLeaderEpoch(), v.IsTransactional(), v.IsControl(), v.TimestampType(),
 		v.MaxTimestamp(), v.Size(), v.Magic(), v.Compression(), v.CRC())
-	it := batch.NewRecordIterator(v, v.RecordsSection())
 	var r batch.Record
-	if it.Next(&r) {
-		_, t, err := batch.ParseControlKey(r.Key)
-		if err == nil {
-			val, err := batch.DecodeControlValue(t, r.Value)
-			if m, ok := val.(batch.MirrorPidReset); ok && err == nil {
-				d.Record = fmt.Sprintf("| offset: %d %s: %d keySize: %d valueSize: %d sequence: %d headerKeys: [] MirrorPidReset %s",
-					r.Offset, v.TimestampType(), r.Timestamp, r.KeySize(), r.ValueSize(), r.Sequence, m.JSON())
-			}
+	if t, _, err := v.ControlRecord(nil, &r); err == nil {
+		val, err := batch.DecodeControlValue(t, r.Value)
+		if m, ok := val.(batch.MirrorPidReset); ok && err == nil {
+			d.Record = fmt.Sprintf("| offset: %d %s: %d keySize: %d valueSize: %d sequence: %d headerKeys: [] MirrorPidReset %s",
+				r.Offset, v.TimestampType(), r.Timestamp, r.KeySize(), r.ValueSize(), r.Sequence, m.JSON())
 		}
 	}
 	return d

@@ -2,8 +2,12 @@ package sim
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/partlog/partlog"
 )
 
 // expected is mirror.md's prediction for every scenario × strategy, as
@@ -85,6 +89,7 @@ func TestScenarios(t *testing.T) {
 				if s == Barrier && !r.Clean() {
 					t.Errorf("the barrier design must be clean")
 				}
+				checkClusters(t, filepath.Join(root, tp.Name, s.String()))
 			})
 		}
 	}
@@ -153,4 +158,24 @@ func nonNil(s []int64) []int64 {
 		return []int64{}
 	}
 	return s
+}
+
+// checkClusters runs partlog's consistency check on every cluster's log
+// directory a run left (closed) under dir.
+func checkClusters(t *testing.T, dir string) {
+	t.Helper()
+	clusters, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range clusters {
+		if !c.IsDir() {
+			continue
+		}
+		opts := &partlog.Options{SegmentBytes: 64 << 10, SegmentMs: -1, MaxIndexBytes: 4 << 10, PrefaultBytes: -1,
+			ProducerIDExpirationMs: expirationMs}
+		if err := partlog.Check(filepath.Join(dir, c.Name()), opts); err != nil {
+			t.Errorf("consistency check of cluster %s: %v", c.Name(), err)
+		}
+	}
 }

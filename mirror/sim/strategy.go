@@ -227,12 +227,8 @@ func (m *PIDMap) Reset() { clear(m.owners) }
 // records with f, and recomputes each rewritten batch's CRC (byte 17, over
 // [21, end)). Batches whose id f leaves unchanged keep their bytes.
 func RewritePIDs(records []byte, f func(pid int64) (int64, error)) error {
-	for p := 0; p < len(records); {
-		v := batch.View(records[p:])
-		if len(v) < batch.HeaderSize {
-			return fmt.Errorf("sim: short batch at %d", p)
-		}
-		v = v[:v.Size()]
+	w := batch.NewWalker(records)
+	for v, ok := w.Next(); ok; v, ok = w.Next() {
 		pid := v.ProducerID()
 		np, err := f(pid)
 		if err != nil {
@@ -242,7 +238,9 @@ func RewritePIDs(records []byte, f func(pid int64) (int64, error)) error {
 			binary.BigEndian.PutUint64(v[batch.OffProducerID:], uint64(np))
 			binary.BigEndian.PutUint32(v[batch.OffCRC:], v.ComputeCRC())
 		}
-		p += len(v)
+	}
+	if w.Offset() != len(records) {
+		return fmt.Errorf("sim: short batch at %d", w.Offset())
 	}
 	return nil
 }

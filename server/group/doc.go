@@ -48,11 +48,9 @@
 // is undone in memory and the client gets COORDINATOR_NOT_AVAILABLE.
 //
 // Rewriting the file each time was chosen over an append-only log with
-// compaction, on measurement (BenchmarkOffsetCommit, 2 shared vCPUs):
-// with a few groups the state encodes in microseconds (about 0.4 ms for
-// 1,000 committed partitions, 5 ms for 10,000), so a commit costs the
-// atomic replace, 2-7 ms here; an append with one fsync, the floor of a
-// log, took about 0.65 ms in the same run. Clients commit every few
+// compaction, on measurement: with a few groups the state encodes in
+// microseconds, so a commit costs the atomic replace, a few milliseconds
+// (bench/RESULTS.md, server/group). Clients commit every few
 // seconds per member (kgo and the Java client every 5 s by default), so
 // a few hundred commits a second is ample for a one-node server for
 // trying and testing, and the file needs no compaction, replay or repair

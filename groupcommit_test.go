@@ -1,21 +1,484 @@
 package partlog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/internal/testhook"
 	"github.com/partlog/partlog/segment"
+	"golang.org/x/sys/unix"
 )
+
+// fakeCommitEnv is a commitEnv without a log: an end offset the test
+// raises, a durable offset its flushes move, and fsyncs that take a
+// fixed time and can be made to fail.
+type fakeCommitEnv struct {
+	flushMu   sync.Mutex
+	mu        sync.Mutex // guards end, durable, inFlush, the counts
+	end       int64
+	durable   atomic.Int64
+	fsyncs    int
+	inFlush   int
+	maxFlush  int
+	fail      error
+	fsyncTime time.Duration
+	lone      atomic.Bool
+}
+
+func (e *fakeCommitEnv) durableOffset() int64                 { return e.durable.Load() }
+func (e *fakeCommitEnv) truncationGen() uint64                { return 0 }
+func (e *fakeCommitEnv) truncatedBelow(uint64, int64) bool    { return false }
+func (e *fakeCommitEnv) activeEnd() (*segment.Segment, int64) { return nil, 0 }
+func (e *fakeCommitEnv) lockFlush()                           { e.flushMu.Lock() }
+func (e *fakeCommitEnv) unlockFlush()                         { e.flushMu.Unlock() }
+
+func (e *fakeCommitEnv) planFlush(p *flushPlan) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p.leo = e.end
+	return nil
+}
+
+func (e *fakeCommitEnv) fsyncPlan(p *flushPlan) error {
+	e.mu.Lock()
+	e.fsyncs++
+	e.inFlush++
+	e.maxFlush = max(e.maxFlush, e.inFlush)
+	fail := e.fail
+	e.mu.Unlock()
+	time.Sleep(e.fsyncTime)
+	e.mu.Lock()
+	e.inFlush--
+	e.mu.Unlock()
+	return fail
+}
+
+func (e *fakeCommitEnv) finishFlush(p *flushPlan, err error, next *flushPlan, lone bool) (bool, error) {
+	e.lone.Store(lone)
+	if err != nil {
+		return false, err
+	}
+	if p.leo > e.durable.Load() {
+		e.durable.Store(p.leo)
+	}
+	if next == nil {
+		return false, nil
+	}
+	return e.planFlush(next) == nil, nil
+}
+
+func (e *fakeCommitEnv) append() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.end++
+	return e.end
+}
+
+// TestGroupCommitWithoutLog drives the group commit through its
+// environment alone: writers that each append and wait share flushes
+// (fewer fsyncs than waits), never run two flushes at once, and each
+// returns once the durable offset covers its append; a failed fsync
+// reaches the callers it was to cover.
+func TestGroupCommitWithoutLog(t *testing.T) {
+	var syncers atomic.Int32
+	env := &fakeCommitEnv{fsyncTime: time.Millisecond}
+	c := &groupCommit{env: env, syncers: &syncers}
+	const writers, rounds = 8, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				off := env.append()
+				if err := c.wait(context.Background(), off, 0); err != nil {
+					errs <- err
+					return
+				}
+				if d := env.durableOffset(); d < off {
+					errs <- errors.New("returned before its offset was durable")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if env.fsyncs >= writers*rounds {
+		t.Errorf("%d fsyncs for %d waits: no flush was shared", env.fsyncs, writers*rounds)
+	}
+	if env.maxFlush != 1 {
+		t.Errorf("%d flushes ran at once", env.maxFlush)
+	}
+	if syncers.Load() != 0 || c.running != nil || c.gathering != nil {
+		t.Errorf("left behind: %d syncers, running %p, gathering %p", syncers.Load(), c.running, c.gathering)
+	}
+
+	boom := errors.New("fsync failed")
+	env.mu.Lock()
+	env.fail = boom
+	env.mu.Unlock()
+	if err := c.wait(context.Background(), env.append(), 0); !errors.Is(err, boom) {
+		t.Fatalf("wait across a failed fsync: %v, want %v", err, boom)
+	}
+}
+
+// TestSyncGroupCommit runs concurrent appenders that each wait for their
+// append to be durable, and checks that they share flushes: far fewer
+// flushes than appends, every Sync returning only once the recovery point
+// covers the caller's offset.
+func TestSyncGroupCommit(t *testing.T) {
+	opts := smallOpts(t)
+	opts.SegmentBytes = 8 << 20
+	opts.MaxIndexBytes = 1 << 20
+	l, _ := openTestLog(t, opts)
+	var flushes atomic.Int64
+	l.flushFault = func() error { flushes.Add(1); time.Sleep(2 * time.Millisecond); return nil }
+	const writers, each = 16, 20
+	// Batches are built here: t.Fatal must not run on other goroutines.
+	b := makeBatch(t, 1, 200, 1)
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				info, err := l.AppendAsLeader(b, 0)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := l.Sync(context.Background(), info.LastOffset+1); err != nil {
+					errs <- err
+					return
+				}
+				if rp := l.RecoveryPoint(); rp <= info.LastOffset {
+					errs <- errors.New("Sync returned before the recovery point covered the append")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	n := flushes.Load()
+	t.Logf("%d appends made durable by %d flushes", writers*each, n)
+	if n >= writers*each/2 {
+		t.Fatalf("%d flushes for %d appends: flushes are not shared", n, writers*each)
+	}
+}
+
+// TestSyncFailurePoisons checks that a failed flush reaches every waiter
+// and leaves the log refusing writes (never "retry and continue").
+func TestSyncFailurePoisons(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	info, err := l.AppendAsLeader(makeBatch(t, 1, 10, 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("injected fsync failure")
+	release := make(chan struct{})
+	l.flushFault = func() error { <-release; return boom }
+	const waiters = 8
+	results := make(chan error, waiters)
+	for i := 0; i < waiters; i++ {
+		go func() { results <- l.Sync(context.Background(), info.LastOffset+1) }()
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	for i := 0; i < waiters; i++ {
+		if err := <-results; !errors.Is(err, boom) && !errors.Is(err, ErrFailed) {
+			t.Fatalf("waiter %d: %v, want the flush failure", i, err)
+		}
+	}
+	l.flushFault = nil
+	if _, err := l.AppendAsLeader(makeBatch(t, 1, 10, 1), 0); !errors.Is(err, ErrFailed) {
+		t.Fatalf("append after a failed flush: %v, want ErrFailed", err)
+	}
+	if err := l.Flush(); !errors.Is(err, ErrFailed) {
+		t.Fatalf("flush after a failed flush: %v, want ErrFailed", err)
+	}
+	if l.RecoveryPoint() > info.FirstOffset {
+		t.Fatalf("recovery point %d advanced past a failed flush", l.RecoveryPoint())
+	}
+}
+
+func TestSyncBounds(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	if err := l.Sync(context.Background(), 5); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("Sync past the log end: %v", err)
+	}
+	if err := l.Sync(context.Background(), 0); err != nil {
+		t.Fatalf("Sync(0): %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.AppendAsLeader(makeBatch(t, 1, 10, 1), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(ctx, 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sync with a cancelled context: %v", err)
+	}
+}
+
+// flushRecord is what the flushed hook saw during one Flush.
+type flushRecord struct {
+	bases  []int64 // segments fsynced, in order
+	target int64   // the recovery point the flush would set
+}
+
+// recordFlushes installs the flushed hook and returns a function that
+// reports (and resets) what the flushes since the last call fsynced.
+func recordFlushes(l *Log) func() flushRecord {
+	var mu sync.Mutex
+	rec := flushRecord{target: -1}
+	l.flushed = func(base, target int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		rec.bases = append(rec.bases, base)
+		rec.target = target
+	}
+	return func() flushRecord {
+		mu.Lock()
+		defer mu.Unlock()
+		r := rec
+		rec = flushRecord{target: -1}
+		return r
+	}
+}
+
+// TestSyncCountsWaiters checks the count of callers inside Sync that the
+// group-commit tests wait on: while two callers are inside Sync the flush
+// sees two syncers, and none are counted once they returned.
+func TestSyncCountsWaiters(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	info, err := l.AppendAsLeader(makeBatch(t, 1, 10, 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	seen := make(chan int32, 4)
+	l.flushFault = func() error {
+		seen <- l.writes.syncers.Load()
+		<-release
+		return nil
+	}
+	done := make(chan error, 2)
+	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
+	first := <-seen // the leader is inside its flush
+	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
+	for deadline := time.Now().Add(10 * time.Second); l.writes.syncers.Load() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatalf("a second caller waiting in Sync is not counted: %d syncers", l.writes.syncers.Load())
+		}
+	}
+	close(release)
+	for i := 0; i < 2; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.flushFault = nil
+	if first != 1 {
+		t.Fatalf("the first flush saw %d syncers, want 1", first)
+	}
+	if n := l.writes.syncers.Load(); n != 0 {
+		t.Fatalf("%d syncers counted after every Sync returned", n)
+	}
+}
+
+// TestSyncWaitersShareFailure: callers that wait for a flush which fails
+// get that flush's error, exactly, rather than starting flushes of their
+// own on the now failed log.
+func TestSyncWaitersShareFailure(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	info, err := l.AppendAsLeader(makeBatch(t, 1, 10, 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("injected fsync failure")
+	release := make(chan struct{})
+	l.flushFault = func() error { <-release; return boom }
+	const waiters = 4
+	results := make(chan error, waiters)
+	for i := 0; i < waiters; i++ {
+		go func() { results <- l.Sync(context.Background(), info.LastOffset+1) }()
+	}
+	// Every caller but the one flushing waits in a group while the first
+	// flush is still blocked, so all of them share its result.
+	for deadline := time.Now().Add(10 * time.Second); l.commit.parked.Load() < waiters-1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatalf("only %d of %d callers wait in a group", l.commit.parked.Load(), waiters-1)
+		}
+	}
+	close(release)
+	for i := 0; i < waiters; i++ {
+		if err := <-results; err != boom {
+			t.Errorf("waiter %d: %v, want the shared flush's error itself", i, err)
+		}
+	}
+	l.flushFault = nil
+}
+
+// BenchmarkSyncGather compares, in one process, durable 16 KiB appends
+// (AppendAsLeader, then Sync of the batch's offset, by W closed-loop
+// writers) to logs whose group leaders wait for the released members
+// (gather, the default), do so without starting the writeout of the
+// members' bytes as they join (nowb: claimWriteback off) or flush at once
+// (off), with write+fdatasync per batch
+// under one mutex and the disk's limit (one pwrite+fdatasync of W
+// batches), interleaved in blocks of block batches per writer and
+// rotating the order. It reports each variant's batches/s over the
+// mutex's, and for each log its batches, wait and fsync time per flush.
+func BenchmarkSyncGather(b *testing.B) {
+	src := makeBatch(b, 120, 120, 1)
+	for _, writers := range []int{1, 8, 64} {
+		for _, block := range []int{2, 16} {
+			b.Run(fmt.Sprintf("writers=%d/block=%d", writers, block), func(b *testing.B) {
+				benchSyncGather(b, src, writers, block)
+			})
+		}
+	}
+}
+
+func benchSyncGather(b *testing.B, src []byte, writers, block int) {
+	names := []string{"off", "gather", "nowb", "mutex", "limit"}
+	const mutexVariant = 3
+	logs := make([]*Log, 3)
+	for i := range logs {
+		c, err := NewMappingCache(1 << 30)
+		if err != nil {
+			b.Fatal(err)
+		}
+		logs[i], _ = openTestLog(b, &Options{MappingCache: c})
+	}
+	logs[0].commit.gather.off = true
+	logs[2].commit.gather.wbOff = true
+	dir := b.TempDir()
+	open := func(name string) (*os.File, *int64) {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = f.Close() })
+		return f, new(int64)
+	}
+	mf, moff := open("mutex")
+	lf, loff := open("limit")
+	group := bytes.Repeat(src, writers)
+	var mu sync.Mutex
+	split := func(n int, one func(count int)) {
+		var wg sync.WaitGroup
+		for w := range writers {
+			count := n / writers
+			if w < n%writers {
+				count++
+			}
+			wg.Go(func() { one(count) })
+		}
+		wg.Wait()
+	}
+	appendSync := func(l *Log, n int) {
+		split(n, func(count int) {
+			for range count {
+				info, err := l.AppendAsLeader(src, 1)
+				if err == nil {
+					err = l.Sync(context.Background(), info.LastOffset+1)
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	variants := []func(n int){
+		func(n int) { appendSync(logs[0], n) },
+		func(n int) { appendSync(logs[1], n) },
+		func(n int) { appendSync(logs[2], n) },
+		func(n int) {
+			split(n, func(count int) {
+				for range count {
+					mu.Lock()
+					_, err := mf.WriteAt(src, *moff)
+					if err == nil {
+						err = unix.Fdatasync(int(mf.Fd()))
+					}
+					*moff += int64(len(src))
+					mu.Unlock()
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		},
+		func(n int) {
+			for n > 0 {
+				k := min(n, writers)
+				if _, err := lf.WriteAt(group[:k*len(src)], *loff); err != nil {
+					b.Fatal(err)
+				}
+				if err := unix.Fdatasync(int(lf.Fd())); err != nil {
+					b.Fatal(err)
+				}
+				*loff += int64(k * len(src))
+				n -= k
+			}
+		},
+	}
+	b.SetBytes(int64(len(src)))
+	spent := make([]time.Duration, len(variants))
+	done := 0
+	b.ResetTimer()
+	for round := 0; done < b.N; round++ {
+		n := min(block*writers, b.N-done)
+		for k := range variants {
+			m := (round + k) % len(variants)
+			start := time.Now()
+			variants[m](n)
+			spent[m] += time.Since(start)
+		}
+		done += n
+	}
+	b.StopTimer()
+	mutex := float64(done) / spent[mutexVariant].Seconds()
+	for i, l := range logs {
+		if w := gatherOf(l); w.flushes > 0 {
+			b.ReportMetric(float64(done)/float64(w.flushes), names[i]+"-batches/flush")
+			b.ReportMetric(float64(w.waited.Microseconds())/float64(w.flushes), names[i]+"-wait-µs/flush")
+			b.ReportMetric(float64(w.fsyncs.Microseconds())/float64(w.flushes), names[i]+"-fsync-µs/flush")
+			b.ReportMetric(float64(w.waits)/float64(w.flushes), names[i]+"-waits/flush")
+		}
+	}
+	for m, name := range names {
+		rate := float64(done) / spent[m].Seconds()
+		if m == mutexVariant {
+			b.ReportMetric(rate, "mutex-batches/s")
+			continue
+		}
+		b.ReportMetric(rate/mutex, name+"/mutex")
+	}
+}
 
 // waitParked waits until n callers of l.Sync wait in a group (joined,
 // or leading one behind the running flush): callers merely inside Sync
@@ -227,130 +690,6 @@ func TestSyncGroupBehindFailedFlush(t *testing.T) {
 	}
 	l.flushFault = nil
 	checkGroupsFree(t, l) // the failed flush's group and the one behind it are recycled too
-}
-
-// TestSyncLeavesActiveIndexes: a Sync fdatasyncs the active segment's
-// .log, never its offset or time index (recovery rebuilds them from the
-// recovery point); a roll makes the sealed segment's indexes durable.
-func TestSyncLeavesActiveIndexes(t *testing.T) {
-	l, dir := openTestLog(t, smallOpts(t))
-	var mu sync.Mutex
-	var synced []string
-	hook := func(path string) {
-		mu.Lock()
-		defer mu.Unlock()
-		synced = append(synced, filepath.Base(path))
-	}
-	if !testhook.Synced.CompareAndSwap(nil, &hook) {
-		t.Fatal("testhook.Synced is already set")
-	}
-	t.Cleanup(func() { testhook.Synced.Store(nil) })
-	b := makeBatch(t, 4, 200, 1) // > IndexIntervalBytes: every append adds entries
-	for range 6 {
-		info, err := l.AppendAsLeader(b, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Sync(context.Background(), info.LastOffset+1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if e, err := l.active().LastEntryOffset(); err != nil || e.Offset == 0 {
-		t.Fatalf("the appends made no index entries (%v, %v): the test proves nothing", e, err)
-	}
-	mu.Lock()
-	logSyncs := 0
-	for _, p := range synced {
-		switch {
-		case strings.HasSuffix(p, ".index"), strings.HasSuffix(p, ".timeindex"):
-			t.Errorf("Sync fdatasynced the active segment's %s", p)
-		case strings.HasSuffix(p, ".log"):
-			logSyncs++
-		}
-	}
-	synced = synced[:0]
-	mu.Unlock()
-	if logSyncs < 6 {
-		t.Fatalf("%d .log fdatasyncs for 6 Syncs", logSyncs)
-	}
-	if err := l.Roll(); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, want := range []string{filenames.Index, filenames.TimeIndex} {
-		name := filepath.Base(filenames.Path(dir, 0, want))
-		if !slices.Contains(synced, name) {
-			t.Errorf("the roll did not make %s durable (synced: %v)", name, synced)
-		}
-	}
-}
-
-// TestWritePolicyLoneSyncer: after a flush made for one caller alone in
-// Sync, WriteAuto stores appends below loneWriteMinBytes into the mapping
-// (one appender syncing each append); after a flush that ended with a
-// group gathering behind it, or a plain Flush, it writes them with
-// pwritev.
-func TestWritePolicyLoneSyncer(t *testing.T) {
-	var w writePolicy
-	w.flushes.Add(1)
-	w.lone.Store(true)
-	if w.write(WriteAuto, 1<<10) || w.write(WriteAuto, loneWriteMinBytes-1) {
-		t.Error("a lone syncer's small append used pwritev")
-	}
-	if !w.write(WriteAuto, 16<<10) || !w.write(WriteAuto, writeMinBytes) {
-		t.Error("a lone syncer's 16 KiB or larger append stored into the mapping")
-	}
-	if !w.write(WritePwrite, 256) || w.write(WriteMapped, 1<<20) {
-		t.Error("the fixed paths follow the lone rule")
-	}
-	w.lone.Store(false)
-	if !w.write(WriteAuto, 16<<10) {
-		t.Error("a shared flush's next append stored into the mapping")
-	}
-
-	l, _ := openTestLog(t, smallOpts(t))
-	b := makeBatch(t, 1, 50, 1)
-	info, err := l.AppendAsLeader(b, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Sync(context.Background(), info.LastOffset+1); err != nil {
-		t.Fatal(err)
-	}
-	if !l.writes.lone.Load() {
-		t.Error("a Sync by one caller alone is not marked lone")
-	}
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if l.writes.lone.Load() {
-		t.Error("a plain Flush is marked lone")
-	}
-	// Two callers: the second waits behind the first's flush.
-	var loneAtSecond atomic.Bool
-	entered, release, calls := blockFirstFlush(l, nil, func(n int64) {
-		if n == 2 {
-			loneAtSecond.Store(l.writes.lone.Load())
-		}
-	})
-	if info, err = l.AppendAsLeader(b, 0); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 2)
-	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
-	<-entered
-	if info, err = l.AppendAsLeader(b, 0); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
-	waitParked(t, l, 1)
-	close(release)
-	waitDone(t, done, 2)
-	l.flushFault = nil
-	if calls.Load() != 2 || loneAtSecond.Load() {
-		t.Errorf("%d flushes; the flush that ended with a group behind it marked lone: %v", calls.Load(), loneAtSecond.Load())
-	}
 }
 
 // TestSyncCoveredByRunningFlush: a caller whose offset the running
@@ -763,4 +1102,141 @@ func TestAppendCountedWhileSyncing(t *testing.T) {
 			l.writes.syncers.Add(-1)
 		}
 	}
+}
+
+// TestSyncGroupsRecycledUnderLoad: writers that append and sync, some
+// with contexts that end at random moments (a waiter leaving just as its
+// flush ends, or while its group gathers), while groups are recycled:
+// every nil return has its offset durable, nothing hangs, and once all
+// returned every group is free with no reference and empty slots.
+func TestSyncGroupsRecycledUnderLoad(t *testing.T) {
+	opts := smallOpts(t)
+	opts.SegmentBytes = 8 << 20
+	opts.MaxIndexBytes = 1 << 20
+	l, _ := openTestLog(t, opts)
+	b := makeBatch(t, 1, 200, 1)
+	const writers, each = 12, 60
+	errs := make(chan error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 7))
+			for range each {
+				info, err := l.AppendAsLeader(b, 0)
+				if err != nil {
+					errs <- err
+					return
+				}
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				if w%3 != 0 {
+					ctx, cancel = context.WithTimeout(context.Background(), time.Duration(r.IntN(300))*time.Microsecond)
+				}
+				err = l.Sync(ctx, info.LastOffset+1)
+				cancel()
+				switch {
+				case err == nil && l.RecoveryPoint() <= info.LastOffset:
+					errs <- errors.New("Sync returned before its offset was durable")
+					return
+				case err != nil && !errors.Is(err, context.DeadlineExceeded):
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("Sync callers hang")
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	checkGroupsFree(t, l)
+}
+
+// checkGroupsFree checks, once every Sync returned, that no group is in
+// use and that the free ones hold no reference and no pending wake-up.
+func checkGroupsFree(t *testing.T, l *Log) {
+	t.Helper()
+	l.commit.mu.Lock()
+	defer l.commit.mu.Unlock()
+	if l.commit.running != nil || l.commit.gathering != nil {
+		t.Fatalf("groups still in use after every Sync returned: %p %p", l.commit.running, l.commit.gathering)
+	}
+	n := 0
+	for g := l.commit.free; g != nil; g = g.free {
+		n++
+		if r := g.refs.Load(); r != 0 || g.waits != 0 || g.finished || g.prev != nil {
+			t.Fatalf("free group with %d references, %d waits, finished %v", r, g.waits, g.finished)
+		}
+		for i, s := range g.slots {
+			if len(s.ch) != 0 {
+				t.Fatalf("free group's slot %d holds a wake-up", i)
+			}
+		}
+		if g.ready != nil && len(g.ready) != 0 {
+			t.Fatal("free group's ready holds a wake-up")
+		}
+	}
+	if n == 0 {
+		t.Fatal("no group was recycled")
+	}
+}
+
+// TestSyncWaiterLeavesAsFlushEnds: a waiter whose context ends while the
+// flush it waits for is blocked gets the context's error and leaves its
+// slot; the flush's end then skips the slot, the others get their result,
+// and the group is reused by later Syncs with no wake-up left in it.
+func TestSyncWaiterLeavesAsFlushEnds(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	b := makeBatch(t, 1, 50, 1)
+	first, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release, _ := blockFirstFlush(l, nil, nil)
+	done := make(chan error, 4)
+	go syncChecked(l, first.LastOffset+1, done)
+	<-entered
+	ctx, cancel := context.WithCancel(context.Background())
+	info, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := make(chan error, 1)
+	go func() { left <- l.Sync(ctx, info.LastOffset+1) }() // leads the next group
+	for range 2 {
+		appendSyncing(t, l, b, done)
+	}
+	waitParked(t, l, 3)
+	// A waiter of the running flush (covered by its plan) leaves too.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	left2 := make(chan error, 1)
+	go func() { left2 <- l.Sync(ctx2, first.LastOffset+1) }()
+	waitParked(t, l, 4)
+	cancel2()
+	if err := <-left2; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a waiter whose context ended got %v", err)
+	}
+	cancel() // the next group's leader does not watch ctx: it leads on
+	close(release)
+	waitDone(t, done, 3)
+	if err := <-left; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	l.flushFault = nil
+	for range 5 {
+		info, err := l.AppendAsLeader(b, 0)
+		if err == nil {
+			err = l.Sync(context.Background(), info.LastOffset+1)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkGroupsFree(t, l)
 }

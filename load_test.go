@@ -1,8 +1,5 @@
 package partlog
 
-// Regression tests from an adversarial review of the one load path (the
-// Log adopting recovery's result): each failed before its fix.
-
 import (
 	"fmt"
 	"math"
@@ -19,12 +16,11 @@ import (
 	"github.com/partlog/partlog/segment"
 )
 
-// R1: a reopen, after a clean shutdown or a crash, of a log whose sealed
-// segment (wholly below the recovery point: flushed, acknowledged) has a
-// damaged last batch. Kafka never scans such a segment; the load must not
-// cut it, nor drop the later segments. The damage is reported
-// (corrupt-flushed).
-func TestRegression_ReviewReopenKeepsFlushedSegments(t *testing.T) {
+// TestReopenKeepsDamagedFlushedSegment: a reopen (clean or not) of a
+// log whose sealed segment below the recovery point has a damaged last
+// batch neither cuts it nor drops the later segments (Kafka never scans
+// it); the damage is reported (corrupt-flushed).
+func TestReopenKeepsDamagedFlushedSegment(t *testing.T) {
 	for _, clean := range []bool{true, false} {
 		t.Run(fmt.Sprintf("clean=%v", clean), func(t *testing.T) { reopenKeepsFlushedSegments(t, clean) })
 	}
@@ -77,10 +73,11 @@ func reopenKeepsFlushedSegments(t *testing.T, clean bool) {
 	}
 }
 
-// R2: a partition that failed to load and is then opened again with
-// Dir.Create stays in Dir.unloaded: every checkpoint writes its stale
-// entries over the live log's, and Close never writes the marker.
-func TestRegression_ReviewDirCreateAfterFailedLoadKeepsStaleCheckpoint(t *testing.T) {
+// TestDirCreateAfterFailedLoadOwnsItsCheckpoints: a partition that
+// failed to load and is opened again with Dir.Create leaves
+// Dir.unloaded: its checkpoint entries are the live log's, and Close
+// writes the clean-shutdown marker.
+func TestDirCreateAfterFailedLoadOwnsItsCheckpoints(t *testing.T) {
 	root := t.TempDir()
 	d, err := OpenDir(root, dirOpts(t))
 	if err != nil {
@@ -149,10 +146,11 @@ func TestRegression_ReviewDirCreateAfterFailedLoadKeepsStaleCheckpoint(t *testin
 	}
 }
 
-// R3: a last segment holding only a corrupt batch, named below the end of
-// the previous segment: recovery cuts it to 0 bytes, keeps it, and reports
-// LEO = previous end; adopt then refuses its own recovery's result.
-func TestRegression_ReviewCorruptLastSegmentBelowPrevEnd(t *testing.T) {
+// TestCorruptLastSegmentBelowPreviousEndOpens: a last segment holding
+// only a corrupt batch, named below the previous segment's end, is cut
+// to nothing and the log opens at the previous end (adopt accepts its
+// recovery's result).
+func TestCorruptLastSegmentBelowPreviousEndOpens(t *testing.T) {
 	opts := ltOpts(t)
 	opts.SegmentBytes = 1 << 20
 	dir := t.TempDir()
@@ -185,11 +183,10 @@ func TestRegression_ReviewCorruptLastSegmentBelowPrevEnd(t *testing.T) {
 	_ = l3.Close()
 }
 
-// R4: a follower log with a legal offset gap at a segment boundary (as
-// compaction on the leader leaves) no longer opens under Strict, even
-// after a clean close with the marker: recovery now runs on every open
-// and reports the gap as a problem left undone.
-func TestRegression_ReviewStrictCleanGap(t *testing.T) {
+// TestStrictOpensCleanLogWithOffsetGap: a follower log with a legal
+// offset gap at a segment boundary (as compaction on the leader leaves)
+// opens under Strict after a clean close.
+func TestStrictOpensCleanLogWithOffsetGap(t *testing.T) {
 	opts := ltOpts(t)
 	dir := t.TempDir()
 	l, err := Open(dir, opts)
@@ -219,9 +216,9 @@ func TestRegression_ReviewStrictCleanGap(t *testing.T) {
 	_ = l2.Close()
 }
 
-// R5: cleanly closed logs that partlog itself wrote, reopened under Strict
-// with the clean-shutdown marker.
-func TestRegression_ReviewStrictCleanReopen(t *testing.T) {
+// TestStrictReopensCleanLogs: logs partlog wrote and closed cleanly
+// reopen under Strict with the clean-shutdown marker.
+func TestStrictReopensCleanLogs(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup func(t *testing.T, l *Log)
@@ -270,9 +267,10 @@ func TestRegression_ReviewStrictCleanReopen(t *testing.T) {
 	}
 }
 
-// R6: follower roll to a higher base after a gap, crash before the first
-// append reached the file (preallocated zeros).
-func TestRegression_ReviewGapRollCrash(t *testing.T) {
+// TestGapRollCrashRecovers: a follower roll to a higher base after a
+// gap, crashed before the first append reached the file (preallocated
+// zeros), recovers to the roll's base.
+func TestGapRollCrashRecovers(t *testing.T) {
 	opts := ltOpts(t)
 	dir := t.TempDir()
 	l, err := Open(dir, opts)
@@ -304,11 +302,11 @@ func TestRegression_ReviewGapRollCrash(t *testing.T) {
 	_ = l2.Close()
 }
 
-// R7: RefuseFlushedCut (the CLI's recover without --force) under the
-// clean-shutdown marker: damage in a sealed segment followed by flushed
-// segments is classed corrupt-unflushed, so the cut (dropping every later
-// segment) is applied instead of refused.
-func TestRegression_ReviewRefuseFlushedCutClean(t *testing.T) {
+// TestRefuseFlushedCutHoldsUnderCleanMarker: RefuseFlushedCut (recover
+// without --force) refuses, under the clean-shutdown marker too, a cut
+// that would drop flushed segments after damage in a sealed one
+// (corrupt-flushed).
+func TestRefuseFlushedCutHoldsUnderCleanMarker(t *testing.T) {
 	opts := ltOpts(t)
 	dir := t.TempDir()
 	l, err := Open(dir, opts)
@@ -334,10 +332,10 @@ func TestRegression_ReviewRefuseFlushedCutClean(t *testing.T) {
 	}
 }
 
-// R8: dropUnusableTail's "no room for any batch" bound (base > MaxInt64 -
-// MaxInt32) drops an empty segment that can still take batches; as the
-// only segment the log restarts at offset 0.
-func TestRegression_ReviewHighBaseEmptySegmentDropped(t *testing.T) {
+// TestHighBaseEmptySegmentKept: an empty segment whose base leaves room
+// for batches is kept, even above MaxInt64 - MaxInt32: the log does not
+// restart at offset 0.
+func TestHighBaseEmptySegmentKept(t *testing.T) {
 	opts := ltOpts(t)
 	dir := t.TempDir()
 	l, err := Open(dir, opts)
@@ -368,7 +366,10 @@ func TestRegression_ReviewHighBaseEmptySegmentDropped(t *testing.T) {
 	}
 }
 
-func TestRegression_ReviewAdoptedPSM(t *testing.T) {
+// TestAdoptedProducerStateKeepsOptions: the producer state a reopen
+// adopts from recovery keeps the log's expiration, map end offset and
+// log start, clean or not, strict or not.
+func TestAdoptedProducerStateKeepsOptions(t *testing.T) {
 	opts := ltOpts(t)
 	opts.ProducerIDExpirationMs = 12345
 	dir := t.TempDir()
@@ -401,11 +402,10 @@ func TestRegression_ReviewAdoptedPSM(t *testing.T) {
 	}
 }
 
-// R10: the partition leader epoch field lies outside the CRC. A flipped
-// epoch in one batch (1, 1, 999, 1) is now kept by recovery (the
-// isolated-spike cut was removed) and enters the epoch cache; the leader
-// can then no longer append at its real epoch.
-func TestRegression_ReviewEpochSpikeKeptBlocksLeader(t *testing.T) {
+// TestEpochSpikeDoesNotBlockLeader: a flipped partition leader epoch in
+// one batch (outside the CRC: 1, 1, 999, 1) does not keep the leader
+// from appending at its real epoch after recovery.
+func TestEpochSpikeDoesNotBlockLeader(t *testing.T) {
 	opts := ltOpts(t)
 	opts.SegmentBytes = 1 << 20
 	dir := t.TempDir()
@@ -443,10 +443,10 @@ func TestRegression_ReviewEpochSpikeKeptBlocksLeader(t *testing.T) {
 	}
 }
 
-// R11: a symlink named like the first segment's .log is reported as
-// "ignored" (never read, written, renamed or removed) but recovery's
-// planned empty segment is renamed over it.
-func TestRegression_ReviewSymlinkLogReplaced(t *testing.T) {
+// TestSymlinkLogNeverReplaced: a symbolic link named like the first
+// segment's .log is ignored (never read, written, renamed or removed),
+// and recovery's planned empty segment is not renamed over it.
+func TestSymlinkLogNeverReplaced(t *testing.T) {
 	dir := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "target.log")
 	if err := os.WriteFile(outside, []byte("precious"), 0o644); err != nil {

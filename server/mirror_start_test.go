@@ -1,9 +1,9 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"testing"
 	"time"
@@ -11,6 +11,42 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// TestMirrorResumesAfterRestart: a destination closed while mirroring
+// fetches again after Open from its state file, from its log end.
+func TestMirrorResumesAfterRestart(t *testing.T) {
+	a := startTest(t, Config{})
+	dir := t.TempDir()
+	b := startTest(t, Config{Dir: dir})
+	ra := dial(t, a.addr)
+	createTopic(t, ra, "r", 1)
+	produceOK(t, ra, "r", 0, records(t, 3, -1, 0, 0, false, 10))
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"r"}, Name: "dr"}); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, b, a, "r", 0)
+	b.close(t)
+	produceOK(t, ra, "r", 0, records(t, 2, -1, 0, 0, false, 10))
+	b = startTest(t, Config{Dir: dir})
+	waitMirrored(t, b, a, "r", 0)
+	st := b.MirrorStatus()
+	if len(st) != 1 || st[0].State != "MIRRORING" || st[0].Mirror != "dr" || st[0].Source != a.addr || st[0].Session != 1 {
+		t.Fatalf("after restart: %+v", st)
+	}
+	if _, err := b.StopMirror(context.Background(), MirrorStopRequest{Topics: []string{"r"}, Policy: "ABORT_OPEN"}); err != nil {
+		t.Fatal(err)
+	}
+	b.close(t)
+	b = startTest(t, Config{Dir: dir})
+	if st := b.MirrorStatus(); len(st) != 1 || st[0].State != "STOPPED" || st[0].BarrierOffset != 5 {
+		t.Fatalf("after the second restart: %+v", st)
+	}
+	var links int
+	b.meta.view(func(m *metaState) { links = len(m.Mirrors) })
+	if links != 0 {
+		t.Errorf("state file keeps %d links after the stop", links)
+	}
+}
 
 // TestMirrorOpenWithTransactionPreparedOnMirroredPartition: a local
 // transaction is left prepared (PrepareCommit persisted, markers not
@@ -32,7 +68,7 @@ func TestMirrorOpenWithTransactionPreparedOnMirroredPartition(t *testing.T) {
 		t.Fatalf("AddPartitionsToTxn: %d", c)
 	}
 	roundTrip[*kmsg.ProduceResponse](rb, txnProduceReq(id, "pm", 0, -1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
-	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"pm"}}); err != nil {
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"pm"}, AllowTruncation: true}); err != nil {
 		t.Fatal(err)
 	}
 	// As a crash between PrepareCommit and the markers, or a marker
@@ -58,28 +94,6 @@ func TestMirrorOpenWithTransactionPreparedOnMirroredPartition(t *testing.T) {
 	b.meta.view(func(st *metaState) { state = st.Transactions[id].State })
 	if state != txnCompleteCommit {
 		t.Fatalf("after the stop the transaction is %s", state)
-	}
-}
-
-// TestMirrorStopDuringCloseFinishes: Close cancels the server's context
-// and then waits for a running stop (mirror mutex). The stop used that
-// context for its fsyncs, so a shutdown (SIGTERM) during a stop left the
-// partition FAILED and read-only after the restart instead of STOPPED.
-func TestMirrorStopDuringCloseFinishes(t *testing.T) {
-	a := startTest(t, Config{})
-	dir := t.TempDir()
-	b := startTest(t, Config{Dir: dir})
-	ra := dial(t, a.addr)
-	createTopic(t, ra, "sc", 1)
-	produceOK(t, ra, "sc", 0, records(t, 3, 0, 0, 0, false, 10))
-	mirrorTopic(t, b, a, "sc")
-	b.cancel() // what Close does first, before it waits for the stop
-	_, err := b.StopMirror(context.Background(), MirrorStopRequest{Topics: []string{"sc"}})
-	b.close(t)
-	b = startTest(t, Config{Dir: dir})
-	st := b.MirrorStatus()
-	if len(st) != 1 || st[0].State != "STOPPED" || st[0].BarrierOffset != 3 {
-		t.Fatalf("stop during shutdown (err %v): after restart %+v", err, st)
 	}
 }
 
@@ -140,59 +154,6 @@ func TestMirrorFailedStartLeavesNoLink(t *testing.T) {
 	}
 }
 
-// TestMirrorRestartAfterStopCrashDropsLink: a crash after a partition's
-// stop reached STOPPED but before the state file dropped the topic from
-// its link (StopMirror does the partitions first). The restart must not
-// bring the link back: it has nothing to fetch.
-func TestMirrorRestartAfterStopCrashDropsLink(t *testing.T) {
-	a := startTest(t, Config{})
-	dir := t.TempDir()
-	b := startTest(t, Config{Dir: dir})
-	createTopic(t, dial(t, a.addr), "sk", 1)
-	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"sk"}, Name: "dr"}); err != nil {
-		t.Fatal(err)
-	}
-	var saved mirrorLinkState
-	b.meta.view(func(m *metaState) { saved = *m.Mirrors["dr"] })
-	if _, err := b.StopMirror(context.Background(), MirrorStopRequest{Topics: []string{"sk"}}); err != nil {
-		t.Fatal(err)
-	}
-	// The state file as the crash left it.
-	if err := b.meta.update(func(m *metaState) { m.Mirrors = map[string]*mirrorLinkState{"dr": &saved} }); err != nil {
-		t.Fatal(err)
-	}
-	b.close(t)
-	b = startTest(t, Config{Dir: dir})
-	if running, stored := linkNames(b); len(running) != 0 || len(stored) != 0 {
-		t.Fatalf("after the restart: running %v, stored %v", running, stored)
-	}
-}
-
-// TestFollowMirrorEpochNeverLowers: concurrent raises from the fetch
-// loop and a stop leave the served epoch at the mirror's latest, never
-// at a value read before it.
-func TestFollowMirrorEpochNeverLowers(t *testing.T) {
-	s := startTest(t, Config{})
-	createTopic(t, dial(t, s.addr), "ep", 1)
-	p, _ := s.partitionFor("ep", 0)
-	p.epoch.Store(40) // a served epoch above the mirror's (0)
-	done := make(chan struct{})
-	for range 4 {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for range 1000 {
-				s.followMirrorEpoch(p)
-			}
-		}()
-	}
-	for range 4 {
-		<-done
-	}
-	if e := p.epoch.Load(); e != 40 {
-		t.Fatalf("served epoch %d, want 40 (never lowered)", e)
-	}
-}
-
 // TestCloseDoesNotWaitForSlowStart: a start waits for the source admin
 // (15 s per partition) under the mirror mutex, which Close needs too.
 // Called with a context that never ends (an embedding broker), Close hung
@@ -233,75 +194,6 @@ func TestCloseDoesNotWaitForSlowStart(t *testing.T) {
 	}
 }
 
-// TestMirrorSourceTopicRecreated: the source deletes the mirrored topic
-// and creates it again (a new topic id, offsets from 0). The link
-// learned the new id from the source's metadata and went on fetching
-// from its log end: the new incarnation's batches above it were appended
-// after the old one's, one partition made of two different topics. The
-// session's topic id (in mirror.checkpoint) must be checked: the
-// partition fails instead.
-func TestMirrorSourceTopicRecreated(t *testing.T) {
-	a := startTest(t, Config{})
-	b := startTest(t, Config{})
-	ra := dial(t, a.addr)
-	createTopic(t, ra, "rc", 1)
-	produceOK(t, ra, "rc", 0, records(t, 5, -1, 0, 0, false, 10))
-	mirrorTopic(t, b, a, "rc")
-	if err := a.deleteTopic("rc"); err != nil {
-		t.Fatal(err)
-	}
-	createTopic(t, ra, "rc", 1)
-	produceOK(t, ra, "rc", 0, records(t, 5, -1, 0, 0, false, 10))
-	produceOK(t, ra, "rc", 0, records(t, 3, -1, 0, 0, false, 10))
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if logOf(t, b, "rc", 0).LogEndOffset() != 5 {
-			t.Fatalf("B appended the new topic's records after the old one's: log end %d", logOf(t, b, "rc", 0).LogEndOffset())
-		}
-		if st := b.MirrorStatus(); len(st) == 1 && st[0].State == "FAILED" {
-			// A new start mirrors the new topic from its start.
-			if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"rc"}}); err != nil {
-				t.Fatal(err)
-			}
-			waitMirrored(t, b, a, "rc", 0)
-			if !bytes.Equal(segmentBytes(t, a, "rc", 0), segmentBytes(t, b, "rc", 0)) {
-				t.Fatal("after the new start the bytes differ from the source's")
-			}
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("the partition still mirrors a different topic: %+v", b.MirrorStatus())
-}
-
-// TestMirrorSourceLogStartInsideBatch: the source's log start offset is
-// inside a batch (Kafka's DeleteRecords does that). A new mirror gets
-// OFFSET_OUT_OF_RANGE at 0, restarts its log at the source's log start,
-// and the source then returns the batch holding that offset, which
-// begins below it. Kafka's follower restarts its log at the batch's base
-// offset in that case (an empty log only); the mirror must not fail.
-func TestMirrorSourceLogStartInsideBatch(t *testing.T) {
-	a := startTest(t, Config{})
-	b := startTest(t, Config{})
-	ra := dial(t, a.addr)
-	createTopic(t, ra, "ls", 1)
-	produceOK(t, ra, "ls", 0, records(t, 5, -1, 0, 0, false, 10))
-	produceOK(t, ra, "ls", 0, records(t, 3, -1, 0, 0, false, 10))
-	if err := logOf(t, a, "ls", 0).SetLogStartOffset(2); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"ls"}}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for logOf(t, b, "ls", 0).LogEndOffset() != 8 {
-		if st := b.MirrorStatus(); time.Now().After(deadline) || len(st) == 1 && st[0].State == "FAILED" {
-			t.Fatalf("log end %d; status %+v", logOf(t, b, "ls", 0).LogEndOffset(), st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestMirrorStartBadSourceAddressIsUsage: a source address the client
 // cannot parse is the request's fault (admin 400, CLI exit 16), not a
 // partial failure (200, exit 4).
@@ -316,62 +208,6 @@ func TestMirrorStartBadSourceAddressIsUsage(t *testing.T) {
 	if running, stored := linkNames(b); len(running) != 0 || len(stored) != 0 {
 		t.Fatalf("links %v %v", running, stored)
 	}
-}
-
-// TestMirrorChainMiddleStopTruncates: A → B → C, and B stops with
-// TRUNCATE_LSO while A's transaction is open: B truncates the open
-// transaction that C already fetched (read_uncommitted), writes its
-// barrier there and takes writes. C must not go on fetching from its own
-// log end as if nothing happened: its log would keep the open
-// transaction (never closed), miss B's barrier and continue with B's
-// records from another offset on.
-func TestMirrorChainMiddleStopTruncates(t *testing.T) {
-	a := startTest(t, Config{})
-	b := startTest(t, Config{})
-	c := startTest(t, Config{})
-	ra, rb := dial(t, a.addr), dial(t, b.addr)
-	createTopic(t, ra, "ch", 1)
-	produceOK(t, ra, "ch", 0, records(t, 5, 0, 0, 0, false, 10))     // [0, 5)
-	appendBypassing(t, a, "ch", 0, records(t, 3, 1, 0, 0, true, 10)) // [5, 8) open
-	ctx := context.Background()
-	if _, err := b.StartMirror(ctx, MirrorStartRequest{Source: a.addr, Topics: []string{"ch"}}); err != nil {
-		t.Fatal(err)
-	}
-	waitMirrored(t, b, a, "ch", 0)
-	if _, err := c.StartMirror(ctx, MirrorStartRequest{Source: b.addr, Topics: []string{"ch"}}); err != nil {
-		t.Fatal(err)
-	}
-	waitMirrored(t, c, b, "ch", 0) // C has the open transaction too
-	if _, err := b.StopMirror(ctx, MirrorStopRequest{Topics: []string{"ch"}}); err != nil {
-		t.Fatal(err)
-	}
-	// B: [0, 5) of A, its barrier at 5, then its own batches.
-	produceOK(t, rb, "ch", 0, records(t, 2, 0, 0, 0, false, 10)) // [6, 8)
-	produceOK(t, rb, "ch", 0, records(t, 4, 0, 0, 2, false, 10)) // [8, 12)
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		st := c.MirrorStatus()
-		if len(st) == 1 && st[0].State == "FAILED" {
-			// Divergence seen; a new start mirrors B's history.
-			if _, err := c.StartMirror(ctx, MirrorStartRequest{Source: b.addr, Topics: []string{"ch"}}); err != nil {
-				t.Fatal(err)
-			}
-			waitMirrored(t, c, b, "ch", 0)
-			if !bytes.Equal(segmentBytes(t, b, "ch", 0), segmentBytes(t, c, "ch", 0)) {
-				t.Fatal("after the new start C's bytes differ from B's")
-			}
-			return
-		}
-		cl, bl := logOf(t, c, "ch", 0), logOf(t, b, "ch", 0)
-		if cl.LogEndOffset() == bl.LogEndOffset() {
-			if !bytes.Equal(segmentBytes(t, b, "ch", 0), segmentBytes(t, c, "ch", 0)) {
-				t.Fatalf("C's log differs from B's (C kept A's open transaction at 5 and took B's batches from 8): C %d, B %d", cl.LastStableOffset(), bl.LastStableOffset())
-			}
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("C neither follows B nor fails: %+v; C log end %d, B %d", c.MirrorStatus(), logOf(t, c, "ch", 0).LogEndOffset(), logOf(t, b, "ch", 0).LogEndOffset())
 }
 
 // metadataEpoch returns the leader epoch ts's Metadata answers for the
@@ -435,7 +271,7 @@ func TestMirrorStartEndsLocalTransactions(t *testing.T) {
 		}
 		roundTrip[*kmsg.ProduceResponse](rb, txnProduceReq(id, topic, 0, -1, records(t, 1, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
 	}
-	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"lt"}}); err != nil {
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"lt"}, AllowTruncation: true}); err != nil {
 		t.Fatal(err)
 	}
 	var state string
@@ -452,5 +288,122 @@ func TestMirrorStartEndsLocalTransactions(t *testing.T) {
 	}
 	if p2 := initPID(t, rb, &id, 60000); p2.ProducerEpoch <= p.ProducerEpoch {
 		t.Fatalf("epoch %d after %d", p2.ProducerEpoch, p.ProducerEpoch)
+	}
+}
+
+// TestMirrorStartAgainIsNoError: a start run again over partitions that
+// already mirror in the link (the way to pick up the partitions a first
+// start could not start, or a FAILED one) answered each of them "state
+// transition not allowed", so the CLI exited 4 although every partition
+// mirrors. They are left alone and reported as mirroring.
+func TestMirrorStartAgainIsNoError(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{})
+	ra := dial(t, a.addr)
+	createTopic(t, ra, "again", 2)
+	produceOK(t, ra, "again", 0, records(t, 2, -1, 0, 0, false, 10))
+	req := MirrorStartRequest{Source: a.addr, Topics: []string{"again"}}
+	if _, err := b.StartMirror(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, b, a, "again", 0)
+	st, err := b.StartMirror(context.Background(), req)
+	if err != nil {
+		t.Fatalf("second start: %v", err)
+	}
+	if len(st) != 2 || st[0].State != "MIRRORING" || st[1].State != "MIRRORING" || st[0].Session != 1 {
+		t.Fatalf("second start: status %+v", st)
+	}
+	produceOK(t, ra, "again", 0, records(t, 1, -1, 0, 0, false, 10))
+	waitMirrored(t, b, a, "again", 0)
+}
+
+// TestMirrorFailedStartKeepsLinkAdmin: a start of more topics on a
+// running link with a wrong --source-admin fails (its lookups fail), but
+// it had already written that address into the link's state, so the
+// running topics' restart lookups (a crash at INTENT) asked the wrong
+// address from then on.
+func TestMirrorFailedStartKeepsLinkAdmin(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{})
+	ra := dial(t, a.addr)
+	createTopic(t, ra, "ka", 1)
+	createTopic(t, ra, "kb", 1)
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"ka"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing listens there: the lookup fails at once.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := ln.Addr().String()
+	ln.Close()
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, SourceAdmin: bad, Topics: []string{"kb"}}); err == nil {
+		t.Fatal("a start with an unreachable source admin succeeded")
+	}
+	var admin string
+	var topics []string
+	b.meta.view(func(m *metaState) {
+		for _, l := range m.Mirrors {
+			admin, topics = l.SourceAdmin, l.Topics
+		}
+	})
+	if admin != "" || len(topics) != 1 || topics[0] != "ka" {
+		t.Fatalf("link state after the failed start: admin %q topics %v, want \"\" [ka]", admin, topics)
+	}
+}
+
+// TestMirrorCopiesTopicConfigs: a topic the mirror creates gets the
+// configs the source set on it (it rolled and retained with this
+// server's defaults instead); a topic the operator created first keeps
+// its own.
+func TestMirrorCopiesTopicConfigs(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{})
+	ra, rb := dial(t, a.addr), dial(t, b.addr)
+	set := map[string]string{"segment.bytes": "1048576", "retention.ms": "3600000", "message.timestamp.type": "LogAppendTime"}
+	createTopicWith(t, ra, "cfg", 2, set)
+	createTopicWith(t, ra, "mine", 1, set)
+	createTopicWith(t, rb, "mine", 1, map[string]string{"retention.ms": "60000"})
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"cfg", "mine"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.meta.topicConfigs("cfg"); !maps.Equal(got, set) {
+		t.Errorf("mirrored topic's configs %v, want the source's %v", got, set)
+	}
+	if got := b.meta.topicConfigs("mine"); len(got) != 1 || got["retention.ms"] != "60000" {
+		t.Errorf("existing topic's configs %v, want its own", got)
+	}
+	if p, _ := b.partitionFor("cfg", 1); p == nil || p.segmentBytes != 1<<20 {
+		t.Errorf("mirrored partition's segment.bytes not applied")
+	}
+}
+
+// TestMirrorFailedStartRemovesCreatedTopic: a start none of whose
+// partitions started left the topic it had created behind (empty, with
+// this server's defaults); an operator fixing the cause and starting
+// again then got a topic the start had not made. The start removes it.
+func TestMirrorFailedStartRemovesCreatedTopic(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{})
+	createTopic(t, dial(t, a.addr), "gone", 2)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, SourceAdmin: dead, Topics: []string{"gone"}}); err == nil {
+		t.Fatal("a start with an unreachable source admin succeeded")
+	}
+	if b.topicByName("gone") != nil {
+		t.Fatal("the failed start left the topic it created")
+	}
+	if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"gone"}}); err != nil {
+		t.Fatal(err)
+	}
+	if b.topicByName("gone") == nil {
+		t.Fatal("no topic after a start that worked")
 	}
 }

@@ -4,70 +4,24 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
-	"testing"
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/producerstate"
+	"github.com/partlog/partlog/recovery"
 	"github.com/partlog/partlog/segment"
 	"github.com/partlog/partlog/snapshot"
 )
 
-// The shared consistency check runs on every Log this package's tests
-// open, as it closes (closeCheck); TestMain fails the run when one failed
-// and names the log's directory (t.TempDir puts the test's name in it).
-var (
-	consistencyMu       sync.Mutex
-	consistencyFailures []string
-)
+// partlog's consistency checker, what every test that opens logs runs at
+// its end (the tests of this package as each Log closes; server, mirror,
+// cmd and interop on their data directories), so that a test whose own
+// assertions pass still fails when it leaves a log inconsistent.
 
-// damaged holds the Logs whose tests leave damage in them on purpose
-// (closeDamaged): the check skips them.
-var damaged sync.Map
-
-// closeDamaged closes a Log that a test left damaged on purpose (data
-// Kafka would keep and serve as it is), without the consistency check.
-func closeDamaged(l *Log) error {
-	damaged.Store(l, true)
-	return l.Close()
-}
-
-func TestMain(m *testing.M) {
-	closeCheck = func(l *Log) {
-		if _, ok := damaged.Load(l); ok {
-			return
-		}
-		if err := checkConsistency(l); err != nil {
-			consistencyMu.Lock()
-			consistencyFailures = append(consistencyFailures, fmt.Sprintf("%s: %v", l.dir, err))
-			consistencyMu.Unlock()
-		}
-	}
-	code := m.Run()
-	if len(consistencyFailures) > 0 {
-		fmt.Fprintf(os.Stderr, "consistency check failed on %d logs at Close:\n  %s\n", len(consistencyFailures),
-			strings.Join(consistencyFailures, "\n  "))
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// checkLog runs the consistency check now (for tests that keep a log
-// open at their end).
-func checkLog(t testing.TB, l *Log) {
-	t.Helper()
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	if err := checkConsistency(l); err != nil {
-		t.Errorf("consistency check: %v", err)
-	}
-}
-
-// checkConsistency checks an open log, with appendMu held:
+// Check reports the first inconsistency of an open log (ErrClosed once it
+// is closed):
 //   - every batch from the log start to the log end is valid, lies in its
 //     segment, and offsets only increase (no overlap, nothing backwards);
 //   - the offset index finds each batch: a read at a batch's base offset
@@ -77,7 +31,81 @@ func checkLog(t testing.TB, l *Log) {
 //   - the producer state equals a rebuild (the one a reopen would do: the
 //     newest snapshot above the log start and at or below the log end,
 //     then a replay), in producers and last stable offset.
-func checkConsistency(l *Log) error {
+//
+// It holds the append lock while it reads the whole log.
+func (l *Log) Check() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return l.checkLocked()
+}
+
+// Check checks the closed partition directory, or every partition
+// directory of the closed log directory, at path: recovery's full dry run
+// must find no problem in it (Report.Problems), and once it is opened
+// with opts, Log.Check must hold. The open may write what a clean reopen
+// writes (a producer snapshot at the log end, a recovery that only
+// rebuilds indexes); nothing else is changed.
+func Check(path string, opts *Options) error {
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return err
+	}
+	if _, ok := ParsePartitionDir(filepath.Base(path)); ok || holdsSegments(entries) {
+		return checkPartition(path, opts)
+	}
+	var errs []error
+	for _, e := range entries {
+		if _, ok := ParsePartitionDir(e.Name()); !ok || !e.IsDir() {
+			continue
+		}
+		if err := checkPartition(filepath.Join(path, e.Name()), opts); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", e.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// holdsSegments reports whether a directory listing has a .log file.
+func holdsSegments(entries []os.DirEntry) bool {
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".log") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPartition is Check of one partition directory.
+func checkPartition(dir string, opts *Options) error {
+	o := opts.withDefaults()
+	rep, err := recovery.Run(dir, recovery.Options{Full: true, DryRun: true, Segment: (&Log{opts: o}).segConfig()})
+	if err != nil {
+		return fmt.Errorf("recovery's dry run: %w", err)
+	}
+	if len(rep.Problems) > 0 {
+		return fmt.Errorf("recovery's dry run found %d problems: %+v", len(rep.Problems), rep.Problems)
+	}
+	l, err := Open(dir, opts)
+	if err != nil {
+		return err
+	}
+	return errors.Join(l.Check(), l.Close())
+}
+
+// checkLocked is Check with appendMu held:
+//   - every batch from the log start to the log end is valid, lies in its
+//     segment, and offsets only increase (no overlap, nothing backwards);
+//   - the offset index finds each batch: a read at a batch's base offset
+//     starts with that batch;
+//   - the log end offset is the last batch's next offset (or the active
+//     segment's base when it is empty);
+//   - the producer state equals a rebuild (the one a reopen would do: the
+//     newest snapshot above the log start and at or below the log end,
+//     then a replay), in producers and last stable offset.
+func (l *Log) checkLocked() error {
 	if l.closed.Load() {
 		return nil
 	}
@@ -98,7 +126,7 @@ func checkConsistency(l *Log) error {
 		if i+1 < len(segs) {
 			limit = segs[i+1].BaseOffset()
 		}
-		err := s.Scan(func(pos int64, v batch.View) error {
+		err := s.Scan(func(pos int64, v batch.View, _ *batch.BatchHeader) error {
 			if v.BaseOffset() < s.BaseOffset() || v.LastOffset() >= limit {
 				return fmt.Errorf("segment %d: batch [%d, %d] at position %d lies outside [%d, %d)", s.BaseOffset(), v.BaseOffset(), v.LastOffset(), pos, s.BaseOffset(), limit)
 			}
@@ -135,11 +163,11 @@ func checkConsistency(l *Log) error {
 			return fmt.Errorf("read at the batch base %d does not start with that batch (offset index)", b)
 		}
 	}
-	return checkProducerState(l, start, leo)
+	return l.checkProducerState(start, leo)
 }
 
 // checkProducerState compares the live producer state with a rebuild.
-func checkProducerState(l *Log, start, leo int64) error {
+func (l *Log) checkProducerState(start, leo int64) error {
 	snaps, err := snapshot.List(l.dir)
 	if err != nil {
 		return err
@@ -209,45 +237,4 @@ func byPID(es []ProducerEntry) map[int64]ProducerEntry {
 		m[e.ProducerID] = e
 	}
 	return m
-}
-
-// TestConsistencyCheckSeesBadOffsets: the shared check fails on a batch
-// that overlaps its predecessor and on one that goes backwards, written
-// under the Log's rules (straight into the active segment).
-func TestConsistencyCheckSeesBadOffsets(t *testing.T) {
-	for name, base := range map[string]int64{"overlap": 8, "backwards": 2} {
-		t.Run(name, func(t *testing.T) {
-			l, err := Open(t.TempDir(), smallOpts(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				// Closed without the hook: the damage is deliberate.
-				l.closed.Store(true)
-				_ = l.Close()
-			}()
-			if _, err := l.AppendAsFollower(makeFollowerBatch(t, 0, 0, 10, 10, 1)); err != nil {
-				t.Fatal(err)
-			}
-			if err := checkConsistency(l); err != nil {
-				t.Fatalf("healthy log: %v", err)
-			}
-			var out segment.Appended
-			if err := l.active().Append(makeFollowerBatch(t, base, 0, 2, 10, 1), segment.Stamp{}, &out); err != nil {
-				t.Fatal(err)
-			}
-			l.logEndOffset.Store(12)
-			err = checkConsistency(l)
-			if err == nil || !strings.Contains(err.Error(), "overlaps or goes back") {
-				t.Fatalf("check: %v, want an overlap error", err)
-			}
-		})
-	}
-}
-
-// verifyLog runs the consistency check now and returns its error.
-func verifyLog(l *Log) error {
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	return checkConsistency(l)
 }

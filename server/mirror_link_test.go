@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -11,6 +12,85 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// TestMirrorSourceTopicRecreated: the source deletes the mirrored topic
+// and creates it again (a new topic id, offsets from 0). The link
+// learned the new id from the source's metadata and went on fetching
+// from its log end: the new incarnation's batches above it were appended
+// after the old one's, one partition made of two different topics. The
+// session's topic id (in mirror.checkpoint) must be checked: the
+// partition fails instead.
+func TestMirrorSourceTopicRecreated(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{})
+	ra := dial(t, a.addr)
+	createTopic(t, ra, "rc", 1)
+	produceOK(t, ra, "rc", 0, records(t, 5, -1, 0, 0, false, 10))
+	mirrorTopic(t, b, a, "rc")
+	if err := a.deleteTopic("rc"); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, ra, "rc", 1)
+	produceOK(t, ra, "rc", 0, records(t, 5, -1, 0, 0, false, 10))
+	produceOK(t, ra, "rc", 0, records(t, 3, -1, 0, 0, false, 10))
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if logOf(t, b, "rc", 0).LogEndOffset() != 5 {
+			t.Fatalf("B appended the new topic's records after the old one's: log end %d", logOf(t, b, "rc", 0).LogEndOffset())
+		}
+		if st := b.MirrorStatus(); len(st) == 1 && st[0].State == "FAILED" {
+			// A new start mirrors the new topic from its start.
+			if _, err := b.StartMirror(context.Background(), MirrorStartRequest{Source: a.addr, Topics: []string{"rc"}}); err != nil {
+				t.Fatal(err)
+			}
+			waitMirrored(t, b, a, "rc", 0)
+			if !bytes.Equal(segmentBytes(t, a, "rc", 0), segmentBytes(t, b, "rc", 0)) {
+				t.Fatal("after the new start the bytes differ from the source's")
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the partition still mirrors a different topic: %+v", b.MirrorStatus())
+}
+
+// TestMirrorStatusSourceDown: once the source stops answering, status
+// showed the lag of the last fetch that worked (0 after catching up)
+// beside the error, so an operator read "caught up" while the source
+// might be taking writes elsewhere. The lag is unknown (-1) until a
+// fetch works again.
+func TestMirrorStatusSourceDown(t *testing.T) {
+	a := startTest(t, Config{})
+	b := startTest(t, Config{})
+	ra := dial(t, a.addr)
+	createTopic(t, ra, "down", 1)
+	produceOK(t, ra, "down", 0, records(t, 2, -1, 0, 0, false, 10))
+	mirrorTopic(t, b, a, "down")
+	deadline := time.Now().Add(20 * time.Second)
+	for st := b.MirrorStatus(); len(st) != 1 || st[0].Lag != 0; st = b.MirrorStatus() {
+		if time.Now().After(deadline) {
+			t.Fatalf("caught up, status %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.close(t)
+	for {
+		st := b.MirrorStatus()
+		if len(st) != 1 {
+			t.Fatalf("status %+v", st)
+		}
+		if st[0].Error != "" {
+			if st[0].Lag != -1 || st[0].SourceHighWatermark != -1 {
+				t.Fatalf("source down (%s) but lag %d, source high watermark %d", st[0].Error, st[0].Lag, st[0].SourceHighWatermark)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no error in status %+v after the source closed", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 // TestMirrorStaleFetchVerdictAfterStop: a link's fetch loop holds its
 // partitions (fetchable) across a round, and StopMirror removes them from

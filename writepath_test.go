@@ -1,0 +1,108 @@
+package partlog
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+)
+
+// TestWritePolicy checks the rules of Options.WritePath: the fixed paths,
+// and WriteAuto's pwritev for large appends and for the 1024 appends that
+// follow a flush.
+func TestWritePolicy(t *testing.T) {
+	var w writePolicy
+	for _, tc := range []struct {
+		path WritePath
+		n    int
+		want bool
+	}{
+		{WriteMapped, 1 << 20, false},
+		{WritePwrite, 10, true},
+		{WriteAuto, 256, false},
+		{WriteAuto, writeMinBytes - 1, false},
+		{WriteAuto, writeMinBytes, true},
+	} {
+		if got := w.write(tc.path, tc.n); got != tc.want {
+			t.Errorf("%v, %d bytes: pwritev %v, want %v", tc.path, tc.n, got, tc.want)
+		}
+	}
+	w.flushes.Add(1)
+	for i := range durableWindow {
+		if !w.write(WriteAuto, 256) {
+			t.Fatalf("append %d after a flush stores into the mapping", i)
+		}
+	}
+	if w.write(WriteAuto, 256) {
+		t.Fatal("still writing with pwritev long after the last flush")
+	}
+	if w.write(WriteMapped, 256) {
+		t.Fatal("WriteMapped used pwritev")
+	}
+}
+
+// TestWritePolicyLoneSyncer: after a flush made for one caller alone in
+// Sync, WriteAuto stores appends below loneWriteMinBytes into the mapping
+// (one appender syncing each append); after a flush that ended with a
+// group gathering behind it, or a plain Flush, it writes them with
+// pwritev.
+func TestWritePolicyLoneSyncer(t *testing.T) {
+	var w writePolicy
+	w.flushes.Add(1)
+	w.lone.Store(true)
+	if w.write(WriteAuto, 1<<10) || w.write(WriteAuto, loneWriteMinBytes-1) {
+		t.Error("a lone syncer's small append used pwritev")
+	}
+	if !w.write(WriteAuto, 16<<10) || !w.write(WriteAuto, writeMinBytes) {
+		t.Error("a lone syncer's 16 KiB or larger append stored into the mapping")
+	}
+	if !w.write(WritePwrite, 256) || w.write(WriteMapped, 1<<20) {
+		t.Error("the fixed paths follow the lone rule")
+	}
+	w.lone.Store(false)
+	if !w.write(WriteAuto, 16<<10) {
+		t.Error("a shared flush's next append stored into the mapping")
+	}
+
+	l, _ := openTestLog(t, smallOpts(t))
+	b := makeBatch(t, 1, 50, 1)
+	info, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(context.Background(), info.LastOffset+1); err != nil {
+		t.Fatal(err)
+	}
+	if !l.writes.lone.Load() {
+		t.Error("a Sync by one caller alone is not marked lone")
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if l.writes.lone.Load() {
+		t.Error("a plain Flush is marked lone")
+	}
+	// Two callers: the second waits behind the first's flush.
+	var loneAtSecond atomic.Bool
+	entered, release, calls := blockFirstFlush(l, nil, func(n int64) {
+		if n == 2 {
+			loneAtSecond.Store(l.writes.lone.Load())
+		}
+	})
+	if info, err = l.AppendAsLeader(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
+	<-entered
+	if info, err = l.AppendAsLeader(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- l.Sync(context.Background(), info.LastOffset+1) }()
+	waitParked(t, l, 1)
+	close(release)
+	waitDone(t, done, 2)
+	l.flushFault = nil
+	if calls.Load() != 2 || loneAtSecond.Load() {
+		t.Errorf("%d flushes; the flush that ended with a group behind it marked lone: %v", calls.Load(), loneAtSecond.Load())
+	}
+}
