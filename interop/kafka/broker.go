@@ -379,9 +379,16 @@ func freePorts(n int) ([]string, error) {
 }
 
 // randomClusterID is a Kafka cluster id: 16 random bytes, URL-safe
-// base64 without padding (what `kafka-storage random-uuid` prints).
+// base64 without padding (what `kafka-storage random-uuid` prints). One
+// starting with '-' is drawn again, as Kafka's Uuid.randomUuid does: the
+// tool's argument parser takes it for an option (one format in 64 failed
+// with "--cluster-id/-t: expected one argument").
 func randomClusterID() string {
-	var u [16]byte
-	_, _ = rand.Read(u[:])
-	return base64.RawURLEncoding.EncodeToString(u[:])
+	for {
+		var u [16]byte
+		_, _ = rand.Read(u[:])
+		if id := base64.RawURLEncoding.EncodeToString(u[:]); id[0] != '-' {
+			return id
+		}
+	}
 }
