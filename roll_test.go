@@ -622,3 +622,44 @@ func TestIndexIntervalBytesZeroIndexesEveryAppend(t *testing.T) {
 	}
 	rollCheckSealed(t, dir, []int64{0}, appends, 0)
 }
+
+// TestRollFlushesRolledSegment: a roll makes the segment it sealed
+// durable and moves the recovery point to the new segment's base, as
+// Kafka's roll does (flushUptoOffsetExclusive), without an explicit
+// Flush; the active segment is not synced by it.
+func TestRollFlushesRolledSegment(t *testing.T) {
+	o := smallOpts(t)
+	o.SegmentBytes = 4 << 10
+	l, _ := openTestLog(t, o)
+	var mu sync.Mutex
+	synced := map[int64]bool{}
+	l.flushed = func(base, target int64) {
+		mu.Lock()
+		synced[base] = true
+		mu.Unlock()
+	}
+	for len(l.Segments()) < 3 {
+		if _, err := l.AppendAsLeader(makeBatch(t, 2, 200, 1000), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	segs := l.Segments()
+	active := segs[len(segs)-1]
+	deadline := time.Now().Add(10 * time.Second)
+	for l.RecoveryPoint() < active && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if rp := l.RecoveryPoint(); rp != active {
+		t.Fatalf("recovery point %d after the rolls, want the active segment's base %d", rp, active)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, base := range segs[:len(segs)-1] {
+		if !synced[base] {
+			t.Errorf("rolled segment %d was not synced", base)
+		}
+	}
+	if synced[active] {
+		t.Errorf("the active segment %d was synced by a roll", active)
+	}
+}
