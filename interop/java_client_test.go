@@ -2,7 +2,6 @@ package interop
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +16,6 @@ import (
 // consumer groups reading read_committed and read_uncommitted, and the
 // admin client.
 func TestJavaClient(t *testing.T) {
-	if os.Getenv("PARTLOG_WIREDIFF") == "" {
-		t.Skip("PARTLOG_WIREDIFF unset: the divergences it finds are being fixed (issue 29)")
-	}
 	in := kafka.Need(t)
 	b := in.StartBroker(t, kafka.BrokerConfig{Props: wireBrokerProps})
 	s := startServer(t, t.TempDir(), "--partitions", "1", "--node-id", "1")
