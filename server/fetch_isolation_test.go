@@ -95,3 +95,32 @@ func TestFetchMaxBytesAcrossPartitions(t *testing.T) {
 		t.Fatalf("record bytes per partition %v, want [%d %d 0] within MaxBytes %d", got, len(b), len(b), f.MaxBytes)
 	}
 }
+
+// TestReadCommittedAbortedTransactions: a read_committed fetch over an
+// aborted transaction lists it (producer id, first offset), so the
+// consumer drops its records; with nothing aborted the list is empty,
+// not null, and read_uncommitted has none.
+func TestReadCommittedAbortedTransactions(t *testing.T) {
+	ts := startTest(t, Config{})
+	rc := dial(t, ts.addr)
+	createTopic(t, rc, "ab", 1)
+	roundTrip[*kmsg.ProduceResponse](rc, produceReq("ab", 0, 1, records(t, 2, -1, 0, 0, false, 10)))
+	fp := roundTrip[*kmsg.FetchResponse](rc, fetchReq("ab", 0, 0, 0, 1, 1<<20, 1<<20, 1)).Topics[0].Partitions[0]
+	if fp.AbortedTransactions == nil || len(fp.AbortedTransactions) != 0 {
+		t.Fatalf("read_committed without aborts: %v, want an empty list", fp.AbortedTransactions)
+	}
+	id := "ab"
+	p := initPID(t, rc, &id, 60000)
+	addPartition(t, rc, id, p.ProducerID, p.ProducerEpoch, "ab", 0)
+	roundTrip[*kmsg.ProduceResponse](rc, txnProduceReq(id, "ab", 0, 1, records(t, 3, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
+	if c := endTxn(t, rc, id, p.ProducerID, p.ProducerEpoch, false); c != 0 {
+		t.Fatalf("abort: %d", c)
+	}
+	fp = roundTrip[*kmsg.FetchResponse](rc, fetchReq("ab", 0, 0, 0, 1, 1<<20, 1<<20, 1)).Topics[0].Partitions[0]
+	if len(fp.AbortedTransactions) != 1 || fp.AbortedTransactions[0].ProducerID != p.ProducerID || fp.AbortedTransactions[0].FirstOffset != 2 {
+		t.Fatalf("aborted transactions %+v, want producer %d from offset 2", fp.AbortedTransactions, p.ProducerID)
+	}
+	if fp := roundTrip[*kmsg.FetchResponse](rc, fetchReq("ab", 0, 0, 0, 1, 1<<20, 1<<20, 0)).Topics[0].Partitions[0]; len(fp.AbortedTransactions) != 0 {
+		t.Fatalf("read_uncommitted listed %v", fp.AbortedTransactions)
+	}
+}
