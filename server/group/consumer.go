@@ -741,12 +741,8 @@ func (g *cgroup) deadlines(f func(time.Time)) {
 
 func (c *Coordinator) handleConsumerDescribe(req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-	top := errNone
-	if !supported(req) {
-		top = errUnsupportedVersion
-	} else if !c.lock() {
-		top = errCoordinatorNotAvailable
-	} else {
+	top, locked := c.enter(req)
+	if locked {
 		defer c.unlock()
 	}
 	for _, id := range req.Groups {

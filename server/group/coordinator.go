@@ -212,6 +212,19 @@ func (c *Coordinator) lock() bool {
 	return true
 }
 
+// enter checks req's version and takes the lock for a request that
+// answers every group it names: top is the code each is answered with
+// when either fails; locked says the caller holds the lock.
+func (c *Coordinator) enter(req kmsg.Request) (top int16, locked bool) {
+	switch {
+	case !supported(req):
+		return errUnsupportedVersion, false
+	case !c.lock():
+		return errCoordinatorNotAvailable, false
+	}
+	return errNone, true
+}
+
 // unlock re-arms the timer for the next deadline and releases the lock.
 func (c *Coordinator) unlock() {
 	c.rearmLocked()

@@ -15,12 +15,8 @@ import (
 // answered for them.
 func (c *Coordinator) handleDeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	top := errNone
-	if !supported(req) {
-		top = errUnsupportedVersion
-	} else if !c.lock() {
-		top = errCoordinatorNotAvailable
-	} else {
+	top, locked := c.enter(req)
+	if locked {
 		defer c.unlock()
 	}
 	deleted := map[string]*group{}

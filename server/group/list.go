@@ -59,12 +59,8 @@ func (c *Coordinator) handleListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGr
 
 func (c *Coordinator) handleDescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	top := errNone
-	if !supported(req) {
-		top = errUnsupportedVersion
-	} else if !c.lock() {
-		top = errCoordinatorNotAvailable
-	} else {
+	top, locked := c.enter(req)
+	if locked {
 		defer c.unlock()
 	}
 	for _, id := range req.Groups {

@@ -262,12 +262,7 @@ func (c *Coordinator) fetchOffsets(groupID string, topics []fetchTopicReq, all, 
 
 func (c *Coordinator) handleOffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	top := errNone
-	if !supported(req) {
-		top = errUnsupportedVersion
-	} else if !c.lock() {
-		top = errCoordinatorNotAvailable
-	}
+	top, _ := c.enter(req) // unlocked below
 	stable := req.Version >= 7 && req.RequireStable
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
