@@ -55,8 +55,10 @@ type fetchWant struct {
 // FetchRequest.fetchData reads them: a partition named twice is answered
 // once, at its first place, with the last entry's offsets and limits.
 func fetchWants(req *kmsg.FetchRequest) []fetchWant {
+	// From v13 a topic is named by its id alone (the name is empty).
 	type key struct {
 		topic string
+		id    [16]byte
 		part  int32
 	}
 	var wants []fetchWant
@@ -73,7 +75,7 @@ func fetchWants(req *kmsg.FetchRequest) []fetchWant {
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			if at != nil {
-				k := key{rt.Topic, rp.Partition}
+				k := key{rt.Topic, rt.TopicID, rp.Partition}
 				if prev, ok := at[k]; ok {
 					wants[prev].rp = rp
 					continue

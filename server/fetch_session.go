@@ -65,16 +65,21 @@ type fetchSession struct {
 	at    map[sessionKey]*sessionPart
 }
 
+// sessionKey names a partition of a session: by topic name below Fetch
+// v13, by topic id from v13 (the name is then empty), as Kafka keys its
+// cached partitions by topic id and partition.
 type sessionKey struct {
 	topic     string
+	topicID   [16]byte
 	partition int32
 }
 
 // sessionPart is a partition of a session: the fetch parameters its
 // client last sent, and what the session last answered of it.
 type sessionPart struct {
-	topic string
-	req   kmsg.FetchRequestTopicPartition
+	topic   string
+	topicID [16]byte
+	req     kmsg.FetchRequestTopicPartition
 	// hw and logStart are the high watermark and log start offset last
 	// answered; -1 makes the next answer include the partition.
 	hw, logStart int64
@@ -142,7 +147,7 @@ func (cc *connCtx) beginFetch(req *kmsg.FetchRequest) sessionFetch {
 	topics := make([]kmsg.FetchRequestTopic, len(fs.parts))
 	reqs := make([]kmsg.FetchRequestTopicPartition, len(fs.parts))
 	for i, p := range fs.parts {
-		topics[i].Topic = p.topic
+		topics[i].Topic, topics[i].TopicID = p.topic, p.topicID
 		reqs[i] = p.req
 		wants[i] = fetchWant{rt: &topics[i], rp: &reqs[i]}
 	}
@@ -158,7 +163,7 @@ func (fs *fetchSession) update(req *kmsg.FetchRequest, limit int) bool {
 		rt := &req.Topics[i]
 		for j := range rt.Partitions {
 			rp := rt.Partitions[j]
-			k := sessionKey{rt.Topic, rp.Partition}
+			k := sessionKey{rt.Topic, rt.TopicID, rp.Partition}
 			if p := fs.at[k]; p != nil {
 				p.req = rp
 				continue
@@ -166,7 +171,7 @@ func (fs *fetchSession) update(req *kmsg.FetchRequest, limit int) bool {
 			if len(fs.parts) >= limit {
 				return false
 			}
-			p := &sessionPart{topic: rt.Topic, req: rp, hw: -1, logStart: -1}
+			p := &sessionPart{topic: rt.Topic, topicID: rt.TopicID, req: rp, hw: -1, logStart: -1}
 			fs.at[k] = p
 			fs.parts = append(fs.parts, p)
 		}
@@ -174,7 +179,7 @@ func (fs *fetchSession) update(req *kmsg.FetchRequest, limit int) bool {
 	removed := false
 	for _, ft := range req.ForgottenTopics {
 		for _, n := range ft.Partitions {
-			k := sessionKey{ft.Topic, n}
+			k := sessionKey{ft.Topic, ft.TopicID, n}
 			if p := fs.at[k]; p != nil {
 				delete(fs.at, k)
 				p.gone = true
@@ -225,7 +230,7 @@ func (fs *fetchSession) answer(resp *kmsg.FetchResponse) {
 	for _, t := range resp.Topics {
 		parts := t.Partitions[:0]
 		for _, rp := range t.Partitions {
-			p := fs.at[sessionKey{t.Topic, rp.Partition}]
+			p := fs.at[sessionKey{t.Topic, t.TopicID, rp.Partition}]
 			if p == nil { // forgotten by a request pipelined behind this one
 				continue
 			}
@@ -283,17 +288,17 @@ func (cc *connCtx) openSession(wants []fetchWant, resp *kmsg.FetchResponse) int3
 	}
 	fs := &fetchSession{epoch: 1, at: make(map[sessionKey]*sessionPart, len(wants)), parts: make([]*sessionPart, 0, len(wants))}
 	for _, w := range wants {
-		k := sessionKey{w.rt.Topic, w.rp.Partition}
+		k := sessionKey{w.rt.Topic, w.rt.TopicID, w.rp.Partition}
 		if fs.at[k] != nil {
 			continue
 		}
-		p := &sessionPart{topic: w.rt.Topic, req: *w.rp, hw: -1, logStart: -1}
+		p := &sessionPart{topic: w.rt.Topic, topicID: w.rt.TopicID, req: *w.rp, hw: -1, logStart: -1}
 		fs.at[k] = p
 		fs.parts = append(fs.parts, p)
 	}
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
-			if p := fs.at[sessionKey{t.Topic, rp.Partition}]; p != nil && rp.ErrorCode == errNone {
+			if p := fs.at[sessionKey{t.Topic, t.TopicID, rp.Partition}]; p != nil && rp.ErrorCode == errNone {
 				p.hw, p.logStart = rp.HighWatermark, rp.LogStartOffset
 			}
 		}

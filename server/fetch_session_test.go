@@ -247,3 +247,68 @@ func TestFetchSessionBounds(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestFetchSessionByTopicID: from Fetch v13 a session's partitions are
+// named by topic id alone. An incremental fetch that names none of them
+// must still read each by its id, and two topics' partition 0 are two
+// partitions of the session.
+func TestFetchSessionByTopicID(t *testing.T) {
+	ts := startTest(t, Config{})
+	rc := dial(t, ts.addr)
+	createTopic(t, rc, "a", 1)
+	createTopic(t, rc, "b", 1)
+	produce := func(topic string) {
+		t.Helper()
+		r := roundTrip[*kmsg.ProduceResponse](rc, produceReq(topic, 0, 1, records(t, 1, -1, 0, 0, false, 10)))
+		if c := r.Topics[0].Partitions[0].ErrorCode; c != 0 {
+			t.Fatalf("produce %s: %d", topic, c)
+		}
+	}
+	byID := func(id, epoch int32, offsets map[string]int64) *kmsg.FetchRequest {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 13, 0, 1, 1<<20
+		req.SessionID, req.SessionEpoch = id, epoch
+		for _, name := range []string{"a", "b"} {
+			off, ok := offsets[name]
+			if !ok {
+				continue
+			}
+			rt := kmsg.NewFetchRequestTopic()
+			rt.TopicID = ts.topicByName(name).id
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, off, 1<<20
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		return req
+	}
+	// answeredIDs maps each answered topic id to its record bytes' length.
+	answeredIDs := func(r *kmsg.FetchResponse) map[[16]byte]int {
+		got := map[[16]byte]int{}
+		for _, tp := range r.Topics {
+			for _, p := range tp.Partitions {
+				if p.ErrorCode != 0 {
+					t.Fatalf("topic %x partition %d: error %d", tp.TopicID, p.Partition, p.ErrorCode)
+				}
+				got[tp.TopicID] = len(p.RecordBatches)
+			}
+		}
+		return got
+	}
+	full := roundTrip[*kmsg.FetchResponse](rc, byID(0, 0, map[string]int64{"a": 0, "b": 0}))
+	if full.ErrorCode != 0 || full.SessionID == 0 || len(answeredIDs(full)) != 2 {
+		t.Fatalf("full v13 fetch: error %d, session %d, answered %v", full.ErrorCode, full.SessionID, answeredIDs(full))
+	}
+	produce("b")
+	r := roundTrip[*kmsg.FetchResponse](rc, byID(full.SessionID, 1, nil))
+	got := answeredIDs(r)
+	if len(got) != 1 || got[ts.topicByName("b").id] == 0 {
+		t.Fatalf("incremental v13 fetch after a produce to b answered %v (by id), want b with records", got)
+	}
+	produce("a")
+	r = roundTrip[*kmsg.FetchResponse](rc, byID(full.SessionID, 2, map[string]int64{"b": 1}))
+	got = answeredIDs(r)
+	if len(got) != 1 || got[ts.topicByName("a").id] == 0 {
+		t.Fatalf("incremental v13 fetch after a produce to a answered %v (by id), want a with records", got)
+	}
+}
