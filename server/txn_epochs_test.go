@@ -87,3 +87,92 @@ func TestTimedOutTransactionAbortedAtBumpedEpoch(t *testing.T) {
 		t.Fatal("the fenced producer's write at its old epoch was accepted")
 	}
 }
+
+// TestEndTxnEpochs: EndTxn at an epoch other than the producer's
+// current one is a fenced producer; with transaction version 2 (EndTxn
+// v5) every end bumps the epoch, and a retry of the end, at the epoch
+// below, gets the same answer.
+func TestEndTxnEpochs(t *testing.T) {
+	ts := startTest(t, Config{})
+	rc := dial(t, ts.addr)
+	createTopic(t, rc, "et", 1)
+	id := "et"
+	old := initPID(t, rc, &id, 60000)
+	p := initPID(t, rc, &id, 60000)
+	addPartition(t, rc, id, p.ProducerID, p.ProducerEpoch, "et", 0)
+	if c := endTxn(t, rc, id, old.ProducerID, old.ProducerEpoch, true); c != errProducerFenced {
+		t.Fatalf("EndTxn at the older epoch %d: %d, want PRODUCER_FENCED", old.ProducerEpoch, c)
+	}
+	if c := endTxn(t, rc, id, p.ProducerID, p.ProducerEpoch, true); c != 0 {
+		t.Fatalf("EndTxn at the current epoch: %d", c)
+	}
+
+	id2 := "et2"
+	q := initPID(t, rc, &id2, 60000)
+	end2 := func(epoch int16) *kmsg.EndTxnResponse {
+		req := kmsg.NewPtrEndTxnRequest()
+		req.Version = 5
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id2, q.ProducerID, epoch, true
+		return roundTrip[*kmsg.EndTxnResponse](rc, req)
+	}
+	req := produceReq("et", 0, 1, records(t, 1, q.ProducerID, q.ProducerEpoch, 0, true, 10))
+	req.Version, req.TransactionID = 12, &id2 // KIP-890: the produce adds the partition
+	if c := roundTrip[*kmsg.ProduceResponse](rc, req).Topics[0].Partitions[0].ErrorCode; c != 0 {
+		t.Fatalf("transactional produce v12: %d", c)
+	}
+	first := end2(q.ProducerEpoch)
+	if first.ErrorCode != 0 || first.ProducerEpoch != q.ProducerEpoch+1 {
+		t.Fatalf("EndTxn v5: error %d, epoch %d; want the epoch bumped to %d", first.ErrorCode, first.ProducerEpoch, q.ProducerEpoch+1)
+	}
+	if retry := end2(q.ProducerEpoch); retry.ErrorCode != 0 || retry.ProducerEpoch != first.ProducerEpoch {
+		t.Fatalf("EndTxn v5 retried: error %d, epoch %d; want the first answer again", retry.ErrorCode, retry.ProducerEpoch)
+	}
+}
+
+// TestListOffsetsEarliestLeaderEpoch: the earliest offset of a
+// partition with no leader epoch written yet is answered at the
+// partition's current epoch, not -1.
+func TestListOffsetsEarliestLeaderEpoch(t *testing.T) {
+	ts := startTest(t, Config{})
+	rc := dial(t, ts.addr)
+	createTopic(t, rc, "ee", 1)
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version = 7
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = "ee"
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = -2
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	if p := roundTrip[*kmsg.ListOffsetsResponse](rc, req).Topics[0].Partitions[0]; p.ErrorCode != 0 || p.Offset != 0 || p.LeaderEpoch != 0 {
+		t.Fatalf("earliest of an empty partition: %+v, want offset 0 at epoch 0", p)
+	}
+}
+
+// TestInitProducerIDEpochExhausted: a producer whose epoch reached
+// 32766 gets a new producer id at epoch 0 from its next InitProducerId
+// (Kafka's epoch exhaustion), and the old id is kept as the previous
+// one, so that the new id's producer is not taken for another.
+func TestInitProducerIDEpochExhausted(t *testing.T) {
+	ts := startTest(t, Config{})
+	rc := dial(t, ts.addr)
+	id := "ex"
+	p := initPID(t, rc, &id, 60000)
+	ts.txns.mu.Lock()
+	st, _ := ts.txns.get(id)
+	st.ProducerEpoch = 32766
+	if err := ts.txns.put(id, st); err != nil {
+		t.Fatal(err)
+	}
+	ts.txns.mu.Unlock()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.Version, req.TransactionalID, req.TransactionTimeoutMillis = 4, &id, 60000
+	req.ProducerID, req.ProducerEpoch = p.ProducerID, 32766
+	r := roundTrip[*kmsg.InitProducerIDResponse](rc, req)
+	if r.ErrorCode != 0 || r.ProducerID == p.ProducerID || r.ProducerEpoch != 0 {
+		t.Fatalf("InitProducerId at epoch 32766: error %d, producer %d epoch %d; want a new producer id at epoch 0", r.ErrorCode, r.ProducerID, r.ProducerEpoch)
+	}
+	if st, _ := ts.txns.get(id); st.PrevProducerID != p.ProducerID {
+		t.Fatalf("previous producer id %d, want %d", st.PrevProducerID, p.ProducerID)
+	}
+}
