@@ -52,3 +52,32 @@ func TestAcksAllAnsweredWhenDurable(t *testing.T) {
 		t.Fatalf("the retried duplicate was acknowledged with the recovery point at %d, below its end %d", rp, first.BaseOffset+3)
 	}
 }
+
+// TestListOffsetsLatestByVersion: with Fsync, records not yet durable
+// are above the high watermark; ListOffsets v2+ answers the high
+// watermark as the latest offset, v0 and v1 (no isolation level) the
+// log end, as Kafka does.
+func TestListOffsetsLatestByVersion(t *testing.T) {
+	dir := t.TempDir()
+	ts := startTest(t, Config{Dir: dir, Fsync: true})
+	rc := dial(t, ts.addr)
+	createTopic(t, rc, "lv", 1)
+	slowFlushes(t, dir, 2*time.Second)
+	if c := roundTrip[*kmsg.ProduceResponse](rc, produceReq("lv", 0, 1, records(t, 3, -1, 0, 0, false, 10))).Topics[0].Partitions[0].ErrorCode; c != 0 {
+		t.Fatalf("produce: %d", c)
+	}
+	latest := func(version int16) int64 {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Version = version
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "lv"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return roundTrip[*kmsg.ListOffsetsResponse](rc, req).Topics[0].Partitions[0].Offset
+	}
+	if v1, v2 := latest(1), latest(2); v1 != 3 || v2 != 0 {
+		t.Fatalf("latest before the sync: v1 %d (want the log end 3), v2 %d (want the high watermark 0)", v1, v2)
+	}
+}
