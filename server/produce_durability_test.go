@@ -81,3 +81,24 @@ func TestListOffsetsLatestByVersion(t *testing.T) {
 		t.Fatalf("latest before the sync: v1 %d (want the log end 3), v2 %d (want the high watermark 0)", v1, v2)
 	}
 }
+
+// TestEndTxnAnsweredWhenMarkersDurable: with Fsync, EndTxn is answered
+// once the transaction's markers are durable.
+func TestEndTxnAnsweredWhenMarkersDurable(t *testing.T) {
+	dir := t.TempDir()
+	ts := startTest(t, Config{Dir: dir, Fsync: true})
+	rc := dial(t, ts.addr)
+	createTopic(t, rc, "em", 1)
+	l, _ := ts.Dir().Log(partlog.TopicPartition{Topic: "em", Partition: 0})
+	id := "em"
+	p := initPID(t, rc, &id, 60000)
+	addPartition(t, rc, id, p.ProducerID, p.ProducerEpoch, "em", 0)
+	roundTrip[*kmsg.ProduceResponse](rc, txnProduceReq(id, "em", 0, -1, records(t, 2, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
+	slowFlushes(t, dir, 300*time.Millisecond)
+	if c := endTxn(t, rc, id, p.ProducerID, p.ProducerEpoch, true); c != 0 {
+		t.Fatalf("commit: %d", c)
+	}
+	if rp := l.RecoveryPoint(); rp < 3 {
+		t.Fatalf("EndTxn answered with the recovery point at %d, below the COMMIT marker's end 3", rp)
+	}
+}
