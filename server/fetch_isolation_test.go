@@ -3,6 +3,7 @@ package server
 import (
 	"testing"
 
+	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/batch"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -122,5 +123,32 @@ func TestReadCommittedAbortedTransactions(t *testing.T) {
 	}
 	if fp := roundTrip[*kmsg.FetchResponse](rc, fetchReq("ab", 0, 0, 0, 1, 1<<20, 1<<20, 0)).Topics[0].Partitions[0]; len(fp.AbortedTransactions) != 0 {
 		t.Fatalf("read_uncommitted listed %v", fp.AbortedTransactions)
+	}
+}
+
+// TestFetchLeaderEpochChecked: a fetch naming a leader epoch below the
+// partition's is FENCED_LEADER_EPOCH, epoch 0 included; one above it
+// UNKNOWN_LEADER_EPOCH; -1 is not checked.
+func TestFetchLeaderEpochChecked(t *testing.T) {
+	dir := t.TempDir()
+	ts := startTest(t, Config{Dir: dir})
+	rc := dial(t, ts.addr)
+	createTopic(t, rc, "le", 1)
+	l, _ := ts.Dir().Log(partlog.TopicPartition{Topic: "le", Partition: 0})
+	if _, err := l.AppendAsLeader(records(t, 1, -1, 0, 0, false, 10), 3); err != nil {
+		t.Fatal(err)
+	}
+	ts.close(t)
+	ts = startTest(t, Config{Dir: dir}) // the partition's epoch is the log's, 3
+	rc = dial(t, ts.addr)
+	for _, c := range []struct {
+		epoch int32
+		code  int16
+	}{{0, errFencedLeaderEpoch}, {2, errFencedLeaderEpoch}, {3, 0}, {4, errUnknownLeaderEpoch}, {-1, 0}} {
+		f := fetchReq("le", 0, 0, 0, 1, 1<<20, 1<<20, 0)
+		f.Topics[0].Partitions[0].CurrentLeaderEpoch = c.epoch
+		if got := roundTrip[*kmsg.FetchResponse](rc, f).Topics[0].Partitions[0].ErrorCode; got != c.code {
+			t.Errorf("current leader epoch %d: error %d, want %d", c.epoch, got, c.code)
+		}
 	}
 }
