@@ -14,7 +14,10 @@ import (
 // against partlog serve and compares what it observed: idempotent and
 // transactional producers (commit, abort, fencing), classic and KIP-848
 // consumer groups reading read_committed and read_uncommitted, and the
-// admin client.
+// admin client. The KIP-848 consumer (group.protocol=consumer) speaks
+// ConsumerGroupHeartbeat to both, with no fallback to the classic
+// protocol, and the admin client describes its group as type CONSUMER
+// (ConsumerGroupDescribe).
 func TestJavaClient(t *testing.T) {
 	in := kafka.Need(t)
 	b := in.StartBroker(t, kafka.BrokerConfig{Props: wireBrokerProps})

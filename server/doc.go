@@ -86,10 +86,14 @@
 //	                            every end)
 //	TxnOffsetCommit       0–5   to the GroupHandler
 //
-// With Config.Groups set, the classic group protocol is routed to it and
-// advertised too (OffsetCommit 0–8, OffsetFetch 0–8, JoinGroup 0–9,
-// Heartbeat 0–4, LeaveGroup 0–5, SyncGroup 0–5, DescribeGroups 0–6,
-// ListGroups 0–5, DeleteGroups 0–3, OffsetDelete 0). Without it those APIs are not advertised and
+// With Config.Groups set, the group APIs are routed to it and advertised
+// too: the classic protocol (OffsetCommit 0–9, OffsetFetch 0–9,
+// JoinGroup 0–9, Heartbeat 0–4, LeaveGroup 0–5, SyncGroup 0–5,
+// DescribeGroups 0–6, ListGroups 0–5, DeleteGroups 0–3, OffsetDelete 0)
+// and KIP-848's consumer groups (ConsumerGroupHeartbeat 0–1,
+// ConsumerGroupDescribe 0–1, group.version 1 finalized in ApiVersions;
+// Kafka's Java consumer with group.protocol=consumer uses them, it does
+// not fall back). Without it those APIs are not advertised and
 // FindCoordinator for a group answers COORDINATOR_NOT_AVAILABLE.
 //
 // Any other API or version is answered, never dropped: ApiVersions with
