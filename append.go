@@ -267,11 +267,12 @@ func (l *Log) windowErrors(v batch.View, h *batch.BatchHeader, ts *timestampRule
 		}
 	}
 	re := &RecordErrors{Err: err}
-	it := batch.NewRecordIterator(v, data)
-	var r batch.Record
-	for i := 0; it.Next(&r); i++ {
+	it := v.Records(data)
+	i := 0
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
+		i++
 		if ts.window(r.Timestamp, r.Timestamp, 0) != nil {
-			re.Records = append(re.Records, RecordError{Index: i, Message: fmt.Sprintf(
+			re.Records = append(re.Records, RecordError{Index: i - 1, Message: fmt.Sprintf(
 				"timestamp %d of record %d is out of range [%d, %d]", r.Timestamp, r.Offset,
 				windowLow(ts.now, ts.before), windowHigh(ts.now, ts.after))})
 		}

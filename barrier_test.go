@@ -543,9 +543,9 @@ func TestBarrier_CarriesSourceClusterID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it := batch.NewRecordIterator(v, data)
-	var r batch.Record
-	if !it.Next(&r) {
+	it := v.Records(data)
+	r, ok := it.Next()
+	if !ok {
 		t.Fatalf("no record: %v", it.Err())
 	}
 	ver, typ, err := batch.ParseControlKey(r.Key)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/filenames"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/recovery"
 	"github.com/partlog/partlog/segment"
@@ -71,7 +72,7 @@ func Check(path string, opts *Options) error {
 // holdsSegments reports whether a directory listing has a .log file.
 func holdsSegments(entries []os.DirEntry) bool {
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".log") {
+		if strings.HasSuffix(e.Name(), filenames.Log) {
 			return true
 		}
 	}

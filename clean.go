@@ -390,17 +390,7 @@ func (l *Log) installCleaned(gen uint64, group []*segment.Segment, out *cleaner.
 		return fail(err)
 	}
 	l.mu.Lock()
-	var paths []string
-	var errs []error
-	for _, s := range group {
-		if k, ok := l.keys[s]; ok {
-			l.cache.forget(k)
-			delete(l.keys, s)
-		}
-		p, err := s.RenameDeleted()
-		paths = append(paths, p...)
-		errs = append(errs, err)
-	}
+	paths, errs := l.renameDeleted(group)
 	errs = append(errs, fsutil.SyncDir(l.dir))
 	if err := errors.Join(errs...); err != nil {
 		l.setSegments(slices.Delete(slices.Clone(l.segments), at, at+len(group)))

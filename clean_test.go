@@ -78,9 +78,8 @@ func readRecords(t testing.TB, l *Log) []logRecord {
 		if err != nil {
 			t.Fatal(err)
 		}
-		it := batch.NewRecordIterator(v, data)
-		var r batch.Record
-		for it.Next(&r) {
+		it := v.Records(data)
+		for r, ok := it.Next(); ok; r, ok = it.Next() {
 			out = append(out, logRecord{r.Offset, string(r.Key), string(r.Value), r.Value == nil})
 		}
 		if err := it.Err(); err != nil {

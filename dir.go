@@ -303,6 +303,9 @@ func (d *Dir) load() error {
 			o.LogStartOffset = starts[j.tp]
 			o.FirstDirtyOffset = dirty[j.tp]
 			l, err := openLog(filepath.Join(d.path, j.name), &o, d.opts.Quarantine)
+			if err == nil {
+				l.onTruncated = d.checkpointAfterTruncation
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -461,6 +464,18 @@ func (d *Dir) checkpointLocked() error {
 		d.cleanerFile = true
 	}
 	return errors.Join(errs...)
+}
+
+// checkpointAfterTruncation rewrites the directory's checkpoints after
+// one of its logs truncated (Log.onTruncated): the recovery point
+// checkpointed before was above the cut.
+func (d *Dir) checkpointAfterTruncation() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	return d.checkpointLocked()
 }
 
 // Close flushes and closes every partition, writes both checkpoints (the

@@ -255,3 +255,68 @@ func TestOpenDirFailedPartitionKeepsCheckpoints(t *testing.T) {
 		t.Fatal("clean-shutdown marker written although a partition was not loaded")
 	}
 }
+
+// TestDirCheckpointsAfterTruncation: a truncation of one of the
+// directory's logs rewrites the recovery-point checkpoint at once, as
+// Kafka's LogManager.truncateTo does. The checkpoint written before held
+// a recovery point above the cut; after a power cut, recovery would have
+// trusted, unscanned, whatever was appended there next and not yet
+// synced (TestPowerCutDir found a sealed segment with its preallocated
+// zero tail trusted that way). TruncateFullyAndStartAt does the same.
+func TestDirCheckpointsAfterTruncation(t *testing.T) {
+	root := t.TempDir()
+	d, err := OpenDir(root, dirOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	tp := TopicPartition{Topic: "orders", Partition: 0}
+	l, err := d.Create(tp.Topic, tp.Partition, TopicID{1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		if _, err := l.AppendAsLeader(makeBatch(t, 2, 100, 1), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	rp := func() int64 {
+		rps, err := checkpoint.ReadOffsets(filepath.Join(root, checkpoint.RecoveryPointFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rps[tp]
+	}
+	if got := rp(); got != 12 {
+		t.Fatalf("checkpointed recovery point %d, want 12", got)
+	}
+	if err := l.TruncateTo(4); err != nil {
+		t.Fatal(err)
+	}
+	if got := rp(); got != 4 {
+		t.Errorf("after TruncateTo(4) the checkpointed recovery point is %d, want 4", got)
+	}
+	for range 4 {
+		if _, err := l.AppendAsLeader(makeBatch(t, 2, 100, 1), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateFullyAndStartAt(2); err != nil {
+		t.Fatal(err)
+	}
+	if got := rp(); got != 2 {
+		t.Errorf("after TruncateFullyAndStartAt(2) the checkpointed recovery point is %d, want 2", got)
+	}
+}

@@ -71,10 +71,7 @@ func (c *epochCache) assign(epoch int32, startOffset int64) error {
 		c.entries = c.entries[:len(c.entries)-1]
 	}
 	c.entries = append(c.entries, EpochEntry{Epoch: epoch, StartOffset: startOffset})
-	snapshot := slices.Clone(c.entries)
-	c.publishLatest()
-	c.mu.Unlock()
-	return checkpoint.WriteLeaderEpochs(c.path, snapshot)
+	return c.unlockAndWrite(true)
 }
 
 // truncateFromEnd removes entries starting at or after offset.
@@ -84,14 +81,7 @@ func (c *epochCache) truncateFromEnd(offset int64) error {
 	for len(c.entries) > 0 && c.entries[len(c.entries)-1].StartOffset >= offset {
 		c.entries = c.entries[:len(c.entries)-1]
 	}
-	changed := len(c.entries) != n
-	snapshot := slices.Clone(c.entries)
-	c.publishLatest()
-	c.mu.Unlock()
-	if !changed {
-		return nil
-	}
-	return checkpoint.WriteLeaderEpochs(c.path, snapshot)
+	return c.unlockAndWrite(len(c.entries) != n)
 }
 
 // truncateFromStart drops the entries starting at or below offset; the
@@ -111,6 +101,13 @@ func (c *epochCache) truncateFromStart(offset int64) error {
 		c.entries = append([]EpochEntry{keep}, rest...)
 		changed = true
 	}
+	return c.unlockAndWrite(changed)
+}
+
+// unlockAndWrite ends a change of the entries made under c.mu: it
+// publishes the latest epoch, releases c.mu and, when the entries
+// changed, writes the checkpoint (outside the lock, from a copy).
+func (c *epochCache) unlockAndWrite(changed bool) error {
 	snapshot := slices.Clone(c.entries)
 	c.publishLatest()
 	c.mu.Unlock()

@@ -95,17 +95,24 @@ func (l *Log) planLocked(p *flushPlan) error {
 	p.leo, p.gen = l.logEndOffset.Load(), l.truncations.Load()
 	rp := l.recoveryPoint.Load()
 	l.mu.RLock()
-	p.segs = p.buf[:0]
-	for i, s := range l.segments {
-		if i+1 < len(l.segments) && l.segments[i+1].BaseOffset() <= rp {
-			continue // wholly below the recovery point
-		}
-		p.segs = append(p.segs, s)
-	}
+	p.segs = unflushed(p.buf[:0], l.segments, rp)
 	l.mu.RUnlock()
 	p.dirDirty, p.active = l.dirDirty, l.active()
 	p.size = p.active.Size()
 	return nil
+}
+
+// unflushed appends to dst the segments of segs (the log's, oldest
+// first) a flush syncs when the recovery point is rp: the one holding it
+// and every later one.
+func unflushed(dst, segs []*segment.Segment, rp int64) []*segment.Segment {
+	for i, s := range segs {
+		if i+1 < len(segs) && segs[i+1].BaseOffset() <= rp {
+			continue // wholly below the recovery point
+		}
+		dst = append(dst, s)
+	}
+	return dst
 }
 
 // fsyncPlan makes what p lists durable: the .log data and length of each
@@ -135,6 +142,9 @@ func (l *Log) fsyncPlan(p *flushPlan) error {
 	}
 	if err == nil && p.dirDirty {
 		err = fsutil.SyncDir(l.dir)
+		if l.flushed != nil && err == nil {
+			l.flushed(-1, p.leo)
+		}
 	}
 	return err
 }
@@ -201,11 +211,39 @@ func (l *Log) finishLocked(p *flushPlan, err error) error {
 		// changed the count): the directory is synced.
 		l.dirDirty = false
 	}
+	if err := l.syncTrimPassed(p); err != nil {
+		l.failed = err
+		return err
+	}
 	if p.leo > l.recoveryPoint.Load() {
 		l.recoveryPoint.Store(p.leo)
 	}
 	if f := testhook.LogFlushed.Load(); f != nil {
 		(*f)(l.dir)
+	}
+	return nil
+}
+
+// syncTrimPassed syncs p.active again when a roll sealed it after this
+// flush synced it and the recovery point is about to reach its end: its
+// trim (the file length) came after the fdatasync, no later flush syncs
+// a segment wholly below the recovery point, and recovery trusts such a
+// segment as it is on disk, so a cut would leave its preallocated zero
+// tail in the log. (rollLocked syncs the trim itself when the recovery
+// point is already at the log end.) Caller holds appendMu.
+func (l *Log) syncTrimPassed(p *flushPlan) error {
+	if p.active == nil || l.active() == p.active {
+		return nil
+	}
+	l.mu.RLock()
+	i := slices.Index(l.segments, p.active)
+	passed := i >= 0 && i+1 < len(l.segments) && l.segments[i+1].BaseOffset() <= p.leo
+	l.mu.RUnlock()
+	if !passed {
+		return nil // deleted, or the next flush syncs it (it holds the recovery point)
+	}
+	if err := p.active.Flush(); err != nil && !(errors.Is(err, segment.ErrClosed) && l.deleted(p.active)) {
+		return err
 	}
 	return nil
 }

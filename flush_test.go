@@ -344,3 +344,202 @@ func TestSyncLeavesActiveIndexes(t *testing.T) {
 		}
 	}
 }
+
+// syncedPaths records the paths testhook.Synced reports until the test
+// ends; the function returned takes (and resets) the record.
+func syncedPaths(t *testing.T) func() map[string]int {
+	var mu sync.Mutex
+	synced := map[string]int{}
+	hook := func(path string) {
+		mu.Lock()
+		defer mu.Unlock()
+		synced[path]++
+	}
+	if !testhook.Synced.CompareAndSwap(nil, &hook) {
+		t.Fatal("testhook.Synced is already set")
+	}
+	t.Cleanup(func() { testhook.Synced.Store(nil) })
+	return func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		out := synced
+		synced = map[string]int{}
+		return out
+	}
+}
+
+// TestRollSyncsTrimBelowRecoveryPoint: a roll when every byte is durable
+// (the recovery point at the log end) fsyncs the sealed .log at once, so
+// its trim is durable before the new segment can be: no flush would sync
+// it again (it lies below the recovery point), and recovery trusts it as
+// it is on disk, zero tail included. With bytes not yet durable the
+// roll syncs nothing (the next flush covers the sealed segment, which
+// holds or follows the recovery point) and the next flush does.
+func TestRollSyncsTrimBelowRecoveryPoint(t *testing.T) {
+	l, dir := openTestLog(t, smallOpts(t))
+	took := syncedPaths(t)
+	b := makeBatch(t, 2, 100, 1)
+	if _, err := l.AppendAsLeader(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	first := l.Segments()[0]
+	took()
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if got := took(); got[filenames.Path(dir, first, filenames.Log)] == 0 {
+		t.Errorf("a roll with everything durable did not fsync the sealed segment's trim (synced %v)", got)
+	}
+	if _, err := l.AppendAsLeader(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	second := l.Segments()[1]
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if got := took(); got[filenames.Path(dir, second, filenames.Log)] != 0 {
+		t.Errorf("a roll over bytes not yet durable fsynced the sealed segment on the append path (synced %v)", got)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := took(); got[filenames.Path(dir, second, filenames.Log)] == 0 {
+		t.Errorf("the flush after the roll did not fsync the sealed segment (synced %v)", got)
+	}
+}
+
+// TestFlushSyncsSealedTransactionIndex: an ABORT's .txnindex entry
+// written in the active segment and sealed by a roll before any flush is
+// synced by the next flush, which syncs that sealed segment: once the
+// recovery point passes it, recovery no longer rebuilds the index, and
+// read_committed consumers would see the aborted records.
+func TestFlushSyncsSealedTransactionIndex(t *testing.T) {
+	l, dir := psNew(t)
+	took := syncedPaths(t)
+	psLeader(t, l, psData(t, 7, 0, 0, 2, true))
+	psCoord(t, l, psMarker(7, 0, false, 0))
+	first := l.Segments()[0]
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	took()
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	txn := filenames.Path(dir, first, filenames.TxnIndex)
+	if got := took(); got[txn] == 0 {
+		t.Errorf("the flush after the roll did not fsync the sealed segment's transaction index (synced %v)", got)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := took(); got[txn] != 0 {
+		t.Errorf("a flush fsynced the unchanged transaction index again (synced %v)", got)
+	}
+}
+
+// TestRollAfterFlushedDirectoryIsSyncedNext: a segment made after a
+// flush synced the directory, before that flush ends, is the next
+// flush's to sync: the flush must not mark the directory clean when the
+// active segment changed since its plan. Here the roll writes no
+// producer snapshot (one at the same offset was written by the
+// truncation just before), which would have synced the directory too.
+func TestRollAfterFlushedDirectoryIsSyncedNext(t *testing.T) {
+	l, dir := openTestLog(t, smallOpts(t))
+	took := syncedPaths(t)
+	b := makeBatch(t, 2, 100, 1)
+	for range 3 {
+		if _, err := l.AppendAsLeader(b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateTo(4); err != nil { // the directory is dirty again
+		t.Fatal(err)
+	}
+	rolled := false
+	l.flushed = func(base, _ int64) {
+		if base >= 0 || rolled {
+			return
+		}
+		rolled = true
+		if err := l.Roll(); err != nil {
+			t.Errorf("roll after the flush's directory fsync: %v", err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	l.flushed = nil
+	if !rolled || len(l.Segments()) != 2 {
+		t.Fatalf("no roll during the flush (segments %v)", l.Segments())
+	}
+	took()
+	info, err := l.AppendAsLeader(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(context.Background(), info.LastOffset+1); err != nil {
+		t.Fatal(err)
+	}
+	if got := took(); got[filepath.Clean(dir)] == 0 {
+		t.Errorf("the Sync of a batch in the segment made after the last directory fsync did not fsync the directory (synced %v)", got)
+	}
+}
+
+// TestRollDuringFlushSyncsTrim: a roll after a flush synced the active
+// segment, with no append since the flush's plan: the recovery point the
+// flush sets is the new segment's base, wholly past the sealed segment,
+// so no later flush syncs that segment, yet its trim (the file length)
+// came after the flush's fdatasync. The flush syncs it again before it
+// moves the recovery point; otherwise a cut leaves the preallocated zero
+// tail below the recovery point, where recovery trusts what it finds.
+func TestRollDuringFlushSyncsTrim(t *testing.T) {
+	l, dir := openTestLog(t, smallOpts(t))
+	took := syncedPaths(t)
+	b := makeBatch(t, 2, 100, 1)
+	for range 3 {
+		if _, err := l.AppendAsLeader(b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateTo(4); err != nil { // the directory is dirty again
+		t.Fatal(err)
+	}
+	if _, err := l.AppendAsLeader(b, 0); err != nil { // above the recovery point
+		t.Fatal(err)
+	}
+	first := l.Segments()[0]
+	rolled := false
+	l.flushed = func(base, _ int64) {
+		if base >= 0 || rolled {
+			return // roll after the directory's fsync, the flush's last
+		}
+		rolled = true
+		if err := l.Roll(); err != nil {
+			t.Errorf("roll after the flush's fsyncs: %v", err)
+		}
+		took()
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	l.flushed = nil
+	if !rolled || len(l.Segments()) != 2 {
+		t.Fatalf("no roll during the flush (segments %v)", l.Segments())
+	}
+	if rp, next := l.RecoveryPoint(), l.Segments()[1]; rp != next {
+		t.Fatalf("recovery point %d, want the new segment's base %d", rp, next)
+	}
+	if got := took(); got[filenames.Path(dir, first, filenames.Log)] == 0 {
+		t.Errorf("the flush set the recovery point past a segment sealed after its sync without syncing its trim (synced %v)", got)
+	}
+}

@@ -252,6 +252,9 @@ func recordFlushes(l *Log) func() flushRecord {
 	l.flushed = func(base, target int64) {
 		mu.Lock()
 		defer mu.Unlock()
+		if base < 0 {
+			return // the directory's fsync
+		}
 		rec.bases = append(rec.bases, base)
 		rec.target = target
 	}

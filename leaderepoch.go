@@ -63,16 +63,31 @@ func (l *Log) TruncateAt(offset int64) (int64, error) {
 		return l.logEndOffset.Load(), &OffsetError{Err: ErrOffsetOutOfRange, Offset: offset}
 	}
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
 	if err := l.checkWritable(); err != nil {
+		l.appendMu.Unlock()
 		return l.logEndOffset.Load(), err
 	}
 	cut, err := l.batchStartLocked(offset)
 	if err != nil {
+		l.appendMu.Unlock()
 		return l.logEndOffset.Load(), err
 	}
+	cutData := cut < l.logEndOffset.Load()
 	err = l.truncateToLocked(cut)
-	return l.logEndOffset.Load(), err
+	leo := l.logEndOffset.Load()
+	l.appendMu.Unlock()
+	if err == nil && cutData {
+		err = l.truncatedHook()
+	}
+	return leo, err
+}
+
+// truncatedHook runs onTruncated, with no lock of the log held.
+func (l *Log) truncatedHook() error {
+	if l.onTruncated == nil {
+		return nil
+	}
+	return l.onTruncated()
 }
 
 // batchStartLocked returns offset, or the base offset of the batch that

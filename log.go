@@ -120,11 +120,18 @@ type logCold struct {
 	// commit is the group commit of Sync (groupcommit.go); its env is
 	// this Log.
 	commit groupCommit
+	// onTruncated, set by the Dir that opened the log, rewrites the
+	// directory's checkpoints after a truncation: a recovery point
+	// checkpointed above the cut would make recovery trust, unscanned,
+	// what is appended there next (Kafka's LogManager.truncateTo
+	// checkpoints too).
+	onTruncated func() error
 	// flushFault, set by tests, makes a flush fail as an fsync would.
 	flushFault func() error
 	// flushed, set by tests, is called by a flush before it fsyncs each
 	// segment, with that segment's base offset and the recovery point the
-	// flush will set (the log end offset it saw when it started).
+	// flush will set (the log end offset it saw when it started), and with
+	// base -1 after it fsynced the directory.
 	flushed func(base, target int64)
 	scratch []byte
 	// appendTimeBuf holds a LogAppendTime append's stamped copy
@@ -416,11 +423,46 @@ func (l *Log) adopt(ld *recovery.Loaded) error {
 // closeSegments closes whatever load opened (on a failed open).
 func (l *Log) closeSegments() {
 	for _, s := range l.segments {
-		if k, ok := l.keys[s]; ok {
-			l.cache.forget(k)
-		}
+		l.uncache(s)
 		_ = s.Close()
 	}
+}
+
+// uncache forgets segment s in the Log's share of the segment cache: s
+// is being closed, deleted or rewritten. Caller holds mu exclusively (or
+// owns the Log, opening it).
+func (l *Log) uncache(s *segment.Segment) {
+	if k, ok := l.keys[s]; ok {
+		l.cache.forget(k)
+		delete(l.keys, s)
+	}
+}
+
+// renameDeleted uncaches segs and renames their files .deleted, returning
+// the new paths (for the deletion queue) and each rename's error. Caller
+// holds mu exclusively.
+func (l *Log) renameDeleted(segs []*segment.Segment) (paths []string, errs []error) {
+	for _, s := range segs {
+		l.uncache(s)
+		p, err := s.RenameDeleted()
+		paths = append(paths, p...)
+		errs = append(errs, err)
+	}
+	return paths, errs
+}
+
+// markClosed marks the log closed, wakes its waiters and uncaches its
+// segments, which it returns for the caller to close. Caller holds
+// appendMu.
+func (l *Log) markClosed() []*segment.Segment {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed.Store(true)
+	l.waiters.closed()
+	for _, s := range l.segments {
+		l.uncache(s)
+	}
+	return l.segments
 }
 
 // RecoveryReport returns what recovery found and did when this Log was
@@ -589,6 +631,18 @@ func (l *Log) rollLocked(base int64) error {
 		l.failed = err
 		return err
 	}
+	if l.recoveryPoint.Load() >= l.logEndOffset.Load() {
+		// Every byte of old is durable and recovery will trust it as it
+		// is on disk (it lies below the recovery point), yet no flush
+		// will sync it again: make its trim durable now, before a later
+		// segment can be. Only the length is written. Otherwise the
+		// recovery point lies in old or before it, so the next flush
+		// syncs it, and until then recovery scans it.
+		if err := old.Flush(); err != nil {
+			l.failed = err
+			return err
+		}
+	}
 	s, err := segment.Create(l.dir, base, l.segConfig(), l.opts.Now())
 	if err != nil {
 		// The old segment is sealed and cannot take more appends.
@@ -629,12 +683,9 @@ func (l *Log) flushLocked() error {
 	leo := l.logEndOffset.Load()
 	rp := l.recoveryPoint.Load()
 	l.mu.RLock()
-	segs := slices.Clone(l.segments)
+	segs := unflushed(nil, l.segments, rp)
 	l.mu.RUnlock()
-	for i, s := range segs {
-		if i+1 < len(segs) && segs[i+1].BaseOffset() <= rp {
-			continue // wholly below the recovery point
-		}
+	for _, s := range segs {
 		if err := s.Flush(); err != nil {
 			l.failed = err
 			return err
@@ -671,17 +722,7 @@ func (l *Log) Close() error {
 			l.closedDurable = err == nil
 			errs = append(errs, err, l.takeSnapshot())
 		}
-		l.mu.Lock()
-		l.closed.Store(true)
-		l.waiters.closed()
-		segs := l.segments
-		for _, s := range segs {
-			if k, ok := l.keys[s]; ok {
-				l.cache.forget(k)
-			}
-		}
-		l.mu.Unlock()
-		for _, s := range segs {
+		for _, s := range l.markClosed() {
 			errs = append(errs, s.Close())
 		}
 		if l.failed == nil {
@@ -706,18 +747,8 @@ func (l *Log) discard() error {
 	l.closeOnce.Do(func() {
 		l.appendMu.Lock()
 		defer l.appendMu.Unlock()
-		l.mu.Lock()
-		l.closed.Store(true)
-		l.waiters.closed()
-		segs := l.segments
-		for _, s := range segs {
-			if k, ok := l.keys[s]; ok {
-				l.cache.forget(k)
-			}
-		}
-		l.mu.Unlock()
 		var errs []error
-		for _, s := range segs {
+		for _, s := range l.markClosed() {
 			errs = append(errs, s.Discard())
 		}
 		errs = append(errs, l.deletions.removeNow(), unlockDir(l.lock))
@@ -731,16 +762,17 @@ func (l *Log) discard() error {
 // append can move the log meanwhile).
 var closeCheck func(*Log)
 
-// removeSegmentsLocked deletes segs (renamed .deleted, then removed) and
-// drops them from the list. Caller holds appendMu and mu exclusively.
+// removeSegmentsLocked deletes segs (renamed .deleted, then removed) in
+// their order and drops them from the list. A power cut before the
+// directory's fsync keeps some first renames of segs: the caller orders
+// them so that any such prefix leaves the log contiguous (a suffix of the
+// log newest first, a prefix oldest first). Caller holds appendMu and mu
+// exclusively.
 func (l *Log) removeSegmentsLocked(segs []*segment.Segment) error {
 	l.clean.removals.Add(1)
 	var errs []error
 	for _, s := range segs {
-		if k, ok := l.keys[s]; ok {
-			l.cache.forget(k)
-			delete(l.keys, s)
-		}
+		l.uncache(s)
 		errs = append(errs, s.Delete())
 	}
 	l.setSegments(slices.DeleteFunc(l.segments, func(s *segment.Segment) bool { return slices.Contains(segs, s) }))

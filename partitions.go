@@ -144,6 +144,7 @@ func (d *Dir) Create(topic string, partition int32, topicID TopicID, opts *Optio
 	if err != nil {
 		return nil, err
 	}
+	l.onTruncated = d.checkpointAfterTruncation
 	if err := fsutil.SyncDir(d.path); err != nil {
 		_ = l.Close()
 		return nil, err

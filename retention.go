@@ -180,25 +180,10 @@ func (l *Log) deleteSegmentsLocked(predicate func(s, next *segment.Segment) (boo
 	// Raise the log start before the segments leave the list, so no
 	// reader is sent past them.
 	if newStart > l.logStartOffset.Load() {
-		l.beginOffsetsChange()
-		l.logStartOffset.Store(newStart)
-		l.recoveryPoint.Store(max(l.recoveryPoint.Load(), newStart))
-		l.highWatermark.Store(max(l.highWatermark.Load(), newStart))
-		l.endOffsetsChange()
-		l.waiters.highWatermarkMoved()
+		l.raiseLogStart(newStart)
 	}
-	var paths []string
-	var errs []error
 	l.mu.Lock()
-	for _, s := range doomed {
-		if k, ok := l.keys[s]; ok {
-			l.cache.forget(k)
-			delete(l.keys, s)
-		}
-		p, err := s.RenameDeleted()
-		paths = append(paths, p...)
-		errs = append(errs, err)
-	}
+	paths, errs := l.renameDeleted(doomed)
 	l.setSegments(slices.Clone(l.segments[len(doomed):]))
 	l.mu.Unlock()
 	errs = append(errs, fsutil.SyncDir(l.dir))

@@ -52,9 +52,8 @@ func TestLogAppendTime(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ri := batch.NewRecordIterator(b, data)
-			var r batch.Record
-			for ri.Next(&r) {
+			ri := b.Records(data)
+			for r, ok := ri.Next(); ok; r, ok = ri.Next() {
 				if r.Timestamp != now {
 					t.Fatalf("%s: record %d timestamp %d", what, r.Offset, r.Timestamp)
 				}

@@ -44,9 +44,8 @@ func tsAll(t testing.TB, l *Log) []tsRecord {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ri := batch.NewRecordIterator(b, data)
-			var r batch.Record
-			for ri.Next(&r) {
+			ri := b.Records(data)
+			for r, ok := ri.Next(); ok; r, ok = ri.Next() {
 				if r.Offset >= l.LogStartOffset() {
 					out = append(out, tsRecord{r.Offset, r.Timestamp, b.PartitionLeaderEpoch()})
 				}

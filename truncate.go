@@ -2,6 +2,7 @@ package partlog
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/producerstate"
@@ -37,12 +38,13 @@ func (l *Log) truncateToLocked(offset int64) error {
 	}
 	target := l.segments[i]
 	l.mu.Lock()
-	err := l.removeSegmentsLocked(l.segments[i+1:])
+	// Newest first: a cut that keeps only some renames then leaves the
+	// log shorter, never with a hole below a segment it kept.
+	doomed := slices.Clone(l.segments[i+1:])
+	slices.Reverse(doomed)
+	err := l.removeSegmentsLocked(doomed)
 	if err == nil {
-		if k, ok := l.keys[target]; ok {
-			l.cache.forget(k)
-			delete(l.keys, target)
-		}
+		l.uncache(target)
 		_, err = target.TruncateTo(offset, l.opts.Now())
 	}
 	l.mu.Unlock()
@@ -86,11 +88,15 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 		return &OffsetError{Err: ErrOffsetOutOfRange, Offset: offset}
 	}
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	if err := l.checkWritable(); err != nil {
-		return err
+	err := l.checkWritable()
+	if err == nil {
+		err = l.truncateFullyLocked(offset)
 	}
-	return l.truncateFullyLocked(offset)
+	l.appendMu.Unlock()
+	if err == nil {
+		err = l.truncatedHook()
+	}
+	return err
 }
 
 func (l *Log) truncateFullyLocked(offset int64) error {
@@ -145,12 +151,7 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	if offset <= l.logStartOffset.Load() {
 		return nil
 	}
-	l.beginOffsetsChange()
-	l.logStartOffset.Store(offset)
-	l.recoveryPoint.Store(max(l.recoveryPoint.Load(), offset))
-	l.highWatermark.Store(max(l.highWatermark.Load(), offset))
-	l.endOffsetsChange()
-	l.waiters.highWatermarkMoved()
+	l.raiseLogStart(offset)
 	var doomed []*segment.Segment
 	for i := 0; i+1 < len(l.segments); i++ {
 		if l.segments[i+1].BaseOffset() <= offset {
@@ -202,4 +203,16 @@ func (l *Log) truncatedBelow(since uint64, offset int64) bool {
 		}
 	}
 	return false
+}
+
+// raiseLogStart moves the log start up to offset, with the recovery point
+// and the high watermark when they are below it, and wakes the waiters on
+// the high watermark. Caller holds appendMu.
+func (l *Log) raiseLogStart(offset int64) {
+	l.beginOffsetsChange()
+	l.logStartOffset.Store(offset)
+	l.recoveryPoint.Store(max(l.recoveryPoint.Load(), offset))
+	l.highWatermark.Store(max(l.highWatermark.Load(), offset))
+	l.endOffsetsChange()
+	l.waiters.highWatermarkMoved()
 }

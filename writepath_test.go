@@ -106,3 +106,28 @@ func TestWritePolicyLoneSyncer(t *testing.T) {
 		t.Errorf("%d flushes; the flush that ended with a group behind it marked lone: %v", calls.Load(), loneAtSecond.Load())
 	}
 }
+
+// TestFlushStartsDurableWindow: a Log's Flush counts for the write
+// policy, so the appends after it use pwritev (durableWindow) rather than
+// stores whose page faults would serialize under appendMu.
+func TestFlushStartsDurableWindow(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	if _, err := l.AppendAsLeader(makeBatch(t, 1, 50, 1), 0); err != nil {
+		t.Fatal(err)
+	}
+	l.appendMu.Lock()
+	before := l.writes.write(WriteAuto, 256)
+	l.appendMu.Unlock()
+	if before {
+		t.Fatal("a small append used pwritev before any flush")
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	l.appendMu.Lock()
+	after := l.writes.write(WriteAuto, 256)
+	l.appendMu.Unlock()
+	if !after {
+		t.Error("the append after a Flush stored into the mapping: the flush was not counted")
+	}
+}

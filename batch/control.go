@@ -421,14 +421,16 @@ func (v View) ControlRecord(scratch []byte, r *Record) (t ControlType, data []by
 	if err != nil {
 		return 0, scratch, err
 	}
-	it := NewRecordIterator(v, data)
-	if !it.Next(r) {
+	it := v.Records(data)
+	first, ok := it.Next()
+	if !ok {
 		err := it.Err()
 		if err == nil {
 			err = corruptf(HeaderSize, "no record")
 		}
 		return 0, data, err
 	}
+	*r = *first
 	_, t, err = ParseControlKey(r.Key)
 	return t, data, err
 }

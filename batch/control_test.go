@@ -226,9 +226,9 @@ func TestAppendControlBatch(t *testing.T) {
 	if v.Attributes() != 0x20 || !v.IsControl() || v.IsTransactional() || v.RecordsCount() != 1 || v.BaseSequence() != -1 {
 		t.Errorf("header: attributes %#x count %d base sequence %d", v.Attributes(), v.RecordsCount(), v.BaseSequence())
 	}
-	it := NewRecordIterator(v, v.RecordsSection())
-	var r Record
-	if !it.Next(&r) {
+	it := v.Records(v.RecordsSection())
+	r, ok := it.Next()
+	if !ok {
 		t.Fatalf("no record: %v", it.Err())
 	}
 	if _, typ, err := ParseControlKey(r.Key); err != nil || typ != ControlKRaftVersion {

@@ -160,10 +160,9 @@ func FuzzRecords(f *testing.F) {
 				}
 				scratch = data
 			}
-			ri := NewRecordIterator(v, data)
-			var r Record
+			ri := v.Records(data)
 			n := int32(0)
-			for ri.Next(&r) {
+			for r, ok := ri.Next(); ok; r, ok = ri.Next() {
 				n++
 				if n > v.RecordsCount() {
 					t.Fatalf("%d records, %d declared", n, v.RecordsCount())
@@ -181,9 +180,8 @@ func FuzzRecords(f *testing.F) {
 					t.Fatalf("LogAppendTime record timestamp %d, max %d", r.Timestamp, v.MaxTimestamp())
 				}
 				hi := r.Headers()
-				var h Header
 				hn := int32(0)
-				for hi.Next(&h) {
+				for h, ok := hi.Next(); ok; h, ok = hi.Next() {
 					hn++
 					if h.Key == nil || !within(h.Key, data) || !within(h.Value, data) {
 						t.Fatalf("record %d header %d: key %v value %v outside the data", n, hn, h.Key, h.Value)

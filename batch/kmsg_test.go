@@ -452,10 +452,13 @@ func crossCheckOurBatch(dec *decoders, g *genBatch) error {
 	if len(krs) != len(g.recs) {
 		return fmt.Errorf("kmsg read %d records, want %d", len(krs), len(g.recs))
 	}
-	it := NewRecordIterator(v, data)
-	var r Record
+	it := v.Records(data)
 	i := 0
-	for ; it.Next(&r); i++ {
+	for ; ; i++ {
+		r, ok := it.Next()
+		if !ok {
+			break
+		}
 		if i >= len(krs) {
 			return fmt.Errorf("our iterator returned more than %d records", len(krs))
 		}
@@ -479,9 +482,12 @@ func crossCheckOurBatch(dec *decoders, g *genBatch) error {
 		f.eq(p+"Sequence", r.Sequence, wantSeq)
 		f.eq(p+"HeaderCount", int(r.HeaderCount), len(kr.Headers))
 		hi := r.Headers()
-		var h Header
 		j := 0
-		for ; hi.Next(&h); j++ {
+		for ; ; j++ {
+			h, ok := hi.Next()
+			if !ok {
+				break
+			}
 			if j >= len(kr.Headers) {
 				break
 			}
@@ -491,7 +497,7 @@ func crossCheckOurBatch(dec *decoders, g *genBatch) error {
 		}
 		f.eq(p+"headers iterated", j, len(kr.Headers))
 		if g.control {
-			checkControlWithKmsg(&f, g, &r)
+			checkControlWithKmsg(&f, g, r)
 		}
 		if err := f.err(); err != nil {
 			return err
@@ -711,10 +717,13 @@ func crossCheckKmsgBatch(g *kmsgGen) error {
 	if err != nil {
 		return fmt.Errorf("RecordData: %w", err)
 	}
-	it := NewRecordIterator(v, data)
-	var r Record
+	it := v.Records(data)
 	i := 0
-	for ; it.Next(&r); i++ {
+	for ; ; i++ {
+		r, ok := it.Next()
+		if !ok {
+			break
+		}
 		if i >= len(g.records) {
 			return fmt.Errorf("more than %d records", len(g.records))
 		}
@@ -739,9 +748,12 @@ func crossCheckKmsgBatch(g *kmsgGen) error {
 		f.bytesEq(p+"Value", r.Value, kr.Value)
 		f.eq(p+"HeaderCount", int(r.HeaderCount), len(kr.Headers))
 		hi := r.Headers()
-		var h Header
 		j := 0
-		for ; hi.Next(&h) && j < len(kr.Headers); j++ {
+		for ; ; j++ {
+			h, ok := hi.Next()
+			if !ok || j >= len(kr.Headers) {
+				break
+			}
 			f.eq(fmt.Sprintf("%sheader %d key", p, j), string(h.Key), kr.Headers[j].Key)
 			f.bytesEq(fmt.Sprintf("%sheader %d value", p, j), h.Value, kr.Headers[j].Value)
 		}

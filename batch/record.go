@@ -64,18 +64,22 @@ type HeaderIterator struct {
 	left int32
 }
 
-// Next stores the next header in h and reports whether there was one.
-func (it *HeaderIterator) Next(h *Header) bool {
+// Next returns the next header, or false after the last.
+//
+//	hs := r.Headers()
+//	for h, ok := hs.Next(); ok; h, ok = hs.Next() { ... }
+func (it *HeaderIterator) Next() (Header, bool) {
 	if it.left <= 0 {
-		return false
+		return Header{}, false
 	}
 	it.left--
+	var h Header
 	var n int
 	h.Key, n = readLenBytes(it.b)
 	it.b = it.b[n:]
 	h.Value, n = readLenBytes(it.b)
 	it.b = it.b[n:]
-	return true
+	return h, true
 }
 
 // readLenBytes reads a varint length and the bytes it announces from
@@ -90,9 +94,15 @@ func readLenBytes(b []byte) ([]byte, int) {
 
 // RecordIterator decodes the records of one batch from its uncompressed
 // records data (View.RecordsSection for an uncompressed batch, the
-// decompressed section otherwise). It stops after RecordsCount records
-// and, at that point, requires the data to be used up exactly, as Kafka
-// does. It does not allocate and is not safe for concurrent use.
+// decompressed section otherwise: View.RecordData gives either). It
+// stops after RecordsCount records and, at that point, requires the data
+// to be used up exactly, as Kafka does. It is used as Iterator is:
+//
+//	it := v.Records(data)
+//	for r, ok := it.Next(); ok; r, ok = it.Next() { ... }
+//	if err := it.Err(); err != nil { ... }
+//
+// It does not allocate and is not safe for concurrent use.
 type RecordIterator struct {
 	data          []byte
 	pos           int
@@ -104,11 +114,12 @@ type RecordIterator struct {
 	logAppendTime bool
 	empty         bool // the batch declares zero records
 	err           error
+	rec           Record // the record Next returns
 }
 
-// NewRecordIterator returns an iterator over the records of v held in
-// data. Positions in errors are relative to the start of data.
-func NewRecordIterator(v View, data []byte) RecordIterator {
+// Records returns an iterator over the records of v held in data (see
+// RecordIterator). Positions in errors are relative to the start of data.
+func (v View) Records(data []byte) RecordIterator {
 	return RecordIterator{
 		data:          data,
 		left:          v.RecordsCount(),
@@ -121,11 +132,12 @@ func NewRecordIterator(v View, data []byte) RecordIterator {
 	}
 }
 
-// Next decodes the next record into r. It returns false when all records
-// were read or on an error (see Err).
-func (it *RecordIterator) Next(r *Record) bool {
+// Next returns the next record, or false when all records were read or
+// on an error (see Err). The record is the iterator's own, overwritten by
+// the next call (as Iterator.Header); its bytes alias the data.
+func (it *RecordIterator) Next() (*Record, bool) {
 	if it.err != nil {
-		return false
+		return nil, false
 	}
 	if it.left <= 0 {
 		// A batch that declares no records is not looked into (Kafka
@@ -134,13 +146,14 @@ func (it *RecordIterator) Next(r *Record) bool {
 			it.err = corruptf(int64(it.pos), "incorrect declared batch size, %d bytes remain after the last record", len(it.data)-it.pos)
 			it.pos = len(it.data)
 		}
-		return false
+		return nil, false
 	}
+	r := &it.rec
 	n, err := parseRecord(it.data[it.pos:], r)
 	if err != nil {
 		err.Pos += int64(it.pos)
 		it.err = err
-		return false
+		return nil, false
 	}
 	it.pos += n
 	it.left--
@@ -155,7 +168,7 @@ func (it *RecordIterator) Next(r *Record) bool {
 	} else {
 		r.Sequence = IncrementSequence(it.baseSequence, r.OffsetDelta)
 	}
-	return true
+	return r, true
 }
 
 // Err returns the first decoding error, or nil.
@@ -290,13 +303,12 @@ type RecordSummary struct {
 
 // SummarizeRecords is CheckRecords, filling sum. It does not allocate.
 func SummarizeRecords(v View, data []byte, contiguous bool, sum *RecordSummary) error {
-	it := NewRecordIterator(v, data)
-	var r Record
+	it := v.Records(data)
 	prev := int32(-1)
 	lod := v.LastOffsetDelta()
 	lo, hi := int64(math.MaxInt64), int64(NoTimestamp)
 	*sum = RecordSummary{}
-	for it.Next(&r) {
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
 		if r.OffsetDelta <= prev || r.OffsetDelta > lod {
 			return corruptf(0, "record offset delta %d out of order (previous %d, last offset delta %d)", r.OffsetDelta, prev, lod)
 		}

@@ -81,10 +81,9 @@ func TestRecordDecodeErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			v := headerView(t, tc.count, max(tc.count-1, 0))
-			it := NewRecordIterator(v, tc.data)
-			var r Record
+			it := v.Records(tc.data)
 			n := 0
-			for it.Next(&r) {
+			for _, ok := it.Next(); ok; _, ok = it.Next() {
 				n++
 			}
 			if n != tc.ok {
@@ -110,7 +109,7 @@ func TestRecordDecodeErrors(t *testing.T) {
 			if tc.pos >= 0 && ce.Pos != tc.pos {
 				t.Errorf("Position = %d, want %d (%v)", ce.Pos, tc.pos, err)
 			}
-			if it.Next(&r) {
+			if _, ok := it.Next(); ok {
 				t.Error("Next succeeded after an error")
 			}
 			if cerr := CheckRecords(v, tc.data, false); !IsCorrupt(cerr) {
@@ -139,9 +138,12 @@ func TestRecordFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := v.RecordsSection()
-	it := NewRecordIterator(v, data)
-	var r Record
-	for i := 0; it.Next(&r); i++ {
+	it := v.Records(data)
+	for i := 0; ; i++ {
+		r, ok := it.Next()
+		if !ok {
+			break
+		}
 		want := recs[i]
 		if !sameBytes(r.Key, want.Key) || !sameBytes(r.Value, want.Value) {
 			t.Errorf("record %d: key %q (nil %v) value %d bytes (nil %v)", i, r.Key, r.Key == nil, len(r.Value), r.Value == nil)
@@ -166,9 +168,12 @@ func TestRecordFields(t *testing.T) {
 			t.Fatalf("record %d: %d headers, want %d", i, r.HeaderCount, len(want.Headers))
 		}
 		hi := r.Headers()
-		var h Header
 		j := 0
-		for ; hi.Next(&h); j++ {
+		for ; ; j++ {
+			h, ok := hi.Next()
+			if !ok {
+				break
+			}
 			if !bytes.Equal(h.Key, want.Headers[j].Key) || h.Key == nil || !sameBytes(h.Value, want.Headers[j].Value) {
 				t.Errorf("record %d header %d: %q=%q (null %v)", i, j, h.Key, h.Value, h.Value == nil)
 			}
@@ -283,10 +288,13 @@ func TestRecordTimestamps(t *testing.T) {
 			if h, ok := v.DeleteHorizon(); ok != (tc.horizon != 0) || (ok && h != tc.horizon) {
 				t.Errorf("DeleteHorizon = %d, %v; want %d", h, ok, tc.horizon)
 			}
-			it := NewRecordIterator(v, v.RecordsSection())
-			var r Record
+			it := v.Records(v.RecordsSection())
 			i := 0
-			for ; it.Next(&r); i++ {
+			for ; ; i++ {
+				r, ok := it.Next()
+				if !ok {
+					break
+				}
 				if r.Timestamp != tc.wantTS[i] || r.TimestampDelta != tc.wantDelta[i] {
 					t.Errorf("record %d: timestamp %d delta %d, want %d %d", i, r.Timestamp, r.TimestampDelta, tc.wantTS[i], tc.wantDelta[i])
 				}
@@ -330,10 +338,13 @@ func TestRecordSequences(t *testing.T) {
 			if v.LastSequence() != tc.wantLast {
 				t.Errorf("LastSequence = %d, want %d", v.LastSequence(), tc.wantLast)
 			}
-			it := NewRecordIterator(v, v.RecordsSection())
-			var r Record
+			it := v.Records(v.RecordsSection())
 			i := 0
-			for ; it.Next(&r); i++ {
+			for ; ; i++ {
+				r, ok := it.Next()
+				if !ok {
+					break
+				}
 				if r.Sequence != tc.wantSeqs[i] {
 					t.Errorf("record %d: sequence %d, want %d", i, r.Sequence, tc.wantSeqs[i])
 				}
@@ -399,9 +410,8 @@ func TestZeroCountIgnoresSection(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: RecordData: %v", c, err)
 		}
-		it := NewRecordIterator(v, data)
-		var r Record
-		if it.Next(&r) || it.Err() != nil {
+		it := v.Records(data)
+		if _, ok := it.Next(); ok || it.Err() != nil {
 			t.Fatalf("%v: iterator yielded a record or failed: %v", c, it.Err())
 		}
 		if err := CheckRecords(v, data, false); err != nil {

@@ -21,15 +21,13 @@ func decodeAll(t testing.TB, v View) []decodedRecord {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it := NewRecordIterator(v, data)
+	it := v.Records(data)
 	var out []decodedRecord
-	var r Record
-	for it.Next(&r) {
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
 		d := decodedRecord{offset: r.Offset, timestamp: r.Timestamp, seq: r.Sequence, key: string(r.Key), value: string(r.Value),
 			keyNull: r.Key == nil, valNull: r.Value == nil}
 		hs := r.Headers()
-		var h Header
-		for hs.Next(&h) {
+		for h, ok := hs.Next(); ok; h, ok = hs.Next() {
 			d.headers += fmt.Sprintf("%s=%q;", h.Key, h.Value)
 		}
 		out = append(out, d)
@@ -251,16 +249,17 @@ func FuzzAppendRetained(f *testing.F) {
 		if err != nil {
 			t.Fatalf("copy's records: %v", err)
 		}
-		it, ot := NewRecordIterator(c, cd), NewRecordIterator(v, data)
-		var r, o Record
+		it, ot := c.Records(cd), v.Records(data)
 		for i := range keep {
-			if !ot.Next(&o) {
+			o, ok := ot.Next()
+			if !ok {
 				t.Fatalf("original record %d: %v", i, ot.Err())
 			}
 			if !keep[i] {
 				continue
 			}
-			if !it.Next(&r) {
+			r, ok := it.Next()
+			if !ok {
 				t.Fatalf("copy lacks record %d: %v", i, it.Err())
 			}
 			if r.Offset != o.Offset || r.Timestamp != o.Timestamp || !bytes.Equal(r.Key, o.Key) || !bytes.Equal(r.Value, o.Value) ||

@@ -166,10 +166,13 @@ func TestVectorsDecode(t *testing.T) {
 			if len(data) != want.UncompressedBytes {
 				t.Errorf("uncompressed records = %d bytes, want %d", len(data), want.UncompressedBytes)
 			}
-			it := NewRecordIterator(v, data)
-			var r Record
+			it := v.Records(data)
 			i := 0
-			for ; it.Next(&r); i++ {
+			for ; ; i++ {
+				r, ok := it.Next()
+				if !ok {
+					break
+				}
 				if i >= len(vec.Records) {
 					t.Fatalf("more records than the %d expected", len(vec.Records))
 				}
@@ -201,14 +204,17 @@ func TestVectorsDecode(t *testing.T) {
 					t.Errorf("record %d: value %x, want %v", i, r.Value, wr.ValueHex)
 				}
 				hi := r.Headers()
-				var h Header
-				for j := 0; hi.Next(&h); j++ {
+				for j := 0; ; j++ {
+					h, ok := hi.Next()
+					if !ok {
+						break
+					}
 					if string(h.Key) != wr.Headers[j].Key || !sameBytes(h.Value, hexOrNil(t, wr.Headers[j].ValueHex)) {
 						t.Errorf("record %d header %d: %q=%x (null %v)", i, j, h.Key, h.Value, h.Value == nil)
 					}
 				}
 				if wr.Control != nil {
-					checkControlRecord(t, &r, wr.Control.KeyVersion, wr.Control.Type, wr.Control.TypeName,
+					checkControlRecord(t, r, wr.Control.KeyVersion, wr.Control.Type, wr.Control.TypeName,
 						wr.Control.CoordinatorEpoch, wr.Control.MPRClusterID)
 				}
 			}
@@ -326,14 +332,12 @@ func specOf(v View) BatchSpec {
 // recordsOf decodes v's records into RecordSpecs with their stored
 // timestamps (base + delta, even for LogAppendTime).
 func recordsOf(t testing.TB, v View, data []byte) []RecordSpec {
-	it := NewRecordIterator(v, data)
-	var r Record
+	it := v.Records(data)
 	var out []RecordSpec
-	for it.Next(&r) {
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
 		rs := RecordSpec{OffsetDelta: r.OffsetDelta, Timestamp: v.BaseTimestamp() + r.TimestampDelta, Key: r.Key, Value: r.Value}
 		hi := r.Headers()
-		var h Header
-		for hi.Next(&h) {
+		for h, ok := hi.Next(); ok; h, ok = hi.Next() {
 			rs.Headers = append(rs.Headers, h)
 		}
 		out = append(out, rs)

@@ -243,19 +243,8 @@ func (w *Worker) controlType(v batch.View) (typ batch.ControlType, ok bool, err 
 	if v.RecordsCount() <= 0 {
 		return 0, false, nil
 	}
-	data, err := v.RecordData(w.scratch[:0], maxDecompressed)
-	if err != nil {
-		return 0, false, err
-	}
-	it := batch.NewRecordIterator(v, data)
 	var rec batch.Record
-	if !it.Next(&rec) {
-		if err := it.Err(); err != nil {
-			return 0, false, err
-		}
-		return 0, false, nil
-	}
-	_, typ, err = batch.ParseControlKey(rec.Key)
+	typ, _, err = v.ControlRecord(w.scratch[:0], &rec)
 	return typ, err == nil, err
 }
 
@@ -284,7 +273,6 @@ func (p *pass) buildMap() (int64, error) {
 		return 0, err
 	}
 	t.add(aborted)
-	var rec batch.Record
 	for i, s := range r.Segments {
 		if r.Next[i] <= r.FirstDirty || s.BaseOffset() >= r.FirstUncleanable {
 			continue
@@ -318,8 +306,8 @@ func (p *pass) buildMap() (int64, error) {
 					if err != nil {
 						return false, uncleanable(s, it.Position()-int64(len(v)), err)
 					}
-					ri := batch.NewRecordIterator(v, recs)
-					for ri.Next(&rec) {
+					ri := v.Records(recs)
+					for rec, ok := ri.Next(); ok; rec, ok = ri.Next() {
 						if rec.Key == nil || rec.Offset < r.FirstDirty {
 							continue
 						}
@@ -536,11 +524,14 @@ func (p *pass) decide(v batch.View, t *txnTracker, upperBound int64) (decision, 
 		if data, err = w.records(v); err != nil {
 			return decision{}, err
 		}
-		it := batch.NewRecordIterator(v, data)
+		it := v.Records(data)
 		retainDeletes := !hasHorizon || r.NowMs < horizon
-		var rec batch.Record
 		m := w.m
-		for i := 0; it.Next(&rec); i++ {
+		for i := 0; ; i++ {
+			rec, ok := it.Next()
+			if !ok {
+				break
+			}
 			k := true
 			switch {
 			case control:

@@ -304,10 +304,9 @@ func describe(t testing.TB, v batch.View) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it := batch.NewRecordIterator(v, data)
-	var r batch.Record
+	it := v.Records(data)
 	var recs []string
-	for it.Next(&r) {
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
 		switch {
 		case v.IsControl():
 			_, typ, _ := batch.ParseControlKey(r.Key)

@@ -63,18 +63,13 @@ func (o *Output) path(kind string) string {
 
 // index accounts for the whole batches of b, which start at position pos.
 func (o *Output) index(pos int64, b []byte) {
-	for len(b) >= batch.HeaderSize {
-		v := batch.View(b[:batch.LogOverhead+int(int32(beUint32(b[batch.OffBatchLength:])))])
+	w := batch.NewWalker(b)
+	for v, ok := w.Next(); ok; v, ok = w.Next() {
 		o.ib.Add(pos, v.LastOffset(), v.MaxTimestamp())
 		o.Batches++
 		o.LastOffset = v.LastOffset()
 		pos += int64(len(v))
-		b = b[len(v):]
 	}
-}
-
-func beUint32(b []byte) uint32 {
-	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 
 // appendBuilt takes whole batches built in memory.

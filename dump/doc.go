@@ -25,6 +25,8 @@
 //	invalidBytes       bytes after the last complete entry of a .log
 //	records            the records of a batch cannot be decoded
 //	control            a control record's key or value is invalid
+//	decoder            the chosen decoder fails on a record (Kafka's tool
+//	                   dies there)
 //	nonConsecutiveOffsets  a record offset is not previous+1 (deep
 //	                   iteration); compaction leaves gaps, so only an
 //	                   offset that goes back is damage (File.Failed)

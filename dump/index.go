@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // This file reads the three index files of a segment as kafka-dump-log
@@ -40,8 +42,8 @@ func siblingsOf(path string) (segmentFiles, error) {
 	dir := filepath.Dir(abs)
 	return segmentFiles{
 		base:  base,
-		log:   filepath.Join(dir, stem+".log"),
-		index: filepath.Join(dir, stem+".index"),
+		log:   filepath.Join(dir, stem+filenames.Log),
+		index: filepath.Join(dir, stem+filenames.Index),
 	}, nil
 }
 
@@ -146,9 +148,8 @@ func maxRecordTimestamp(entry []byte, limit int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	it := batch.NewRecordIterator(v, data)
-	var r batch.Record
-	for it.Next(&r) {
+	it := v.Records(data)
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
 		maxTS = max(maxTS, r.Timestamp)
 	}
 	return maxTS, it.Err()
@@ -192,6 +193,10 @@ func readOffsetIndex(path string, o *Options, f *File) error {
 		return nil
 	}
 	if o.IndexSanityCheck {
+		if !o.StrictSanity {
+			f.sanity(kafkaOffsetIndexSanity(absPath(path), b, seg.base))
+			return nil
+		}
 		return f.sanityOf(index.OpenOffsetIndex(path, seg.base, true))
 	}
 	decoded, _ := index.DecodeOffsetIndex(b, seg.base)
@@ -233,9 +238,12 @@ func readTimeIndex(path string, o *Options, f *File) error {
 		return err
 	}
 	defer log.Close()
+	// Kafka's tool opens the .index with Kafka's index class, which
+	// creates an empty file when there is none; partlog writes nothing
+	// and reads a missing .index as empty, which prints the same.
 	ib, err := os.ReadFile(seg.index)
-	if err != nil {
-		return fmt.Errorf("the segment's .index file must exist: %w", err)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	offsetEntries, _ := index.DecodeOffsetIndex(ib, seg.base)
 	b, err := readIndexFile(path)
@@ -243,6 +251,10 @@ func readTimeIndex(path string, o *Options, f *File) error {
 		return err
 	}
 	if o.IndexSanityCheck {
+		if !o.StrictSanity {
+			f.sanity(kafkaTimeIndexSanity(absPath(path), b, seg.base))
+			return nil
+		}
 		return f.sanityOf(index.OpenTimeIndex(path, seg.base, true))
 	}
 	decoded, _ := index.DecodeTimeIndex(b, seg.base)
@@ -314,6 +326,12 @@ func openSegment(path string) (segmentFiles, *segmentLog, error) {
 		return seg, nil, err
 	}
 	log, err := openSegmentLog(seg.log)
+	var pe *fs.PathError
+	if errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe) {
+		// Kafka's tool dies with java.nio.file.NoSuchFileException
+		// naming the file.
+		return seg, nil, &Exception{Class: "java.nio.file.NoSuchFileException", Message: pe.Path, Unreadable: true}
+	}
 	if err != nil {
 		return seg, nil, fmt.Errorf("the segment's .log file must exist: %w", err)
 	}
@@ -334,19 +352,75 @@ func (f *File) sanityOf(x interface {
 }
 
 // sanity records the result of --index-sanity-check: a failure is also a
-// "sanity" problem, at the position the error names.
+// "sanity" problem, at the position the error names; Kafka's check fails
+// with the exception that ends Kafka's tool (File.Exception).
 func (f *File) sanity(err error) {
 	f.SanityCheck = &Sanity{Passed: err == nil}
 	if err == nil {
 		return
 	}
 	f.SanityErr = err
+	var ex *Exception
+	if errors.As(err, &ex) {
+		f.Exception = ex
+	}
 	pos := int64(-1)
 	var ce *index.CorruptionError
 	if errors.As(err, &ce) {
 		pos = ce.Pos
 	}
 	f.Problems = append(f.Problems, Problem{Position: pos, Kind: "sanity", Detail: err.Error()})
+}
+
+// corruptIndex is the exception Kafka's index sanity checks throw.
+const corruptIndex = "org.apache.kafka.storage.internals.log.CorruptIndexException"
+
+// kafkaOffsetIndexSanity is Kafka's OffsetIndex.sanityCheck on an .index
+// file's bytes: the last entry's offset is not below the base offset,
+// and the length is a multiple of 8. It ignores what partlog's own check
+// (index.OffsetIndex.Sanity) finds besides: trailing zero entries, an
+// unordered or out-of-range entry.
+func kafkaOffsetIndexSanity(abs string, b []byte, base int64) error {
+	if n := len(b) / index.OffsetEntrySize; n > 0 {
+		last, _ := index.DecodeOffsetIndex(b[(n-1)*index.OffsetEntrySize:n*index.OffsetEntrySize], base)
+		if last[0].Offset < base {
+			return &Exception{Class: corruptIndex, Message: fmt.Sprintf(
+				"Corrupt index found, index file %s has non-zero size but the last offset is %d which is less than the base offset %d",
+				abs, last[0].Offset, base)}
+		}
+	}
+	if len(b)%index.OffsetEntrySize != 0 {
+		return &Exception{Class: corruptIndex, Message: fmt.Sprintf(
+			"Index file %s is corrupt, found %d bytes which is neither positive nor a multiple of %d", abs, len(b), index.OffsetEntrySize)}
+	}
+	return nil
+}
+
+// kafkaTimeIndexSanity is Kafka's TimeIndex.sanityCheck on a .timeindex
+// file's bytes: the last timestamp is not below the first, the last
+// offset not below the base, and the length a multiple of 12. A time
+// index whose trim was lost (zeros after its entries) fails it.
+func kafkaTimeIndexSanity(abs string, b []byte, base int64) error {
+	if n := len(b) / index.TimeEntrySize; n > 0 {
+		firsts, _ := index.DecodeTimeIndex(b[:index.TimeEntrySize], base)
+		lasts, _ := index.DecodeTimeIndex(b[(n-1)*index.TimeEntrySize:n*index.TimeEntrySize], base)
+		first, last := firsts[0], lasts[0]
+		if last.Timestamp < first.Timestamp {
+			return &Exception{Class: corruptIndex, Message: fmt.Sprintf(
+				"Corrupt time index found, time index file (%s) has non-zero size but the last timestamp is %d which is less than the first timestamp %d",
+				abs, last.Timestamp, first.Timestamp)}
+		}
+		if last.Offset < base {
+			return &Exception{Class: corruptIndex, Message: fmt.Sprintf(
+				"Corrupt time index found, time index file (%s) has non-zero size but the last offset is %d which is less than the first offset %d",
+				abs, last.Offset, base)}
+		}
+	}
+	if len(b)%index.TimeEntrySize != 0 {
+		return &Exception{Class: corruptIndex, Message: fmt.Sprintf(
+			"Time index file %s is corrupt, found %d bytes which is neither positive nor a multiple of %d", abs, len(b), index.TimeEntrySize)}
+	}
+	return nil
 }
 
 // insideBatch reports whether offset lies inside the magic-2 batch entry

@@ -50,6 +50,10 @@ type File struct {
 	Empty bool `json:"-"`
 	// SanityErr is why --index-sanity-check failed.
 	SanityErr error `json:"-"`
+	// Exception is where Kafka's tool dies on this file (Kafka's index
+	// sanity check failing, a record its decoder cannot read): the text
+	// stops there and returns it.
+	Exception *Exception `json:"-"`
 	// Pairs are the reports kafka-dump-log prints in its trailer.
 	Pairs Pairs `json:"-"`
 	// SnapshotError is a corrupt producer snapshot's failure as Kafka
@@ -172,6 +176,9 @@ type Record struct {
 	DecodedValue *string `json:"decodedValue,omitempty"`
 	// Control is present for records of control batches.
 	Control *Control `json:"control,omitempty"`
+	// DecodeFailed: the decoder failed on the record (a "decoder"
+	// problem), where Kafka's tool dies.
+	DecodeFailed bool `json:"-"`
 
 	// key and value are the record's bytes for the text's decoder, valid
 	// only while Read's callback has the batch (they may alias a buffer

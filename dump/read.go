@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/filenames"
 )
 
 // Options say what Read reads and what the renderers print; they are
@@ -31,17 +33,22 @@ type Options struct {
 	// MaxMessageSize is the largest decompressed batch decoded
 	// (--max-message-size).
 	MaxMessageSize int
-	// ReferenceFormat prints type-7 and type-2 control records as Apache
-	// Kafka's tool does (--reference-format).
-	ReferenceFormat bool
+	// MirrorFormat prints type-7 control records (mirroring barriers) as
+	// the dump tool of Kafka's mirroring fork does, MirrorPidReset {json},
+	// instead of Apache Kafka 4.4's controlType: UNKNOWN(7)
+	// (--mirror-format).
+	MirrorFormat bool
 	// VerifyIndexOnly checks index entries without listing them;
-	// IndexSanityCheck only runs the index sanity check.
-	VerifyIndexOnly, IndexSanityCheck bool
+	// IndexSanityCheck only runs the index sanity check: Kafka's, or
+	// with StrictSanity partlog's stricter one (the one recovery
+	// applies).
+	VerifyIndexOnly, IndexSanityCheck, StrictSanity bool
 	// Offsets keeps only the batches and index entries that overlap it.
 	Offsets Range
 	// Decoder, when a decoder flag chose one, decodes keys and values
 	// (Record.DecodedKey, DecodedValue); nil: the text decodes them with
-	// Kafka's default StringDecoder and JSON carries no decoded fields.
+	// Kafka's default StringDecoder and JSON carries no decoded fields. A
+	// record it fails on is a "decoder" problem and File.Exception.
 	Decoder Decoder
 }
 
@@ -101,12 +108,12 @@ func (r *Range) contains(offset int64) bool { return r.overlaps(offset, offset) 
 
 // kinds maps a file name extension to its kind (File.Kind).
 var kinds = map[string]string{
-	".log":        "log",
-	".index":      "index",
-	".timeindex":  "timeindex",
-	".txnindex":   "txnindex",
-	".snapshot":   "snapshot",
-	".checkpoint": "kraftSnapshot",
+	filenames.Log:       "log",
+	filenames.Index:     "index",
+	filenames.TimeIndex: "timeindex",
+	filenames.TxnIndex:  "txnindex",
+	filenames.Snapshot:  "snapshot",
+	".checkpoint":       "kraftSnapshot",
 }
 
 // ErrUnknownKind is returned by Read for a file whose name ends in no
@@ -266,7 +273,13 @@ type logWalk struct {
 
 // walkBatches reads the entries of a .log or KRaft snapshot's bytes.
 func walkBatches(path string, data []byte, o *Options, f *File, each func(*File, *Batch)) {
+	// Kafka's tool starts the run of offsets at -1, so a file whose first
+	// record is not offset 0 reports "-1 is followed by" it; with
+	// --offsets (partlog's) the run starts at the first record read.
 	lw := &logWalk{o: o, f: f, deep: o.deep(), keep: each == nil, lastOffset: -1}
+	if o.Offsets.set {
+		lw.lastOffset = noOffsetYet
+	}
 	emit := func(b Batch) {
 		if each == nil {
 			f.Batches = append(f.Batches, b)
@@ -359,10 +372,17 @@ func encodeBytes(b []byte) (*string, string) {
 	return &s, "base64"
 }
 
-// noteOffset records a record offset that is not previous+1.
+// noOffsetYet is a run of offsets that has no previous offset.
+const noOffsetYet = math.MinInt64
+
+// noteOffset records a record offset that is not previous+1: in the
+// trailer's pairs as Kafka's tool counts them (from -1), as a problem only
+// after a record's offset (the start of a segment is no problem).
 func (lw *logWalk) noteOffset(pos, offset int64) {
-	if lw.lastOffset >= 0 && offset != lw.lastOffset+1 {
-		lw.f.problem(pos, "nonConsecutiveOffsets", "%d is followed by %d", lw.lastOffset, offset)
+	if lw.lastOffset != noOffsetYet && offset != lw.lastOffset+1 {
+		if lw.lastOffset >= 0 {
+			lw.f.problem(pos, "nonConsecutiveOffsets", "%d is followed by %d", lw.lastOffset, offset)
+		}
 		lw.f.Pairs.NonConsecutive = append(lw.f.Pairs.NonConsecutive, [2]int64{lw.lastOffset, offset})
 	}
 	lw.lastOffset = offset
@@ -381,7 +401,16 @@ func (lw *logWalk) setKeyValue(rec *Record, offset int64, key, value []byte, con
 		rec.ValueText = strp(javaUTF8(value))
 	}
 	if lw.o.Decoder != nil && !control {
-		rec.DecodedKey, rec.DecodedValue = lw.o.Decoder.Decode(offset, key, value)
+		var err error
+		rec.DecodedKey, rec.DecodedValue, err = lw.o.Decoder.Decode(offset, key, value)
+		if err != nil {
+			rec.DecodeFailed = true
+			lw.f.problem(-1, "decoder", "offset %d: the decoder fails (Kafka's tool dies here): %v", offset, err)
+			var ex *Exception
+			if errors.As(err, &ex) && lw.f.Exception == nil {
+				lw.f.Exception = ex
+			}
+		}
 	}
 }
 
@@ -430,21 +459,19 @@ func (lw *logWalk) v2(v batch.View, pos int64) Batch {
 		return b
 	}
 	b.Records = []Record{}
-	it := batch.NewRecordIterator(v, data)
-	var r batch.Record
-	for it.Next(&r) {
+	it := v.Records(data)
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
 		lw.noteOffset(pos, r.Offset)
 		seq := r.Sequence
 		rec := Record{Offset: r.Offset, Timestamp: r.Timestamp, KeySize: r.KeySize(), ValueSize: r.ValueSize(),
 			Sequence: &seq, HeaderKeys: []string{}}
 		hi := r.Headers()
-		var h batch.Header
-		for hi.Next(&h) {
+		for h, ok := hi.Next(); ok; h, ok = hi.Next() {
 			rec.HeaderKeys = append(rec.HeaderKeys, string(h.Key))
 		}
 		lw.setKeyValue(&rec, r.Offset, r.Key, r.Value, v.IsControl())
 		if v.IsControl() {
-			rec.Control = lw.control(pos, &r)
+			rec.Control = lw.control(pos, r)
 		}
 		b.Records = append(b.Records, rec)
 	}

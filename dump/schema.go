@@ -37,7 +37,7 @@ const (
 	kBytes
 	kUUID
 	kArray  // of elem, or of structs when fields is set
-	kStruct // not used at top level
+	kStruct // a struct field, or the element of a kArray of structs
 )
 
 // versions is an inclusive version range; hi < 0 means open-ended ("N+").
@@ -203,21 +203,29 @@ func (r *msgReader) length(flexible, short bool) (n int, null bool) {
 }
 
 // decodeMessage decodes a message at version v from the start of data.
-// Bytes left after it are an error when strict (Kafka's metadata reader
-// refuses them; its coordinator readers ignore them).
+// As Kafka's generated readers, it reads any version, with the fields
+// that version names: callers that refuse unknown versions check
+// s.valid. Bytes left after the message are an error when strict.
 func decodeMessage(s *kSchema, data []byte, v int16, strict bool) ([]kValue, error) {
-	if !s.valid.has(v) {
-		return nil, fmt.Errorf("%w: %s has no version %d", errMessage, s.name, v)
+	vals, n, err := decodeMessagePrefix(s, data, v)
+	if err != nil {
+		return nil, err
 	}
+	if strict && n < len(data) {
+		return nil, fmt.Errorf("%w: %d bytes after the end of %s", errMessage, len(data)-n, s.name)
+	}
+	return vals, nil
+}
+
+// decodeMessagePrefix decodes a message at version v from the start of
+// data and returns how many bytes it took.
+func decodeMessagePrefix(s *kSchema, data []byte, v int16) ([]kValue, int, error) {
 	r := &msgReader{b: data}
 	vals := r.readFields(s.fields, v, s.flexible.has(v), 0)
 	if r.err != nil {
-		return nil, r.err
+		return nil, 0, r.err
 	}
-	if strict && r.left() > 0 {
-		return nil, fmt.Errorf("%w: %d bytes after the end of %s", errMessage, r.left(), s.name)
-	}
-	return vals, nil
+	return vals, r.pos, nil
 }
 
 // maxDepth bounds struct nesting (the schemas nest two levels at most).
@@ -254,6 +262,12 @@ func (r *msgReader) readFields(fields []kField, v int16, flexible bool, depth in
 			f := &fields[i]
 			if f.tagged.has(v) && f.ver.has(v) && f.tag == tag {
 				sub := &msgReader{b: body}
+				if f.typ == kStruct && f.nullable.has(v) && sub.uvarint() == 0 {
+					// A tagged nullable struct opens with a
+					// varint: 0 for null, 1 for present.
+					vals[i] = kValue{typ: kStruct, null: true}
+					break
+				}
 				vals[i] = sub.readValue(f, f.typ, v, true, depth)
 				if sub.err != nil {
 					r.fail("tagged field %s: %v", f.name, sub.err)
@@ -327,6 +341,14 @@ func (r *msgReader) readValue(f *kField, t kType, v int16, flexible bool, depth 
 				val.elems = append(val.elems, r.readValue(f, f.elem, v, flexible, depth))
 			}
 		}
+	case kStruct:
+		// An untagged nullable struct opens with an int8: negative for
+		// null (a tagged one is handled by readFields).
+		if f.nullable.has(v) && !f.tagged.has(v) && r.int8() < 0 {
+			val.null = true
+			return val
+		}
+		val.fields = r.readFields(f.fields, v, flexible, depth+1)
 	default:
 		r.fail("field %s has no wire type", f.name)
 	}
@@ -349,8 +371,16 @@ func (f *kField) defaultValue() kValue {
 	case float64:
 		val.f = d
 	}
-	if f.typ == kUUID {
+	switch f.typ {
+	case kUUID:
 		val.s = base64.RawURLEncoding.EncodeToString(make([]byte, 16))
+	case kStruct:
+		// Kafka's default for a struct is an empty one, null or not.
+		val.null = false
+		val.fields = make([]kValue, len(f.fields))
+		for i := range f.fields {
+			val.fields[i] = f.fields[i].defaultValue()
+		}
 	}
 	return val
 }
@@ -375,6 +405,13 @@ func (f *kField) isDefault(val kValue) bool {
 		return val.f == d.f
 	case kUUID:
 		return val.s == d.s
+	case kStruct:
+		for i := range f.fields {
+			if i >= len(val.fields) || !f.fields[i].isDefault(val.fields[i]) {
+				return false
+			}
+		}
+		return true
 	}
 	return val.i == d.i
 }

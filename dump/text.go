@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -30,7 +31,9 @@ func (t *Text) Flush() error { return t.w.Flush() }
 
 // File reads the file at path and prints it (batches as they are read).
 // failed says it holds damage (File.Failed); err is an operational
-// failure, ErrUnknownKind for a file it does not read.
+// failure, ErrUnknownKind for a file it does not read, or the *Exception
+// on which Kafka's tool dies: the text stops there, and the caller prints
+// its Line and dumps no further file.
 func (t *Text) File(path string) (failed bool, err error) {
 	fmt.Fprintf(t.w, "Dumping %s\n", path)
 	if _, ok := kinds[filepath.Ext(path)]; !ok {
@@ -38,14 +41,23 @@ func (t *Text) File(path string) (failed bool, err error) {
 	}
 	shown := 0 // problems already reported
 	header := false
+	dead := false // Kafka's tool has died on a record
 	each := func(f *File, b *Batch) {
+		if dead {
+			return
+		}
 		t.header(f, &header, &shown)
-		t.batch(b)
+		if dead = !t.batch(b); dead {
+			return
+		}
 		t.problems(f, &shown)
 	}
 	f, err := Read(path, t.o, each)
 	if err != nil {
 		return false, err
+	}
+	if f.Exception != nil {
+		return true, f.Exception
 	}
 	switch f.Kind {
 	case "log", "kraftSnapshot":
@@ -61,9 +73,7 @@ func (t *Text) File(path string) (failed bool, err error) {
 					path, b.Count, b.Position)
 			}
 		}
-		if len(f.Pairs.NonConsecutive) > 0 {
-			t.trailer.nonConsecutive = append(t.trailer.nonConsecutive, fileOffsetPairs{absPath(path), reversed(f.Pairs.NonConsecutive)})
-		}
+		t.trailer.nonConsecutive.add(absPath(path), f.Pairs.NonConsecutive...)
 	case "index":
 		switch {
 		case f.Empty:
@@ -78,9 +88,7 @@ func (t *Text) File(path string) (failed bool, err error) {
 				fmt.Fprintf(t.w, "offset: %d position: %d\n", e.Offset, e.Position)
 			}
 		}
-		if len(f.Pairs.IndexMismatch) > 0 {
-			t.trailer.indexMismatches = append(t.trailer.indexMismatches, fileOffsetPairs{absPath(path), reversed(f.Pairs.IndexMismatch)})
-		}
+		t.trailer.indexMismatches.add(absPath(path), f.Pairs.IndexMismatch...)
 	case "timeindex":
 		if f.SanityCheck != nil {
 			if f.SanityCheck.Passed {
@@ -93,15 +101,9 @@ func (t *Text) File(path string) (failed bool, err error) {
 			}
 		}
 		abs := absPath(path)
-		if p := f.Pairs.TimeMismatch; len(p) > 0 {
-			t.trailer.timeMismatches = append(t.trailer.timeMismatches, fileOffsetPairs{abs, p})
-		}
-		if p := f.Pairs.TimeOrder; len(p) > 0 {
-			t.trailer.timeOutOfOrder = append(t.trailer.timeOutOfOrder, fileOffsetPairs{abs, p})
-		}
-		if p := f.Pairs.TimeNotFound; len(p) > 0 {
-			t.trailer.timeNotFound = append(t.trailer.timeNotFound, fileOffsetPairs{abs, p})
-		}
+		t.trailer.timeMismatches.add(abs, f.Pairs.TimeMismatch...)
+		t.trailer.timeOutOfOrder.add(abs, f.Pairs.TimeOrder...)
+		t.trailer.timeNotFound.add(abs, f.Pairs.TimeNotFound...)
 	case "txnindex":
 		entries, _ := f.Entries.([]TxnEntry)
 		for _, e := range entries {
@@ -147,10 +149,11 @@ func (t *Text) header(f *File, done *bool, shown *int) {
 }
 
 // batch prints one entry of a .log: its line, then its records when deep.
-func (t *Text) batch(b *Batch) {
+// It returns false where Kafka's tool dies on a record its decoder cannot
+// read: that record's line is printed up to there, without its line break.
+func (t *Text) batch(b *Batch) bool {
 	if b.V2Header == nil {
-		t.legacy(b)
-		return
+		return t.legacy(b)
 	}
 	horizon := "OptionalLong.empty"
 	if h := b.DeleteHorizonMs; h != nil {
@@ -170,16 +173,20 @@ func (t *Text) batch(b *Batch) {
 				line.WriteString(t.controlSuffix(r.Control))
 			}
 		}
-		if t.o.PrintData && !b.IsControl {
-			t.writeKeyValue(&line, r)
+		if t.o.PrintData && !b.IsControl && !t.writeKeyValue(&line, r) {
+			t.w.WriteString(line.String())
+			return false
 		}
 		t.w.WriteString(line.String())
 		t.w.WriteByte('\n')
 	}
+	return true
 }
 
-// controlSuffix renders a control record as the dump tool does (the
-// mirroring fork's tool unless ReferenceFormat).
+// controlSuffix renders a control record as Apache Kafka 4.4's dump tool
+// does, which knows types 0-6 and prints any other as
+// "controlType: UNKNOWN(<type>)": a mirroring barrier (type 7) too,
+// unless MirrorFormat asks for the mirroring fork's spelling.
 func (t *Text) controlSuffix(c *Control) string {
 	switch {
 	case c.Type < 0:
@@ -189,14 +196,11 @@ func (t *Text) controlSuffix(c *Control) string {
 	case c.CoordinatorEpoch != nil:
 		return fmt.Sprintf(" endTxnMarker: %s coordinatorEpoch: %d", c.TypeName, *c.CoordinatorEpoch)
 	case c.MirrorPidReset != nil:
-		if t.o.ReferenceFormat {
+		if !t.o.MirrorFormat {
 			return " controlType: UNKNOWN(7)"
 		}
 		return " MirrorPidReset " + c.MirrorPidReset.JSON()
 	case c.JSON != nil && c.TypeName == "LEADER_CHANGE":
-		if t.o.ReferenceFormat {
-			return " controlType: LEADER_CHANGE(2)"
-		}
 		return " LeaderChange: " + string(c.JSON)
 	case c.JSON != nil:
 		return " " + kraftControlNames[c.TypeName] + " " + string(c.JSON)
@@ -212,8 +216,9 @@ var kraftControlNames = map[string]string{
 	"KRAFT_VOTERS":    "KRaftVoters",
 }
 
-// legacy prints a magic 0/1 entry, with its message(s) when deep.
-func (t *Text) legacy(b *Batch) {
+// legacy prints a magic 0/1 entry, with its message(s) when deep; false
+// as batch.
+func (t *Text) legacy(b *Batch) bool {
 	fmt.Fprintf(t.w, "offset: %d position: %d %s: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: %t\n",
 		b.LastOffset, b.Position, b.TimestampType, b.Timestamp, b.Size, b.Magic, b.Compression, b.CRC, b.CRCValid)
 	for i := range b.Records {
@@ -224,45 +229,58 @@ func (t *Text) legacy(b *Batch) {
 		}
 		if t.o.PrintData {
 			var line strings.Builder
-			t.writeKeyValue(&line, r)
+			ok := t.writeKeyValue(&line, r)
 			t.w.WriteString(line.String())
+			if !ok {
+				return false
+			}
 		}
 		t.w.WriteByte('\n')
 	}
+	return true
 }
 
 // writeKeyValue appends " key: K payload: V" as kafka-dump-log prints a
 // record's data (after "| " instead of the metadata when
-// SkipRecordMetadata), through the chosen decoder or StringDecoder.
-func (t *Text) writeKeyValue(line *strings.Builder, r *Record) {
+// SkipRecordMetadata), through the chosen decoder or StringDecoder. It
+// returns false for a record the decoder failed on (Kafka's tool dies).
+func (t *Text) writeKeyValue(line *strings.Builder, r *Record) bool {
+	if r.DecodeFailed {
+		return false
+	}
 	k, v := r.DecodedKey, r.DecodedValue
 	if t.o.Decoder == nil {
-		k, v = stringDecoder.Decode(r.Offset, r.key, r.value)
+		// StringDecoder never fails.
+		k, v, _ = stringDecoder.Decode(r.Offset, r.key, r.value)
+	}
+	prefix := " "
+	if t.o.SkipRecordMetadata {
+		prefix = "| "
 	}
 	if k != nil {
-		if t.o.SkipRecordMetadata {
-			line.WriteString("| ")
-		} else {
-			line.WriteByte(' ')
-		}
+		line.WriteString(prefix)
 		line.WriteString("key: ")
 		line.WriteString(*k)
+		prefix = " "
 	}
 	if v != nil {
-		line.WriteString(" payload: ")
+		line.WriteString(prefix)
+		line.WriteString("payload: ")
 		line.WriteString(*v)
 	}
+	return true
 }
 
 // producers prints a .snapshot file, one line per producer in file
-// order. A producer without batch metadata gets a line that ends in
-// "lastTimestamp: <ts> " with the trailing space, as Kafka prints it.
+// order; the batch metadata part only for a producer that has a batch
+// (Kafka 4.4 joins the parts with a space, so a line without one has no
+// trailing space).
 func (t *Text) producers(f *File) {
 	for _, p := range f.Producers {
-		fmt.Fprintf(t.w, "producerId: %d producerEpoch: %d coordinatorEpoch: %d currentTxnFirstOffset: %s lastTimestamp: %d ",
+		fmt.Fprintf(t.w, "producerId: %d producerEpoch: %d coordinatorEpoch: %d currentTxnFirstOffset: %s lastTimestamp: %d",
 			p.ProducerID, p.ProducerEpoch, p.CoordinatorEpoch, optionalLong(p.CurrentTxnFirstOffset), p.Timestamp)
 		if p.FirstSequence != nil {
-			fmt.Fprintf(t.w, "firstSequence: %d lastSequence: %d lastOffset: %d offsetDelta: %d timestamp: %d",
+			fmt.Fprintf(t.w, " firstSequence: %d lastSequence: %d lastOffset: %d offsetDelta: %d timestamp: %d",
 				*p.FirstSequence, p.LastSequence, p.LastOffset, p.OffsetDelta, p.Timestamp)
 		}
 		t.w.WriteByte('\n')
@@ -313,65 +331,103 @@ func (t *Text) problems(f *File, shown *int) {
 	*shown = len(f.Problems)
 }
 
-// trailer collects the reports kafka-dump-log prints on stderr after
-// all files, in its order: offset index mismatches, time index errors,
-// non-consecutive offsets of .log files. Files appear in command-line order.
+// trailer collects the reports kafka-dump-log prints on stderr after the
+// last file, each keyed by the file's absolute path (a file given twice
+// adds to its report).
 type trailer struct {
-	indexMismatches []fileOffsetPairs // "Mismatches in :<abs path>"
-	timeMismatches  []fileOffsetPairs // "Found timestamp mismatch in :<abs path>"
-	timeOutOfOrder  []fileOffsetPairs // "Found out of order timestamp in :<abs path>"
-	timeNotFound    []fileOffsetPairs // "The following indexed offsets are not found in the log."
-	nonConsecutive  []fileOffsetPairs // "Non-consecutive offsets in <abs path>"
+	indexMismatches trailerReport // "Mismatches in :<abs path>"
+	timeMismatches  trailerReport // "Found timestamp mismatch in :<abs path>"
+	timeOutOfOrder  trailerReport // "Found out of order timestamp in :<abs path>"
+	timeNotFound    trailerReport // "The following indexed offsets are not found in :<abs path>"
+	nonConsecutive  trailerReport // "Non-consecutive offsets in <abs path>"
 }
 
-// fileOffsetPairs is a list of (a, b) pairs reported for one file, in the
-// order they are to be printed.
-type fileOffsetPairs struct {
-	abs   string
-	pairs [][2]int64
+// trailerReport is one of the trailer's reports: (a, b) pairs per file.
+type trailerReport struct {
+	calls []string // the file of every pair, in the order reported
+	pairs map[string][][2]int64
 }
 
-// reversed returns pairs last first: Kafka's tool prepends to its lists.
-func reversed(pairs [][2]int64) [][2]int64 {
-	out := make([][2]int64, len(pairs))
-	for i, p := range pairs {
-		out[len(out)-1-i] = p
+func (r *trailerReport) add(abs string, pairs ...[2]int64) {
+	if len(pairs) == 0 {
+		return
+	}
+	if r.pairs == nil {
+		r.pairs = make(map[string][][2]int64)
+	}
+	for range pairs {
+		r.calls = append(r.calls, abs)
+	}
+	r.pairs[abs] = append(r.pairs[abs], pairs...)
+}
+
+// pairOrder says how Kafka keeps a file's pairs: in a list (as
+// reported), or in a map from the first number, ascending or descending,
+// where a later pair replaces an earlier one with the same first number.
+type pairOrder int
+
+const (
+	asReported pairOrder = iota
+	byFirstAscending
+	byFirstDescending
+)
+
+// print writes the report: files in the order of Kafka's HashMap of
+// them, each with its head line and its pairs.
+func (r *trailerReport) print(w io.Writer, order pairOrder, head func(abs string) string, line func(p [2]int64) string) {
+	for _, abs := range javaComputeIfAbsentOrder(r.calls) {
+		fmt.Fprintln(w, head(abs))
+		for _, p := range orderPairs(r.pairs[abs], order) {
+			fmt.Fprintln(w, line(p))
+		}
+	}
+}
+
+// orderPairs applies order to pairs (see pairOrder).
+func orderPairs(pairs [][2]int64, order pairOrder) [][2]int64 {
+	if order == asReported {
+		return pairs
+	}
+	last := make(map[int64]int64, len(pairs))
+	keys := make([]int64, 0, len(pairs))
+	for _, p := range pairs {
+		if _, ok := last[p[0]]; !ok {
+			keys = append(keys, p[0])
+		}
+		last[p[0]] = p[1]
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if order == byFirstDescending {
+			return keys[i] > keys[j]
+		}
+		return keys[i] < keys[j]
+	})
+	out := make([][2]int64, len(keys))
+	for i, k := range keys {
+		out[i] = [2]int64{k, last[k]}
 	}
 	return out
 }
 
-// print writes the trailer to w in kafka-dump-log's format.
+// print writes the trailer to w in kafka-dump-log's format and order.
 func (t *trailer) print(w io.Writer) {
-	for _, f := range t.indexMismatches {
-		fmt.Fprintf(w, "Mismatches in :%s\n", f.abs)
-		for _, p := range f.pairs {
-			fmt.Fprintf(w, "  Index offset: %d, log offset: %d\n", p[0], p[1])
-		}
-	}
-	for _, f := range t.timeMismatches {
-		fmt.Fprintf(w, "Found timestamp mismatch in :%s\n", f.abs)
-		for _, p := range f.pairs {
-			fmt.Fprintf(w, "  Index timestamp: %d, log timestamp: %d\n", p[0], p[1])
-		}
-	}
-	for _, f := range t.timeOutOfOrder {
-		fmt.Fprintf(w, "Found out of order timestamp in :%s\n", f.abs)
-		for _, p := range f.pairs {
-			fmt.Fprintf(w, "  Index timestamp: %d, Previously indexed timestamp: %d\n", p[0], p[1])
-		}
-	}
-	for _, f := range t.timeNotFound {
-		fmt.Fprintln(w, "The following indexed offsets are not found in the log.")
-		for _, p := range f.pairs {
-			fmt.Fprintf(w, "Indexed offset: %d, found log offset: %d\n", p[0], p[1])
-		}
-	}
-	for _, f := range t.nonConsecutive {
-		fmt.Fprintf(w, "Non-consecutive offsets in %s\n", f.abs)
-		for _, p := range f.pairs {
-			fmt.Fprintf(w, "  %d is followed by %d\n", p[0], p[1])
-		}
-	}
+	t.indexMismatches.print(w, byFirstDescending,
+		func(abs string) string { return "Mismatches in :" + abs },
+		func(p [2]int64) string { return fmt.Sprintf("  Index offset: %d, log offset: %d", p[0], p[1]) })
+	t.timeMismatches.print(w, asReported,
+		func(abs string) string { return "Found timestamp mismatch in :" + abs },
+		func(p [2]int64) string { return fmt.Sprintf("  Index timestamp: %d, log timestamp: %d", p[0], p[1]) })
+	t.timeOutOfOrder.print(w, asReported,
+		func(abs string) string { return "Found out of order timestamp in :" + abs },
+		func(p [2]int64) string {
+			return fmt.Sprintf("  Index timestamp: %d, Previously indexed timestamp: %d", p[0], p[1])
+		})
+	t.timeNotFound.print(w, asReported,
+		func(abs string) string { return "The following indexed offsets are not found in :" + abs },
+		func(p [2]int64) string { return fmt.Sprintf("Indexed offset: %d, found log offset: %d", p[0], p[1]) })
+	t.nonConsecutive.print(w, byFirstAscending,
+		func(abs string) string { return "Non-consecutive offsets in " + abs },
+		func(p [2]int64) string { return fmt.Sprintf("  %d is followed by %d", p[0], p[1]) })
 }
 
 // absPath is the path kafka-dump-log prints in its reports.

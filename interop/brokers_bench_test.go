@@ -46,45 +46,80 @@ import (
 // measurement. Each cell reports the partlog/Kafka ratio of each
 // figure, the median of the per-round ratios.
 //
-// Without -brokers.full it runs one small cell of each kind (CI's
-// benchmark smoke, -short). With -brokers.report=../bench/RESULTS.md it
-// writes the table and a chart (brokers.svg beside it) into that file.
-// The full run:
+// Without -brokers.full or -brokers.window it runs one small cell of
+// each kind (CI's benchmark smoke, -short). With
+// -brokers.report=../bench/RESULTS.md it writes the table and a chart
+// (brokers.svg beside it) into that file. The full run (hours):
 //
 //	cd interop && go test -run '^$' -bench BenchmarkBrokers -benchtime 3x -timeout 4h \
 //	    -brokers.full -brokers.report ../bench/RESULTS.md
+//
+// The quiet-window run (about ten minutes: every partition count, size
+// and acknowledgement, fewer records, kgo everywhere and Kafka's tools
+// at one partition, one round per cell with the first broker alternated
+// from cell to cell):
+//
+//	cd interop && go test -run '^$' -bench BenchmarkBrokers -benchtime 1x -timeout 1h \
+//	    -brokers.window -brokers.report ../bench/RESULTS.md
 func BenchmarkBrokers(b *testing.B) {
 	in := kafka.Need(b)
+	m := brokersMatrix()
 	e := newBrokersEnv(b, in)
-	e.warmUp(b)
-	for _, c := range brokerCells(*brokersFull, testing.Short()) {
+	e.warmUp(b, m)
+	cells := brokerCells(m, testing.Short())
+	for i, c := range cells {
+		if m == windowMatrix && c.parts != e.sharedParts {
+			e.dropShared(b)
+			e.prepareShared(b, c.parts)
+		}
 		b.Run(c.name(), func(b *testing.B) {
-			res := e.runCell(b, c, b.N)
+			res := e.runCell(b, c, i, b.N)
 			res.report(b)
 			e.mu.Lock()
 			e.results[c.name()] = res
 			e.mu.Unlock()
 		})
 	}
+	e.dropShared(b)
 	if *brokersReport != "" {
 		var rs []*cellResult
-		for _, c := range brokerCells(*brokersFull, testing.Short()) {
+		for _, c := range cells {
 			if r := e.results[c.name()]; r != nil {
 				rs = append(rs, r)
 			}
 		}
-		if err := writeBrokersReport(*brokersReport, rs, e.describe()); err != nil {
+		if err := writeBrokersReport(*brokersReport, rs, e.describe(m)); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 var (
-	brokersFull    = flag.Bool("brokers.full", false, "BenchmarkBrokers: run the whole matrix (1, 100, 1 000 partitions × 100 B, 1 KiB × acks=1, acks=all, durable), not one small cell of each kind")
+	brokersFull    = flag.Bool("brokers.full", false, "BenchmarkBrokers: run the whole matrix (1, 100, 1 000 partitions × 100 B, 1 KiB × acks=1, acks=all, durable × both clients), not one small cell of each kind")
+	brokersWindow  = flag.Bool("brokers.window", false, "BenchmarkBrokers: the quiet-window matrix (every partition count, size and acks with kgo, Kafka's tools at one partition, fewer records: about ten minutes with -benchtime 1x)")
 	brokersReport  = flag.String("brokers.report", "", "BenchmarkBrokers: write the table into this RESULTS.md (between its brokers markers) and the chart beside it (brokers.svg)")
 	brokersProfile = flag.String("brokers.profile", "", "BenchmarkBrokers: a directory for partlog serve's CPU and allocation profiles (serve --cpuprofile, --memprofile)")
 	brokersNote    = flag.String("brokers.note", "", "BenchmarkBrokers: a line about the run for the report (e.g. \"shared machine, indicative\")")
 )
+
+// matrix is which cells a run measures.
+type matrix int
+
+const (
+	smokeMatrix  matrix = iota // one small cell of each kind (CI)
+	windowMatrix               // every dimension, fewer records: a quiet window of ~10 minutes
+	fullMatrix                 // every dimension with both clients: hours
+)
+
+func brokersMatrix() matrix {
+	switch {
+	case *brokersFull:
+		return fullMatrix
+	case *brokersWindow:
+		return windowMatrix
+	}
+	return smokeMatrix
+}
 
 // ackMode is how a cell's records are acknowledged.
 type ackMode struct {
@@ -143,6 +178,8 @@ const e2eRate = 5000
 // seconds of steady state on either broker (about 1 GB of page cache for
 // a cell's three rounds on two brokers at most), fewer for durable
 // loads, whose records Kafka flushes one append at a time.
+// The quiet window's are a third to a fifth of them: tenths of a second
+// of steady state, still hundreds of /proc's 10 ms ticks of CPU.
 func cellRecords(size int, kind cellKind, mode ackMode, short bool) int {
 	switch {
 	case short:
@@ -159,10 +196,51 @@ func cellRecords(size int, kind cellKind, mode ackMode, short bool) int {
 	return 200_000
 }
 
-// brokerCells is the matrix: the full one, or one small cell of each
-// kind and client.
-func brokerCells(full, short bool) []brokerCell {
-	if !full {
+// windowRecords is cellRecords for the quiet window.
+func windowRecords(size int, kind cellKind, mode ackMode) int {
+	switch {
+	case kind == e2eCell:
+		return 2 * e2eRate // two seconds
+	case mode.durable && size < 1024:
+		return 60_000
+	case mode.durable:
+		return 15_000
+	case size < 1024:
+		return 300_000
+	}
+	return 60_000
+}
+
+// brokerCells is the matrix: the full one, the quiet window's, or one
+// small cell of each kind and client.
+func brokerCells(m matrix, short bool) []brokerCell {
+	if m == windowMatrix {
+		// kgo for every partition count, size and acknowledgement (exact
+		// latencies); Kafka's own tools at one partition and 100 B.
+		var cells []brokerCell
+		for _, parts := range []int{1, 100, 1000} {
+			for _, size := range []int{100, 1024} {
+				for _, mode := range allModes {
+					cells = append(cells, brokerCell{produceCell, "kgo", parts, size, mode, windowRecords(size, produceCell, mode)})
+					if parts == 1 && size == 100 {
+						cells = append(cells, brokerCell{produceCell, "perf", parts, size, mode, windowRecords(size, produceCell, mode)})
+					}
+				}
+				cells = append(cells, brokerCell{consumeCell, "kgo", parts, size, acks1, windowRecords(size, consumeCell, acks1)})
+				if parts == 1 && size == 100 {
+					cells = append(cells, brokerCell{consumeCell, "perf", parts, size, acks1, windowRecords(size, consumeCell, acks1)})
+				}
+			}
+			for _, mode := range []ackMode{acks1, durable} {
+				if parts == 1 && mode == acks1 {
+					cells = append(cells, brokerCell{e2eCell, "perf", 1, 100, mode, 1000})
+				}
+				cells = append(cells, brokerCell{e2eCell, "kgo", parts, 100, mode, windowRecords(100, e2eCell, mode)})
+			}
+		}
+		return cells
+	}
+	if m == smokeMatrix {
 		n := func(kind cellKind, m ackMode) int { return min(cellRecords(100, kind, m, true), 20000) }
 		e2e := 500
 		if !short {
@@ -234,6 +312,25 @@ type brokersEnv struct {
 	topics  atomic.Int64
 	mu      sync.Mutex
 	results map[string]*cellResult
+
+	// The quiet window's topics, one per broker, acknowledgement
+	// (durable or not) and partition count, made and primed once for
+	// all the cells of that count (sharedParts): at 1 000 partitions
+	// Kafka took 35-45 s for each of the first two rounds of the
+	// priming's appends, partlog 5 s to create the topic.
+	shared      map[sharedKey]string
+	sharedParts int
+	// consumeFrom is where a size's records start in a shared topic:
+	// the ends before its first produce cell, where its consume cell
+	// reads from.
+	consumeFrom map[sharedKey]map[int32]kgo.Offset
+}
+
+// sharedKey names a shared topic (size 0) or a size's records in it.
+type sharedKey struct {
+	target  int
+	durable bool
+	size    int
 }
 
 func newBrokersEnv(b *testing.B, in *kafka.Install) *brokersEnv {
@@ -275,9 +372,51 @@ func newBrokersEnv(b *testing.B, in *kafka.Install) *brokersEnv {
 	return e
 }
 
+// prepareShared creates the quiet window's topics of parts partitions
+// on every broker and primes them, the primings at once (Kafka's are
+// mostly waiting).
+func (e *brokersEnv) prepareShared(b *testing.B, parts int) {
+	e.shared = map[sharedKey]string{}
+	e.consumeFrom = map[sharedKey]map[int32]kgo.Offset{}
+	e.sharedParts = parts
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*len(e.targets))
+	for i, t := range e.targets {
+		for _, m := range []ackMode{acks1, durable} {
+			topic := e.newTopic()
+			e.createTopic(b, t, topic, parts, m)
+			e.shared[sharedKey{target: i, durable: m.durable}] = topic
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := primePartitions(t.addrFor(m), topic, parts); err != nil {
+					errs <- fmt.Errorf("priming %s on %s: %w", topic, t.name, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+// dropShared deletes the shared topics.
+func (e *brokersEnv) dropShared(b *testing.B) {
+	for k, topic := range e.shared {
+		m := acks1
+		if k.durable {
+			m = durable
+		}
+		e.deleteTopic(b, e.targets[k.target], topic, m)
+	}
+	e.shared, e.sharedParts = nil, 0
+}
+
 // describe is the report's header: the machine and the run.
-func (e *brokersEnv) describe() runInfo {
-	return runInfo{note: *brokersNote, full: *brokersFull}
+func (e *brokersEnv) describe(m matrix) runInfo {
+	return runInfo{note: *brokersNote, matrix: m}
 }
 
 // newTopic returns a topic name not used before in this run.
@@ -288,9 +427,12 @@ func (e *brokersEnv) newTopic() string {
 // warmUp runs every client against every broker before the first cell,
 // unmeasured: the JVMs compile their hot paths, the brokers' first
 // connections and topics are made.
-func (e *brokersEnv) warmUp(b *testing.B) {
+func (e *brokersEnv) warmUp(b *testing.B, m matrix) {
 	n := 200000
-	if !*brokersFull {
+	switch m {
+	case windowMatrix:
+		n = 100000
+	case smokeMatrix:
 		n = 20000
 	}
 	for _, t := range e.targets {
@@ -306,7 +448,7 @@ func (e *brokersEnv) warmUp(b *testing.B) {
 			if _, err := perfConsume(e.tools, t.addrFor(m), topic, 2*n); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := kgoConsume(t.addrFor(m), topic, 2*n); err != nil {
+			if _, err := kgoConsume(t.addrFor(m), topic, nil, 2*n); err != nil {
 				b.Fatal(err)
 			}
 			e.deleteTopic(b, t, topic, m)
@@ -348,12 +490,31 @@ type cellResult struct {
 }
 
 // runCell measures c rounds times on every broker, alternating which
-// goes first.
-func (e *brokersEnv) runCell(b *testing.B, c brokerCell, rounds int) *cellResult {
+// goes first from round to round and, for runs of one round, from cell
+// to cell (index is c's place in the matrix).
+func (e *brokersEnv) runCell(b *testing.B, c brokerCell, index, rounds int) *cellResult {
 	res := &cellResult{cell: c, samples: make([][]sample, len(e.targets))}
 	topics := make([]string, len(e.targets))
 	for i, t := range e.targets {
 		res.brokers = append(res.brokers, t.name)
+		if e.shared != nil {
+			topics[i] = e.shared[sharedKey{target: i, durable: c.mode.durable}]
+			if c.kind != produceCell {
+				continue
+			}
+			// A size's first produce cell: its records start here.
+			k := sharedKey{target: i, durable: c.mode.durable, size: c.size}
+			if e.consumeFrom[k] == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				ends, err := listEnds(ctx, t.addrFor(c.mode), topics[i], c.parts)
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+				e.consumeFrom[k] = ends
+			}
+			continue
+		}
 		topics[i] = e.newTopic()
 		e.createTopic(b, t, topics[i], c.parts, c.mode)
 		var err error
@@ -371,25 +532,28 @@ func (e *brokersEnv) runCell(b *testing.B, c brokerCell, rounds int) *cellResult
 	for r := 0; r < rounds; r++ {
 		for k := range e.targets {
 			i := k
-			if r%2 == 1 {
+			if (r+index)%2 == 1 {
 				i = len(e.targets) - 1 - k
 			}
-			s, err := e.measure(c, e.targets[i], topics[i], r)
+			s, err := e.measure(c, i, topics[i], r)
 			if err != nil {
 				b.Fatalf("%s on %s: %v", c.name(), e.targets[i].name, err)
 			}
 			res.samples[i] = append(res.samples[i], s)
 		}
 	}
-	for i, t := range e.targets {
-		e.deleteTopic(b, t, topics[i], c.mode)
+	if e.shared == nil {
+		for i, t := range e.targets {
+			e.deleteTopic(b, t, topics[i], c.mode)
+		}
 	}
 	return res
 }
 
 // measure runs one cell's load once on one broker, with the page cache
 // warmed first and the broker's CPU and peak RSS taken around it.
-func (e *brokersEnv) measure(c brokerCell, t *brokerTarget, topic string, round int) (sample, error) {
+func (e *brokersEnv) measure(c brokerCell, target int, topic string, round int) (sample, error) {
+	t := e.targets[target]
 	if err := warmPageCache(e.scratch, int64(c.records)*int64(c.size)); err != nil {
 		return sample{}, err
 	}
@@ -425,7 +589,10 @@ func (e *brokersEnv) measure(c brokerCell, t *brokerTarget, topic string, round 
 	case c.kind == produceCell:
 		s, err = kgoProduce(addr, topic, c.records, c.size, c.mode)
 	case c.kind == consumeCell:
-		s, err = consumePasses(e.tools, c, addr, topic)
+		// From the start, or in a shared topic from the start of the
+		// records of c's size.
+		from := e.consumeFrom[sharedKey{target: target, durable: c.mode.durable, size: c.size}]
+		s, err = consumePasses(e.tools, c, addr, topic, from)
 	case c.kind == e2eCell && c.client == "perf":
 		s, err = perfE2E(e.tools, addr, topic, c.records, c.size, c.mode)
 	default:
@@ -609,7 +776,7 @@ func perfProduce(tl *kafka.Tools, addr, topic string, n, size int, m ackMode) (s
 // cell's records from the start, each by a new consumer (perf: a new
 // group), so the broker's CPU is counted over enough work for /proc's
 // 10 ms ticks; the time is the sum of the reads' times.
-func consumePasses(tl *kafka.Tools, c brokerCell, addr, topic string) (sample, error) {
+func consumePasses(tl *kafka.Tools, c brokerCell, addr, topic string, from map[int32]kgo.Offset) (sample, error) {
 	var sum sample
 	for range consumePassCount {
 		var s sample
@@ -617,7 +784,7 @@ func consumePasses(tl *kafka.Tools, c brokerCell, addr, topic string) (sample, e
 		if c.client == "perf" {
 			s, err = perfConsume(tl, addr, topic, c.records)
 		} else {
-			s, err = kgoConsume(addr, topic, c.records)
+			s, err = kgoConsume(addr, topic, from, c.records)
 		}
 		if err != nil {
 			return sample{}, err
@@ -738,10 +905,14 @@ func kgoProduce(addr, topic string, n, size int, m ackMode) (sample, error) {
 }
 
 // kgoConsume reads n records of topic from the start of every
-// partition, without a group (kgo's defaults: 50 MB per fetch, 1 MiB
-// per partition).
-func kgoConsume(addr, topic string, n int) (sample, error) {
-	c, err := benchClient(addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+// partition, or from the offsets from when not nil, without a group
+// (kgo's defaults: 50 MB per fetch, 1 MiB per partition).
+func kgoConsume(addr, topic string, from map[int32]kgo.Offset, n int) (sample, error) {
+	read := kgo.ConsumeTopics(topic)
+	if from != nil {
+		read = kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from})
+	}
+	c, err := benchClient(addr, read, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return sample{}, err
 	}

@@ -23,8 +23,16 @@ import (
 
 // runInfo is what the report says of the run besides the figures.
 type runInfo struct {
-	note string
-	full bool
+	note   string
+	matrix matrix
+}
+
+// commands are the go test commands of the matrices, as the report
+// names them.
+var commands = map[matrix]string{
+	smokeMatrix:  "cd interop && go test -run '^$' -bench BenchmarkBrokers -benchtime 1x -brokers.report ../bench/RESULTS.md",
+	windowMatrix: "cd interop && go test -run '^$' -bench BenchmarkBrokers -benchtime 1x -timeout 1h -brokers.window -brokers.report ../bench/RESULTS.md",
+	fullMatrix:   "cd interop && go test -run '^$' -bench BenchmarkBrokers -benchtime 3x -timeout 4h -brokers.full -brokers.report ../bench/RESULTS.md",
 }
 
 // median returns the median of xs (the mean of the middle two for an
@@ -135,16 +143,25 @@ func renderTables(rs []*cellResult, info runInfo) string {
 	if len(rs) > 0 {
 		rounds = len(rs[0].samples[0])
 	}
-	matrix := "one small cell of each kind"
-	if info.full {
-		matrix = "the full matrix"
+	var what string
+	switch info.matrix {
+	case smokeMatrix:
+		what = "one small cell of each kind"
+	case windowMatrix:
+		what = "the quiet-window matrix (every partition count, size and acks with kgo; Kafka's tools at one partition, 100 B)"
+	case fullMatrix:
+		what = "the full matrix"
 	}
-	fmt.Fprintf(&sb, "Written by `BenchmarkBrokers` (interop/brokers_bench_test.go): %s, %d alternated round(s) per cell, %s.", matrix, rounds, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	alternated := "the first broker alternated from round to round"
+	if rounds == 1 {
+		alternated = "the first broker alternated from cell to cell"
+	}
+	fmt.Fprintf(&sb, "Written by `BenchmarkBrokers` (interop/brokers_bench_test.go): %s, %d round(s) per cell, %s, %s.", what, rounds, alternated, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	if info.note != "" {
 		fmt.Fprintf(&sb, " **%s.**", info.note)
 	}
 	fmt.Fprintf(&sb, "\n\n- machine: %d CPUs, %s, Linux %s; %s\n", runtime.NumCPU(), cpuModel(), kernelRelease(), runtime.Version())
-	sb.WriteString("- command: `cd interop && go test -run '^$' -bench BenchmarkBrokers -benchtime 3x -timeout 4h -brokers.full -brokers.report ../bench/RESULTS.md`\n")
+	sb.WriteString("- command: `" + commands[info.matrix] + "`\n")
 	sb.WriteString("- P = `partlog serve` (durable: `--fsync`), K = Kafka " + kafka.Version + " (one KRaft node, 1 GiB heap, default settings; durable: topics with `flush.messages=1`). Clients: `perf` = Kafka's ProducerPerformance / ConsumerPerformance / EndToEndLatency in one JVM (1 GiB heap), warmed up before the first cell; `kgo` = franz-go in the benchmark's process.\n")
 	sb.WriteString("- Figures are medians over the rounds; **×** is the median of the per-round ratios P/K (throughput: above 1 is partlog ahead; latency: below 1 is partlog ahead). CPU is the broker process's utime+stime (/proc) per GB of record values; rec/CPU-s is records per second of broker CPU. Peak RSS is the broker's high-water mark during the measurement (partlog's includes the segment pages it maps).\n")
 	sb.WriteString("- ProducerPerformance and EndToEndLatency print whole milliseconds (EndToEndLatency truncates); kgo's latencies are exact.\n\n")
@@ -393,7 +410,7 @@ func TestMedianAndRatio(t *testing.T) {
 // Kafka's throughput at half its latency in every round.
 func syntheticResults() []*cellResult {
 	var rs []*cellResult
-	for i, c := range brokerCells(true, false) {
+	for i, c := range brokerCells(fullMatrix, false) {
 		r := &cellResult{cell: c, brokers: []string{"partlog", "kafka"}, samples: make([][]sample, 2)}
 		for round := range 3 {
 			k := sample{records: int64(c.records), bytes: int64(c.records * c.size), seconds: 2 + float64(round+i%5)/10,
@@ -426,7 +443,7 @@ func TestBrokersReport(t *testing.T) {
 	}
 	rs := syntheticResults()
 	for range 2 {
-		if err := writeBrokersReport(path, rs, runInfo{note: "synthetic", full: true}); err != nil {
+		if err := writeBrokersReport(path, rs, runInfo{note: "synthetic", matrix: fullMatrix}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -467,5 +484,45 @@ func TestBrokersReport(t *testing.T) {
 		if !bytes.Contains(svg, []byte(title)) {
 			t.Errorf("the chart has no panel %q", title)
 		}
+	}
+}
+
+// TestWindowMatrix: the quiet-window matrix has every cell the issue
+// names (produce at 1, 100 and 1 000 partitions × 100 B, 1 KiB × acks=1,
+// acks=all, durable; consume at each count and size; end to end at each
+// count, acknowledged and durable), Kafka's own tools among the clients,
+// and no cell twice.
+func TestWindowMatrix(t *testing.T) {
+	have := map[string]bool{}
+	clients := map[string]bool{}
+	for _, c := range brokerCells(windowMatrix, false) {
+		if have[c.name()] {
+			t.Errorf("%s twice", c.name())
+		}
+		have[c.name()] = true
+		clients[c.client] = true
+		if c.records <= 0 {
+			t.Errorf("%s has no records", c.name())
+		}
+	}
+	for _, parts := range []int{1, 100, 1000} {
+		for _, size := range []string{"100B", "1KiB"} {
+			for _, m := range allModes {
+				if name := fmt.Sprintf("produce/kgo/p=%d/%s/%s", parts, size, m.name); !have[name] {
+					t.Errorf("no %s", name)
+				}
+			}
+			if name := fmt.Sprintf("consume/kgo/p=%d/%s/acks=1", parts, size); !have[name] {
+				t.Errorf("no %s", name)
+			}
+		}
+		for _, m := range []ackMode{acks1, durable} {
+			if name := fmt.Sprintf("e2e/kgo/p=%d/100B/%s", parts, m.name); !have[name] {
+				t.Errorf("no %s", name)
+			}
+		}
+	}
+	if !clients["perf"] || !clients["kgo"] {
+		t.Errorf("clients %v, want Kafka's tools and kgo", clients)
 	}
 }

@@ -38,6 +38,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	for _, f := range afterAll {
+		f()
+	}
 	_ = os.RemoveAll(tmp)
 	os.Exit(code)
 }

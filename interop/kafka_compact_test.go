@@ -3,10 +3,12 @@ package interop
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -116,8 +118,9 @@ func copyDir(t testing.TB, src, dst string) string {
 // at now and returns what the round did.
 func cleanWithPartlog(t *testing.T, dir string, hw int64, now time.Time) partlog.CleanResult {
 	t.Helper()
-	l, err := partlog.Open(dir, &partlog.Options{CleanShutdown: true, RecoveryPoint: hw, HighWatermark: hw,
-		PrefaultBytes: -1, DeleteRetentionMs: judgeDeleteRetentionMs, Now: func() time.Time { return now }})
+	opts := &partlog.Options{CleanShutdown: true, RecoveryPoint: hw, HighWatermark: hw,
+		PrefaultBytes: -1, DeleteRetentionMs: judgeDeleteRetentionMs, Now: func() time.Time { return now }}
+	l, err := partlog.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +130,9 @@ func cleanWithPartlog(t *testing.T, dir string, hw int64, now time.Time) partlog
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if err := partlog.Check(dir, opts); err != nil {
+		t.Errorf("consistency check of %s after cleaning: %v", dir, err)
 	}
 	return res
 }
@@ -193,28 +199,40 @@ func judgeRound(t *testing.T, b *kafka.Broker, round int) {
 	produceSync(t, plain, rec("tail", fmt.Sprint(round)))
 }
 
+// judgeHighWatermark is the judge partition's high watermark in the
+// stopped broker's replication-offset-checkpoint.
+func judgeHighWatermark(t *testing.T, b *kafka.Broker) int64 {
+	t.Helper()
+	hws, err := checkpoint.ReadOffsets(filepath.Join(b.LogDir, checkpoint.ReplicationOffsetFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hws[partlog.TopicPartition{Topic: judgeTopic, Partition: 0}]
+}
+
 // judgeBatch is what the comparison reads of a batch.
 type judgeBatch struct {
 	v       batch.View
 	records []string
 }
 
-func readJudgeBatches(t *testing.T, dir string) []judgeBatch {
+func readJudgeBatches(t *testing.T, dir string, below int64) []judgeBatch {
 	t.Helper()
 	var out []judgeBatch
 	for _, v := range segmentBatches(t, dir) {
+		if v.BaseOffset() >= below {
+			break
+		}
 		jb := judgeBatch{v: v}
 		data, err := v.RecordData(nil, 1<<24)
 		if err != nil {
 			t.Fatal(err)
 		}
-		it := batch.NewRecordIterator(v, data)
-		var r batch.Record
-		for it.Next(&r) {
+		it := v.Records(data)
+		for r, ok := it.Next(); ok; r, ok = it.Next() {
 			var hs []string
 			h := r.Headers()
-			var hd batch.Header
-			for h.Next(&hd) {
+			for hd, ok := h.Next(); ok; hd, ok = h.Next() {
 				hs = append(hs, fmt.Sprintf("%s=%q", hd.Key, hd.Value))
 			}
 			jb.records = append(jb.records, fmt.Sprintf("%d@%d %q=%q (null value %v) %v", r.Offset, r.Timestamp, r.Key, r.Value, r.Value == nil, hs))
@@ -233,21 +251,26 @@ func readJudgeBatches(t *testing.T, dir string) []judgeBatch {
 // records (offsets, timestamps, keys, values, headers) and .txnindex
 // entries. Allowed: delete horizons' values (each cleaner's clock) and,
 // for a batch rewritten with fewer records, the max timestamp (partlog
-// keeps the original's). It returns how many batches differ only so.
-func compareCleaned(t *testing.T, what, kafkaDir, partlogDir string) (maxTimestamps int) {
+// keeps the original's). Only segments and batches starting below
+// below are compared. It returns how many batches differ only so.
+func compareCleaned(t *testing.T, what, kafkaDir, partlogDir string, below int64) (maxTimestamps int) {
 	t.Helper()
 	segs := func(dir string) []string {
 		ls, _ := filepath.Glob(filepath.Join(dir, "*.log"))
-		for i := range ls {
-			ls[i] = filepath.Base(ls[i])
+		var out []string
+		for _, l := range ls {
+			base, err := strconv.ParseInt(strings.TrimSuffix(filepath.Base(l), ".log"), 10, 64)
+			if err == nil && base < below {
+				out = append(out, filepath.Base(l))
+			}
 		}
-		sort.Strings(ls)
-		return ls
+		sort.Strings(out)
+		return out
 	}
 	if k, p := segs(kafkaDir), segs(partlogDir); strings.Join(k, " ") != strings.Join(p, " ") {
 		t.Errorf("%s: segments: Kafka %v, partlog %v", what, k, p)
 	}
-	kb, pb := readJudgeBatches(t, kafkaDir), readJudgeBatches(t, partlogDir)
+	kb, pb := readJudgeBatches(t, kafkaDir, below), readJudgeBatches(t, partlogDir, below)
 	if len(kb) != len(pb) {
 		t.Errorf("%s: %d batches after Kafka's cleaner, %d after partlog's", what, len(kb), len(pb))
 	}
@@ -312,17 +335,13 @@ func TestKafkaCleanerJudge(t *testing.T) {
 	work := t.TempDir()
 	checkpointAt := int64(-1)
 	var partlogOut string
+	judgeRound(t, b, 1)
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	input := copyDir(t, b.PartitionDir(judgeTopic, 0), filepath.Join(work, "input1", judgeTopic+"-0"))
+	hw := judgeHighWatermark(t, b)
 	for round := 1; round <= 2; round++ {
-		judgeRound(t, b, round)
-		if err := b.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		input := copyDir(t, b.PartitionDir(judgeTopic, 0), filepath.Join(work, fmt.Sprint("input", round), judgeTopic+"-0"))
-		hws, err := checkpoint.ReadOffsets(filepath.Join(b.LogDir, checkpoint.ReplicationOffsetFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		hw := hws[partlog.TopicPartition{Topic: judgeTopic, Partition: 0}]
 		if err := b.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -330,6 +349,15 @@ func TestKafkaCleanerJudge(t *testing.T) {
 			time.Sleep(judgeDeleteRetentionMs * time.Millisecond) // the first round's horizons pass
 		}
 		checkpointAt = waitKafkaCleaned(t, b, judgeTopic, checkpointAt)
+		// The second round's records are produced now, while the cleaner
+		// is off again, so that one stop gives both the first round's
+		// result (compared below the offsets they take) and the second
+		// round's input: a broker restart fewer.
+		compareBelow := int64(math.MaxInt64)
+		if round == 1 {
+			compareBelow = hw
+			judgeRound(t, b, 2)
+		}
 		if err := b.Stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -339,17 +367,13 @@ func TestKafkaCleanerJudge(t *testing.T) {
 		if res.EndOffset != checkpointAt {
 			t.Errorf("round %d: partlog cleaned up to %d, Kafka to %d", round, res.EndOffset, checkpointAt)
 		}
-		n := compareCleaned(t, fmt.Sprint("round ", round), kafkaOut, partlogOut)
+		n := compareCleaned(t, fmt.Sprint("round ", round), kafkaOut, partlogOut, compareBelow)
 		t.Logf("round %d: %d records kept of %d, %d batches rewritten with a lower max timestamp by Kafka", round,
 			res.RecordsKept, res.RecordsRead, n)
 		if t.Failed() {
 			return
 		}
-		if round == 1 {
-			if err := b.Start(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		input, hw = kafkaOut, judgeHighWatermark(t, b)
 	}
 
 	// Kafka loads the directory partlog cleaned (placed over its own,
@@ -397,10 +421,8 @@ func TestKafkaCleanerJudge(t *testing.T) {
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err = cmd.Run()
-		// stdout only: the report of non-consecutive offsets on stderr is
-		// the dump tool's (its order and the first gap are being brought
-		// to Kafka's in the Kafka-corpus work).
-		if err != nil || out.String() != want.Stdout {
+		// stderr too: the report of the offsets the cleaner removed.
+		if err != nil || out.String() != want.Stdout || errOut.String() != want.Stderr {
 			t.Errorf("dump %s: %v\npartlog:\n%s%s\nKafka:\n%s%s", filepath.Base(f), err, out.String(), errOut.String(), want.Stdout, want.Stderr)
 		}
 	}
@@ -409,8 +431,13 @@ func TestKafkaCleanerJudge(t *testing.T) {
 // TestKafkaCleanedConsumerOffsets: __consumer_offsets of a Kafka 4.4
 // broker whose cleaner cleaned it (offset commits, deletions that leave
 // tombstones, segments rolled by time) verifies without a problem in
-// partlog, and partlog dump prints what DumpLogSegments prints on each of
-// its files, with and without the offsets decoder.
+// partlog, and partlog dump prints on stdout what DumpLogSegments prints
+// for each of its files, with and without --print-data-log. Not compared
+// yet: --offsets-decoder (Kafka 4.4 writes OffsetCommit values v4 with a
+// tagged topicId the decoder does not know) and the stderr report of
+// non-consecutive offsets (Kafka's starts from -1, so a segment whose
+// first record is not offset 0 is reported, and lists the gaps in file
+// order); the Kafka-corpus work brings both to Kafka 4.4's.
 func TestKafkaCleanedConsumerOffsets(t *testing.T) {
 	in := kafka.Need(t)
 	b := in.StartBroker(t, kafka.BrokerConfig{Props: map[string]string{"log.cleaner.backoff.ms": "100",

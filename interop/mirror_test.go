@@ -682,7 +682,7 @@ func dumpShowsBarriers(t *testing.T, s *server, topic string, barrier bool, want
 	if err != nil || len(logs) == 0 {
 		t.Fatalf("no segments in %s: %v", s.dir, err)
 	}
-	out, code := runPartlog(t, append([]string{"dump", "--deep-iteration"}, logs...)...)
+	out, code := runPartlog(t, append([]string{"dump", "--deep-iteration", "--mirror-format"}, logs...)...)
 	if code != 0 {
 		t.Fatalf("dump: exit %d: %s", code, out)
 	}

@@ -55,9 +55,9 @@ func barrierSource(t *testing.T, l *partlog.Log, offset int64) string {
 			if err != nil {
 				t.Fatal(err)
 			}
-			it := batch.NewRecordIterator(b, data)
-			var r batch.Record
-			if !it.Next(&r) {
+			it := b.Records(data)
+			r, ok := it.Next()
+			if !ok {
 				t.Fatal(it.Err())
 			}
 			m, err := batch.ParseMirrorPidReset(r.Value)

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -168,13 +169,7 @@ func openTxns(l *partlog.Log) []partlog.ProducerEntry {
 		}
 	}
 	slices.SortFunc(open, func(a, b partlog.ProducerEntry) int {
-		switch {
-		case a.CurrentTxnFirstOffset < b.CurrentTxnFirstOffset:
-			return -1
-		case a.CurrentTxnFirstOffset > b.CurrentTxnFirstOffset:
-			return 1
-		}
-		return 0
+		return cmp.Compare(a.CurrentTxnFirstOffset, b.CurrentTxnFirstOffset)
 	})
 	return open
 }

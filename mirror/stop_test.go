@@ -30,6 +30,12 @@ type stopFixture struct {
 
 func newStopFixture(t *testing.T, opts Options) *stopFixture {
 	t.Helper()
+	return newStopFixtureIn(t, opts, t.TempDir())
+}
+
+// newStopFixtureIn is newStopFixture with B's log under root/B.
+func newStopFixtureIn(t *testing.T, opts Options, root string) *stopFixture {
+	t.Helper()
 	f := &stopFixture{a: newCluster(t, "A", 3), crashCount: map[crashPoint]int{}}
 	a := f.a
 	a.produce(-1, 0, 0, 2, false)
@@ -45,7 +51,7 @@ func newStopFixture(t *testing.T, opts Options) *stopFixture {
 	f.mirrorEnd = a.log().LogEndOffset()
 
 	opts.LeaderEpoch = 0
-	l := openLog(t, filepath.Join(t.TempDir(), "B", "t-0"))
+	l := openLog(t, filepath.Join(root, "B", "t-0"))
 	f.b = &cluster{t: t, id: "B", p: openPartition(t, l, opts)}
 	f.mirrorDir = l.Dir()
 	s, err := f.b.p.Start(StartRequest{SourceClusterID: "A", TopicID: topic, SourceLeaderEpoch: 3})
@@ -497,9 +503,9 @@ func markerCoordinatorEpochs(t *testing.T, l *partlog.Log, from int64) map[int64
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rec batch.Record
-		it := batch.NewRecordIterator(v, data)
-		if !it.Next(&rec) {
+		it := v.Records(data)
+		rec, ok := it.Next()
+		if !ok {
 			t.Fatalf("marker at %d has no record: %v", v.BaseOffset(), it.Err())
 		}
 		m, err := batch.ParseEndTxnMarker(rec.Value)

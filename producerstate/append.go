@@ -139,6 +139,10 @@ type Append struct {
 	known      Known
 	scratch    []byte
 	record     batch.Record
+	// control is the type of the control batch validateControl read
+	// last, hasControl whether it read one (for ControlType).
+	control    batch.ControlType
+	hasControl bool
 }
 
 // Begin starts a new append of origin on a. nowMs is the broker clock
@@ -166,6 +170,13 @@ func (a *Append) Origin() Origin { return a.origin }
 // append, in batch order, with LastStableOffset filled (§3.3). Valid after
 // Commit, until the next Begin.
 func (a *Append) CompletedTxns() []CompletedTxn { return a.completed }
+
+// ControlType returns the type of the record of the control batch just
+// validated, as the validation read it; ok is false when that batch has
+// no record or was not read. Only meaningful right after a control batch
+// was validated (a replay's Applied, say): callers need not read the
+// records again.
+func (a *Append) ControlType() (t batch.ControlType, ok bool) { return a.control, a.hasControl }
 
 // HasBarrier reports whether a batch validated so far is a
 // MIRROR_PID_RESET barrier (even with barriers disabled, when Barriers is
@@ -522,6 +533,7 @@ func (a *Append) staged(acc *accumulator) {
 
 func (a *Append) validateControl(v batch.View, h *batch.BatchHeader, baseOffset int64) error {
 	pid := h.ProducerID
+	a.hasControl = false
 	if h.RecordsCount <= 0 {
 		// §2.6 rule 0 / §6.8 R1: an empty control batch (all records
 		// compacted away) is neither a marker nor a barrier; with a PID it
@@ -550,6 +562,7 @@ func (a *Append) validateControl(v batch.View, h *batch.BatchHeader, baseOffset 
 	if err != nil {
 		return a.corruptControl(h, baseOffset, err)
 	}
+	a.control, a.hasControl = typ, true
 	if typ == batch.ControlMirrorPidReset {
 		a.hasBarrier = true
 	}

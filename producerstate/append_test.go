@@ -104,3 +104,36 @@ func TestControlScratchDoesNotAliasBatches(t *testing.T) {
 		t.Fatalf("completed %+v, want 7 committed and 8 aborted", got)
 	}
 }
+
+// TestAppendControlType: the type validation read of a control batch is
+// what Append.ControlType reports (recovery reads the replay's abort
+// markers from it rather than parsing the records again); an empty control
+// batch reports none.
+func TestAppendControlType(t *testing.T) {
+	m := New(Config{})
+	l := newLog(t, m)
+	l.must(Client, txnData(5, 0, 0, 1))
+	for _, c := range []struct {
+		spec bspec
+		want batch.ControlType
+	}{
+		{abort(5, 0, 0), batch.ControlAbort},
+		{barrier(), batch.ControlMirrorPidReset},
+	} {
+		a := l.must(Coordinator, c.spec)
+		if got, ok := a.ControlType(); !ok || got != c.want {
+			t.Errorf("ControlType() = %v, %v; want %v", got, ok, c.want)
+		}
+	}
+	empty := abort(5, 0, 0)
+	empty.control = 5
+	a := new(Append)
+	m.Begin(a, Coordinator, 0)
+	v := build(t, empty)
+	if err := m.Validate(a, v, 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.ControlType(); ok {
+		t.Error("an empty control batch reports a type")
+	}
+}

@@ -433,6 +433,12 @@ func (m *Manager) Reset(mapEndOffset int64) { m.reset(mapEndOffset) }
 func (m *Manager) reset(offset int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.resetLocked(offset)
+}
+
+// resetLocked empties the state and puts the map end offset and the last
+// snapshot offset at offset. Caller holds mu.
+func (m *Manager) resetLocked(offset int64) {
 	m.clearLocked()
 	m.unreplicated = m.unreplicated[:0]
 	m.barriers = nil

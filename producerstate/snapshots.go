@@ -93,11 +93,7 @@ func exportSnapshotEntry(x *snapshot.Entry, e *entry) {
 func (m *Manager) LoadSnapshot(entries []snapshot.Entry, mapEndOffset int64, nowMs int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.clearLocked()
-	m.unreplicated = m.unreplicated[:0]
-	m.barriers = nil
-	m.setMEOLocked(mapEndOffset)
-	m.lastSnapOffset = m.loadMEO()
+	m.resetLocked(mapEndOffset)
 
 	// One backing array for all entries keeps a million-producer load to
 	// a handful of allocations.

@@ -118,9 +118,12 @@ func (x *run) failure(segs []*seg, i int) bool {
 			break
 		}
 	}
-	if r.fail == failZero && laterData >= 0 && firstOffsetOf(segs[laterData]) >= s.next() {
+	if r.fail == failZero && laterData >= 0 && startsValid(segs[laterData]) && firstOffsetOf(segs[laterData]) >= s.next() {
 		// Zeros after the data of a segment that is followed by data: a
-		// trim was lost (recovery.md §7.2). Trim it, keep the rest.
+		// trim was lost (recovery.md §7.2). Trim it, keep the rest. A
+		// later segment that begins with invalid bytes is no such data: a
+		// power cut can keep a sealed segment's trim and lose the data
+		// before it, and the cut is then here.
 		x.r.problem(s.logName, s.keepEnd, kindLostTrim, "%d bytes of zero padding after the data of segment %d (a lost trim) cut",
 			s.size-s.keepEnd, s.base)
 		s.trimmed = true
@@ -166,6 +169,10 @@ func holdsData(s *seg) bool {
 	}
 	return s.scan.batches > 0 || (s.scan.fail != failNone && s.scan.fail != failZero)
 }
+
+// startsValid reports whether s, which holds data, begins with a valid
+// batch (or is trusted unscanned).
+func startsValid(s *seg) bool { return !s.recover || s.scan.firstBase >= 0 }
 
 func firstOffsetOf(s *seg) int64 {
 	if s.firstBase >= 0 {

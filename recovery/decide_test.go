@@ -208,3 +208,26 @@ func TestLogStartIsFirstSegmentBase(t *testing.T) {
 		t.Fatalf("log start %d with segments from 300 on, want 300", r.LogStartOffset)
 	}
 }
+
+// TestZeroSegmentBeforeInvalidSegmentIsTheCut: a sealed segment whose
+// bytes are all zeros (a power cut kept its trim and lost its data)
+// followed by a segment that begins with invalid bytes is no lost trim:
+// nothing valid follows it, so the log is cut there, at its base, and
+// the later segment goes. Reading the zeros as a lost trim put the cut
+// in the later segment, above the log end the recovery left.
+func TestZeroSegmentBeforeInvalidSegmentIsTheCut(t *testing.T) {
+	dir := fixture(t)
+	patch(t, segPath(dir, 300, filenames.Log), func(b []byte) []byte { return make([]byte, len(b)) })
+	patch(t, segPath(dir, 600, filenames.Log), func(b []byte) []byte { clear(b[:512]); return b })
+	r := mustRun(t, dir, unclean(300))
+	expectCut(t, r, 300, ClassCorruptUnflushed)
+	if r.Truncation != nil && (r.Truncation.SegmentBaseOffset != 300 || r.Truncation.Offset != 300) {
+		t.Errorf("cut %+v, want segment 300 at offset 300", *r.Truncation)
+	}
+	if hasProblem(r, kindLostTrim) {
+		t.Errorf("zeros before an invalid segment reported as a lost trim: %+v", r.Problems)
+	}
+	if exists(dir, filenames.Make(600, filenames.Log)) {
+		t.Error("segment 600 kept after the cut in segment 300")
+	}
+}

@@ -90,7 +90,7 @@ func (x *run) syncDir() error {
 // quarantinePath returns a free path for name in the quarantine directory,
 // creating the directory.
 func (x *run) quarantinePath(name string) (string, error) {
-	if err := os.MkdirAll(x.o.Quarantine, 0o755); err != nil {
+	if err := mkdirSynced(x.o.Quarantine); err != nil {
 		return "", fmt.Errorf("partlog/recovery: quarantine: %w", err)
 	}
 	q := x.o.Quarantine
@@ -102,6 +102,34 @@ func (x *run) quarantinePath(name string) (string, error) {
 		}
 		p = filepath.Join(q, name+"."+strconv.Itoa(i))
 	}
+}
+
+// mkdirSynced creates dir and its missing parents, fsyncing the parent of
+// each directory it creates: a quarantine copy is synced with its own
+// directory's entries before the bytes it saves are cut, and that is
+// durable only if the directories leading to it are too.
+func mkdirSynced(dir string) error {
+	var missing []string
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, p)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(missing[i], 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if err := fsutil.SyncDir(filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // remove deletes the live file name (moving it to the quarantine when one
@@ -296,24 +324,9 @@ func (x *run) rewrite(name, kind, reason string, write func(target string) error
 // the change.
 func (x *run) replace(name string, data []byte, kind, reason string) error {
 	err := x.rewrite(name, kind, reason, func(target string) error {
-		tmp := target + filenames.Temp
-		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
-		if err != nil {
-			return fmt.Errorf("partlog/recovery: write %s: %w", tmp, err)
-		}
-		_, err = f.Write(data)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp, target)
-		}
-		if err != nil {
-			_ = os.Remove(tmp)
-			return fmt.Errorf("partlog/recovery: write %s: %w", target, err)
+		// The directory is synced once, after every change (dirDirty).
+		if err := fsutil.ReplaceFile(target, data); err != nil {
+			return fmt.Errorf("partlog/recovery: %w", err)
 		}
 		return nil
 	})

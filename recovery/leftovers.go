@@ -107,12 +107,7 @@ func (x *run) leftovers() error {
 		return err
 	}
 	// Orphan indexes (no .log).
-	var names []string
-	for name := range x.files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range x.sortedNames() {
 		n, _ := filenames.Parse(name)
 		switch n.Kind {
 		case filenames.Index, filenames.TimeIndex, filenames.TxnIndex:
@@ -203,12 +198,7 @@ func (x *run) resolveSwaps(cleaned, swaps []filenames.Name) error {
 		return nil
 	}
 	if lo >= 0 {
-		var names []string
-		for name := range x.files {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
+		for _, name := range x.sortedNames() {
 			n, err := filenames.Parse(name)
 			if err != nil || n.Transient != "" || n.Offset < lo || n.Offset >= hi {
 				continue
@@ -253,4 +243,14 @@ func (x *run) resolveSwaps(cleaned, swaps []filenames.Name) error {
 		}
 	}
 	return nil
+}
+
+// sortedNames returns the names of the directory's files, sorted.
+func (x *run) sortedNames() []string {
+	names := make([]string, 0, len(x.files))
+	for name := range x.files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }

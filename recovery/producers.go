@@ -195,7 +195,7 @@ func (x *run) producers(kept []*seg, leo, logStart int64, wiped bool) error {
 	// round, its .txnindex entry), which the replay completes nothing for.
 	abortMarkers := map[int64]int64{}
 	rb.Applied = func(v batch.View, a *producerstate.Append) {
-		if v.IsControl() && v.ProducerID() >= 0 && isAbortMarker(v) {
+		if t, ok := a.ControlType(); v.IsControl() && ok && t == batch.ControlAbort && v.ProducerID() >= 0 {
 			abortMarkers[v.BaseOffset()] = v.ProducerID()
 		}
 		for _, t := range a.CompletedTxns() {
@@ -393,20 +393,6 @@ func (x *run) replaySegment(s *seg, yield func(batch.View, *batch.BatchHeader) b
 
 func sortEntries(e []snapshot.Entry) {
 	sort.Slice(e, func(i, j int) bool { return e[i].ProducerID < e[j].ProducerID })
-}
-
-// isAbortMarker reports whether the control batch v holds an ABORT marker.
-func isAbortMarker(v batch.View) bool {
-	if v.RecordsCount() <= 0 || v.Compression() != batch.CompressionNone {
-		return false
-	}
-	it := batch.NewRecordIterator(v, v.RecordsSection())
-	var r batch.Record
-	if !it.Next(&r) {
-		return false
-	}
-	_, typ, err := batch.ParseControlKey(r.Key)
-	return err == nil && typ == batch.ControlAbort
 }
 
 // onlyCleanedTxns reports whether every entry of the transaction index

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/partlog/partlog/batch"
@@ -630,7 +631,10 @@ func cases() []tcase {
 		}},
 		{id: "G9", opts: clean(), damage: func(t testing.TB, dir string) {
 			_ = os.Remove(filepath.Join(dir, epochFileName))
-		}, check: func(t testing.TB, r *Report, dir string) { expectEpochs(t, r, dir) }},
+		}, check: func(t testing.TB, r *Report, dir string) {
+			expectEpochs(t, r, dir)
+			expectProblem(t, r, kindEpochCheckpoint) // missing, rebuilt
+		}},
 		{id: "H3", opts: clean(), damage: func(t testing.TB, dir string) {
 			appendBytes(t, segPath(dir, 600, filenames.Log), []byte("torn!"))
 		}, check: func(t testing.TB, r *Report, dir string) {
@@ -817,5 +821,25 @@ func expectKeptWithEpochNote(t testing.TB, r *Report, leo int64) {
 	}
 	if !found {
 		t.Errorf("no %s note in %+v", kindEpochDecrease, r.Notes)
+	}
+}
+
+// TestRunLeavesNoMapping: a clean run checks each sealed segment's tail
+// through a mapping when the .log is too large to read (here a zero tail
+// past readSmallBytes) and unmaps it: a mapping kept per segment would
+// hold a map area for each segment of every partition a broker opens
+// (vm.max_map_count).
+func TestRunLeavesNoMapping(t *testing.T) {
+	dir := fixture(t)
+	appendBytes(t, segPath(dir, 0, filenames.Log), make([]byte, 2*readSmallBytes))
+	mustRun(t, dir, clean())
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(maps), "\n") {
+		if strings.Contains(line, dir) {
+			t.Errorf("still mapped after the run: %s", line)
+		}
 	}
 }

@@ -61,13 +61,16 @@ func (s *Segment) Seal() error {
 		return err
 	}
 	// The trim is made durable by the next Flush (which fdatasyncs the
-	// file, persisting its length) before the recovery point passes this
-	// segment; syncing a whole segment here would stall the append that
-	// triggered the roll.
+	// file, persisting its length), before the recovery point passes
+	// this segment; syncing a whole segment here would stall the append
+	// that triggered the roll. (When the recovery point has passed the
+	// data already, the log flushes the sealed segment at once: see
+	// Log.rollLocked.)
 	if err := s.log.Truncate(s.size.Load()); err != nil {
 		return err
 	}
 	errs = errs[:0]
+	s.synced.sealedTxn = s.txnIndex.FileSize() != s.synced.txnBytes
 	errs = append(errs, s.log.Close(), s.timeIndex.Close(), s.txnIndex.Close())
 	s.log, s.timeIndex, s.txnIndex = nil, nil, nil
 	s.dropMapped()
@@ -84,12 +87,12 @@ func (s *Segment) Seal() error {
 func (s *Segment) Close() error {
 	wasActive := s.Active()
 	err := s.Seal()
-	if wasActive && err == nil {
-		// Persist the trimmed length before the files are let go.
-		err = syncFile(s.Path(filenames.Log), false)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if wasActive && err == nil {
+		// Persist the trimmed length before the files are let go.
+		err = s.syncSealed()
+	}
 	if s.closed {
 		return err
 	}
@@ -152,7 +155,7 @@ func (s *Segment) Flush() error {
 		return ErrClosed
 	}
 	if !s.active {
-		return syncFile(s.Path(filenames.Log), false)
+		return s.syncSealed()
 	}
 	if err := s.log.Sync(0, s.size.Load()); err != nil {
 		return err
@@ -164,6 +167,24 @@ func (s *Segment) Flush() error {
 			return err
 		}
 		s.synced.txnBytes = n
+	}
+	return nil
+}
+
+// syncSealed syncs a sealed segment's .log (its data and trimmed
+// length) and, when Seal left entries unsynced, its transaction index:
+// once the recovery point passes the segment, recovery no longer
+// rebuilds that index, and an ABORT's entry lost there would show
+// aborted records to read_committed consumers. Caller holds mu.
+func (s *Segment) syncSealed() error {
+	if err := syncFile(s.Path(filenames.Log), false); err != nil {
+		return err
+	}
+	if s.synced.sealedTxn {
+		if err := syncFile(s.Path(filenames.TxnIndex), true); err != nil {
+			return err
+		}
+		s.synced.sealedTxn = false
 	}
 	return nil
 }

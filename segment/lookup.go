@@ -65,9 +65,8 @@ func (s *Segment) FindOffsetByTimestamp(ts, startingOffset int64, scratch []byte
 			}
 			scratch = records[:0]
 		}
-		it := batch.NewRecordIterator(v, records)
-		var rec batch.Record
-		for it.Next(&rec) {
+		it := v.Records(records)
+		for rec, ok := it.Next(); ok; rec, ok = it.Next() {
 			if rec.Timestamp >= ts && rec.Offset >= startingOffset {
 				return TimestampOffset{Timestamp: rec.Timestamp, Offset: rec.Offset, LeaderEpoch: epochOf(v)}, true, scratch, nil
 			}

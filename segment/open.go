@@ -79,7 +79,7 @@ func openActive(dir string, base, dataLen int64, cfg Config, now time.Time, chec
 		return nil, err
 	}
 	s.log = f
-	if err := s.loadTail(dataLen); err != nil {
+	if err := s.loadTail(dataLen, check); err != nil {
 		_ = s.closeFiles()
 		return nil, err
 	}
@@ -230,14 +230,20 @@ func (p *Pending) Close() error {
 	return errors.Join(err, p.s.closeFiles())
 }
 
-// loadTail validates the batches after the last offset-index entry and
-// sets the next offset and the timestamps of an opened active segment.
-func (s *Segment) loadTail(dataLen int64) error {
+// loadTail reads the batches after the last offset-index entry for the
+// next offset and the timestamps of an opened active segment; with check
+// it validates them (a cleanly closed directory), without it they are
+// the batches recovery has just validated and are only walked.
+func (s *Segment) loadTail(dataLen int64, check bool) error {
 	data := s.log.Bytes()[:dataLen]
-	if dataLen > 0 {
-		if v, err := batch.Check(data); err == nil {
-			s.rollingTimestamp = v.MaxTimestamp()
-		}
+	w := batch.NewWalker(data)
+	first, ok := w.Next()
+	if check && ok {
+		_, err := batch.Check(data)
+		ok = err == nil
+	}
+	if ok {
+		s.rollingTimestamp = first.MaxTimestamp()
 	}
 	last := s.offsetIndex.LastEntry()
 	start := int64(0)
@@ -250,15 +256,25 @@ func (s *Segment) loadTail(dataLen int64) error {
 	if te := s.timeIndex.LastEntry(); s.timeIndex.Entries() > 0 {
 		s.maxTimestamp, s.offsetOfMaxTimestamp = te.Timestamp, te.Offset
 	}
-	it := batch.NewIterator(data[start:], start)
-	for v, ok := it.Next(); ok; v, ok = it.Next() {
+	tail := func(v batch.View) {
 		s.nextOffset = v.NextOffset()
 		if ts := v.MaxTimestamp(); ts > s.maxTimestamp {
 			s.maxTimestamp, s.offsetOfMaxTimestamp = ts, v.LastOffset()
 		}
 	}
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrNeedsRecovery, s.Path(filenames.Log), err)
+	if !check {
+		w := batch.NewWalker(data[start:])
+		for v, ok := w.Next(); ok; v, ok = w.Next() {
+			tail(v)
+		}
+	} else {
+		it := batch.NewIterator(data[start:], start)
+		for v, ok := it.Next(); ok; v, ok = it.Next() {
+			tail(v)
+		}
+		if err := it.Err(); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrNeedsRecovery, s.Path(filenames.Log), err)
+		}
 	}
 	if s.offsetIndex.Entries() > 0 && s.nextOffset <= last.Offset {
 		return fmt.Errorf("%w: %s: last index entry %d beyond the data", ErrNeedsRecovery, s.Path(filenames.Index), last.Offset)

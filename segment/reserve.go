@@ -163,8 +163,8 @@ func (s *Segment) mapFor(size int64) error {
 	}
 	if n > MapMinBytes {
 		// Written past MapMinBytes: a writer that may outrun the
-		// prefaulter (16 KiB appends store ~5 GB/s, about what populating
-		// new pages costs). Its faults then read ahead again (mmapfile,
+		// prefaulter (its appends store about as fast as new pages are
+		// populated). Its faults then read ahead again (mmapfile,
 		// "Read-ahead"): one fault brings the next megabytes, which it is
 		// about to write, instead of a major fault per page
 		// (bench/RESULTS.md, mapFor).

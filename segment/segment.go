@@ -137,7 +137,12 @@ type Segment struct {
 	onMap       func(*Segment, int64) // told when a sealed mapping is made
 	// synced remembers what the last Flush made durable, so a transaction
 	// index that did not change is not synced again. -1 forces a sync.
-	synced struct{ txnBytes int64 }
+	// sealedTxn: Seal closed a transaction index with entries no Flush
+	// synced; the next Flush of the sealed segment syncs it.
+	synced struct {
+		txnBytes  int64
+		sealedTxn bool
+	}
 }
 
 // BaseOffset is the segment's base offset.

@@ -108,7 +108,7 @@ func (s *Segment) reactivate(keep, oldSize int64) error {
 	if err != nil {
 		return err
 	}
-	tmp := s.Path(filenames.Log) + ".tmp"
+	tmp := s.Path(filenames.Log) + filenames.Temp
 	if st, err := os.Lstat(tmp); err == nil && !st.Mode().IsRegular() {
 		// Never removed or followed: it is not ours.
 		return fmt.Errorf("partlog/segment: truncate segment %d: %s exists and is not a regular file", s.base, tmp)

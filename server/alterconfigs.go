@@ -158,29 +158,18 @@ func (s *Server) incrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsReques
 	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
 	resp.Version = req.Version
 	dup := duplicateResources(len(req.Resources), func(i int) string {
-		return fmt.Sprint(req.Resources[i].ResourceType, "/", req.Resources[i].ResourceName)
+		return resourceKey(req.Resources[i].ResourceType, req.Resources[i].ResourceName)
 	})
 	for _, rr := range req.Resources {
 		r := kmsg.NewIncrementalAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
-		var code int16
-		var msg string
-		switch {
-		case dup[fmt.Sprint(rr.ResourceType, "/", rr.ResourceName)]:
-			code, msg = errInvalidRequest, "resource named more than once in the request"
-		case rr.ResourceType != kmsg.ConfigResourceTypeTopic:
-			code, msg = errInvalidRequest, errNoBrokerConfigs.Error()
-		default:
+		r.ErrorCode, r.ErrorMessage = s.alterResource(rr.ResourceType, rr.ResourceName, dup, func() []alterOp {
 			ops := make([]alterOp, len(rr.Configs))
 			for i, c := range rr.Configs {
 				ops[i] = alterOp{c.Name, c.Op, c.Value}
 			}
-			code, msg = s.alterTopicConfigs(rr.ResourceName, ops, false, req.ValidateOnly)
-		}
-		r.ErrorCode = code
-		if code != errNone {
-			r.ErrorMessage = &msg
-		}
+			return ops
+		}, false, req.ValidateOnly)
 		resp.Resources = append(resp.Resources, r)
 	}
 	return resp
@@ -190,30 +179,45 @@ func (s *Server) alterConfigs(req *kmsg.AlterConfigsRequest) kmsg.Response {
 	resp := kmsg.NewPtrAlterConfigsResponse()
 	resp.Version = req.Version
 	dup := duplicateResources(len(req.Resources), func(i int) string {
-		return fmt.Sprint(req.Resources[i].ResourceType, "/", req.Resources[i].ResourceName)
+		return resourceKey(req.Resources[i].ResourceType, req.Resources[i].ResourceName)
 	})
 	for _, rr := range req.Resources {
 		r := kmsg.NewAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
-		var code int16
-		var msg string
-		switch {
-		case dup[fmt.Sprint(rr.ResourceType, "/", rr.ResourceName)]:
-			code, msg = errInvalidRequest, "resource named more than once in the request"
-		case rr.ResourceType != kmsg.ConfigResourceTypeTopic:
-			code, msg = errInvalidRequest, errNoBrokerConfigs.Error()
-		default:
+		r.ErrorCode, r.ErrorMessage = s.alterResource(rr.ResourceType, rr.ResourceName, dup, func() []alterOp {
 			ops := make([]alterOp, len(rr.Configs))
 			for i, c := range rr.Configs {
 				ops[i] = alterOp{c.Name, kmsg.IncrementalAlterConfigOpSet, c.Value}
 			}
-			code, msg = s.alterTopicConfigs(rr.ResourceName, ops, true, req.ValidateOnly)
-		}
-		r.ErrorCode = code
-		if code != errNone {
-			r.ErrorMessage = &msg
-		}
+			return ops
+		}, true, req.ValidateOnly)
 		resp.Resources = append(resp.Resources, r)
 	}
 	return resp
+}
+
+// resourceKey names a config request's resource for duplicateResources.
+func resourceKey(typ kmsg.ConfigResourceType, name string) string {
+	return fmt.Sprint(typ, "/", name)
+}
+
+// alterResource answers one resource of an AlterConfigs (replace: the
+// request sets the whole configuration) or IncrementalAlterConfigs
+// request: refused when named twice or not a topic, else the ops applied
+// to the topic's configuration.
+func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup map[string]bool, ops func() []alterOp, replace, validateOnly bool) (int16, *string) {
+	var code int16
+	var msg string
+	switch {
+	case dup[resourceKey(typ, name)]:
+		code, msg = errInvalidRequest, "resource named more than once in the request"
+	case typ != kmsg.ConfigResourceTypeTopic:
+		code, msg = errInvalidRequest, errNoBrokerConfigs.Error()
+	default:
+		code, msg = s.alterTopicConfigs(name, ops(), replace, validateOnly)
+	}
+	if code == errNone {
+		return code, nil
+	}
+	return code, &msg
 }

@@ -32,6 +32,9 @@ func frameOf(req kmsg.Request, corr int32) []byte {
 // requests allocates a fraction of its bytes (each frame was a new
 // buffer grown from 64 KiB: about twice its size), and every batch is
 // stored as sent, though the buffer it came in was overwritten since.
+// The larger frame is about kgo's largest (a 1 MB batch): grown with
+// append's rounding, its buffer ended past retainedRequestBytes and was
+// dropped after every frame.
 func TestProduceFramesReuseBuffer(t *testing.T) {
 	ts := startTest(t, Config{})
 	rc := dial(t, ts.addr)
@@ -43,7 +46,7 @@ func TestProduceFramesReuseBuffer(t *testing.T) {
 		spec := batch.NewBatchSpec(0)
 		rs := make([]batch.RecordSpec, 8)
 		for j := range rs {
-			rs[j] = batch.RecordSpec{Timestamp: 1, Value: bytes.Repeat([]byte{byte(0x11 * (i + 1))}, (40+20*i)<<10)}
+			rs[j] = batch.RecordSpec{Timestamp: 1, Value: bytes.Repeat([]byte{byte(0x11 * (i + 1))}, (40+82*i)<<10)}
 		}
 		var bl batch.Builder
 		recs, err := bl.AppendBatch(nil, &spec, rs)
@@ -92,10 +95,20 @@ func TestProduceFramesReuseBuffer(t *testing.T) {
 }
 
 // BenchmarkProduceRoundTrip sends one connection's Produce frames (one
-// batch of 8 000 records of 100 B, acks=1) to a server in this process
-// and reads each answer; -benchmem shows what a frame costs the server
-// in allocations (the client side allocates nothing per frame).
+// batch of 8 000 records of 100 B, acks=1; and one of kgo's largest, a
+// batch of about 1 MB) to a server in this process and reads each
+// answer; -benchmem shows what a frame costs the server in allocations
+// (the client side allocates nothing per frame).
 func BenchmarkProduceRoundTrip(b *testing.B) {
+	for _, bc := range []struct {
+		name          string
+		records, size int
+	}{{"8000x100B", 8000, 100}, {"kgo-1MB", 975, 1000}} {
+		b.Run(bc.name, func(b *testing.B) { benchmarkProduceRoundTrip(b, bc.records, bc.size) })
+	}
+}
+
+func benchmarkProduceRoundTrip(b *testing.B, records, size int) {
 	s, err := Open(Config{Dir: b.TempDir(), AutoCreate: true})
 	if err != nil {
 		b.Fatal(err)
@@ -113,9 +126,9 @@ func BenchmarkProduceRoundTrip(b *testing.B) {
 	defer c.Close()
 	r := bufio.NewReader(c)
 	spec := batch.NewBatchSpec(0)
-	rs := make([]batch.RecordSpec, 8000)
+	rs := make([]batch.RecordSpec, records)
 	for i := range rs {
-		rs[i] = batch.RecordSpec{Timestamp: 1, Value: make([]byte, 100)}
+		rs[i] = batch.RecordSpec{Timestamp: 1, Value: make([]byte, size)}
 	}
 	var bl batch.Builder
 	recs, err := bl.AppendBatch(nil, &spec, rs)

@@ -65,21 +65,21 @@ type fetchSession struct {
 	at    map[sessionKey]*sessionPart
 }
 
-// sessionKey names a partition of a session: by topic name below Fetch
-// v13, by topic id from v13 (the name is then empty), as Kafka keys its
-// cached partitions by topic id and partition.
+// sessionKey names a partition of a session as its requests do: by
+// topic name up to Fetch v12, by topic id from v13 (the name is then
+// empty), both in every key so one type serves all versions.
 type sessionKey struct {
 	topic     string
-	topicID   [16]byte
+	id        [16]byte
 	partition int32
 }
 
 // sessionPart is a partition of a session: the fetch parameters its
 // client last sent, and what the session last answered of it.
 type sessionPart struct {
-	topic   string
-	topicID [16]byte
-	req     kmsg.FetchRequestTopicPartition
+	topic string
+	id    [16]byte // Fetch v13+: the topic's id
+	req   kmsg.FetchRequestTopicPartition
 	// hw and logStart are the high watermark and log start offset last
 	// answered; -1 makes the next answer include the partition.
 	hw, logStart int64
@@ -147,7 +147,7 @@ func (cc *connCtx) beginFetch(req *kmsg.FetchRequest) sessionFetch {
 	topics := make([]kmsg.FetchRequestTopic, len(fs.parts))
 	reqs := make([]kmsg.FetchRequestTopicPartition, len(fs.parts))
 	for i, p := range fs.parts {
-		topics[i].Topic, topics[i].TopicID = p.topic, p.topicID
+		topics[i].Topic, topics[i].TopicID = p.topic, p.id
 		reqs[i] = p.req
 		wants[i] = fetchWant{rt: &topics[i], rp: &reqs[i]}
 	}
@@ -171,7 +171,7 @@ func (fs *fetchSession) update(req *kmsg.FetchRequest, limit int) bool {
 			if len(fs.parts) >= limit {
 				return false
 			}
-			p := &sessionPart{topic: rt.Topic, topicID: rt.TopicID, req: rp, hw: -1, logStart: -1}
+			p := &sessionPart{topic: rt.Topic, id: rt.TopicID, req: rp, hw: -1, logStart: -1}
 			fs.at[k] = p
 			fs.parts = append(fs.parts, p)
 		}
@@ -292,7 +292,7 @@ func (cc *connCtx) openSession(wants []fetchWant, resp *kmsg.FetchResponse) int3
 		if fs.at[k] != nil {
 			continue
 		}
-		p := &sessionPart{topic: w.rt.Topic, topicID: w.rt.TopicID, req: *w.rp, hw: -1, logStart: -1}
+		p := &sessionPart{topic: w.rt.Topic, id: w.rt.TopicID, req: *w.rp, hw: -1, logStart: -1}
 		fs.at[k] = p
 		fs.parts = append(fs.parts, p)
 	}

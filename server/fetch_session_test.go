@@ -248,6 +248,62 @@ func TestFetchSessionBounds(t *testing.T) {
 	}
 }
 
+// TestFetchSessionTopicIDs runs a session at Fetch v13, where requests
+// name topics by id and not by name (Kafka's Java consumer fetches at
+// v17): an incremental fetch reads the partition by its id and answers
+// its new records, and forgetting it by id closes the session. Keyed by
+// name alone, the incremental fetches read a topic without a name or id
+// (UNKNOWN_TOPIC_ID), and ConsumerPerformance stopped after its first
+// fetch.
+func TestFetchSessionTopicIDs(t *testing.T) {
+	ts := startTest(t, Config{})
+	rc := dial(t, ts.addr)
+	createTopic(t, rc, "s", 1)
+	id := ts.topicByName("s").id
+	produce := func() {
+		t.Helper()
+		r := roundTrip[*kmsg.ProduceResponse](rc, produceReq("s", 0, 1, records(t, 1, -1, 0, 0, false, 10)))
+		if c := r.Topics[0].Partitions[0].ErrorCode; c != 0 {
+			t.Fatalf("produce: %d", c)
+		}
+	}
+	v13 := func(sid, epoch int32, parts []int32, offsets []int64) *kmsg.FetchRequest {
+		req := sessionFetchReq(sid, epoch, "s", parts, offsets)
+		req.Version = 13
+		for i := range req.Topics {
+			req.Topics[i].Topic, req.Topics[i].TopicID = "", id
+		}
+		return req
+	}
+	produce()
+	full := roundTrip[*kmsg.FetchResponse](rc, v13(0, 0, []int32{0}, []int64{0}))
+	if full.ErrorCode != 0 || full.SessionID == 0 {
+		t.Fatalf("a full fetch at epoch 0 opened no session: error %d, id %d", full.ErrorCode, full.SessionID)
+	}
+	if got := answered(full); got[0] == 0 {
+		t.Fatalf("full fetch answered %v", got)
+	}
+	produce()
+	inc := roundTrip[*kmsg.FetchResponse](rc, v13(full.SessionID, 1, []int32{0}, []int64{1}))
+	if inc.ErrorCode != 0 || inc.SessionID != full.SessionID || len(inc.Topics) != 1 || len(inc.Topics[0].Partitions) != 1 {
+		t.Fatalf("incremental fetch: error %d, session %d, topics %+v", inc.ErrorCode, inc.SessionID, inc.Topics)
+	}
+	it := inc.Topics[0]
+	if p := it.Partitions[0]; it.TopicID != id || p.ErrorCode != 0 || len(p.RecordBatches) == 0 || p.HighWatermark != 2 {
+		t.Fatalf("incremental fetch answered topic %x: error %d, %d record bytes, high watermark %d", it.TopicID, p.ErrorCode, len(p.RecordBatches), p.HighWatermark)
+	}
+	forget := v13(full.SessionID, 2, nil, nil)
+	ft := kmsg.NewFetchRequestForgottenTopic()
+	ft.TopicID, ft.Partitions = id, []int32{0}
+	forget.ForgottenTopics = append(forget.ForgottenTopics, ft)
+	if r := roundTrip[*kmsg.FetchResponse](rc, forget); r.ErrorCode != 0 || r.SessionID != 0 {
+		t.Fatalf("forgetting the session's only partition by id: error %d, session %d (want closed: 0)", r.ErrorCode, r.SessionID)
+	}
+	if r := roundTrip[*kmsg.FetchResponse](rc, v13(full.SessionID, 3, nil, nil)); r.ErrorCode != errFetchSessionIDNotFound {
+		t.Fatalf("the closed session answered: error %d", r.ErrorCode)
+	}
+}
+
 // TestFetchSessionByTopicID: from Fetch v13 a session's partitions are
 // named by topic id alone. An incremental fetch that names none of them
 // must still read each by its id, and two topics' partition 0 are two

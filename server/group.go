@@ -78,15 +78,12 @@ func (s *Server) unknownGroupPartitions(req kmsg.Request) kmsg.Response {
 		if !unknown {
 			return nil
 		}
-		codes := map[string]map[int32]int16{}
+		codes := partitionCodes{}
 		if len(sub.Topics) > 0 {
 			if resp, ok := s.cfg.Groups.Handle(s.ctx, &sub); ok {
 				for _, t := range resp.(*kmsg.OffsetCommitResponse).Topics {
 					for _, p := range t.Partitions {
-						if codes[t.Topic] == nil {
-							codes[t.Topic] = map[int32]int16{}
-						}
-						codes[t.Topic][p.Partition] = p.ErrorCode
+						codes.set(t.Topic, p.Partition, p.ErrorCode)
 					}
 				}
 			}
@@ -98,11 +95,7 @@ func (s *Server) unknownGroupPartitions(req kmsg.Request) kmsg.Response {
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = errUnknownTopicOrPartition
-				if c, ok := codes[t.Topic][p.Partition]; ok {
-					rp.ErrorCode = c
-				}
+				rp.Partition, rp.ErrorCode = p.Partition, codes.get(t.Topic, p.Partition)
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
@@ -137,13 +130,10 @@ func (s *Server) unknownGroupPartitions(req kmsg.Request) kmsg.Response {
 		if sr.ErrorCode != errNone {
 			return sr // the group's error answers the request (Kafka lists no partition)
 		}
-		codes := map[string]map[int32]int16{}
+		codes := partitionCodes{}
 		for _, t := range sr.Topics {
 			for _, p := range t.Partitions {
-				if codes[t.Topic] == nil {
-					codes[t.Topic] = map[int32]int16{}
-				}
-				codes[t.Topic][p.Partition] = p.ErrorCode
+				codes.set(t.Topic, p.Partition, p.ErrorCode)
 			}
 		}
 		resp := kmsg.NewPtrOffsetDeleteResponse()
@@ -153,11 +143,7 @@ func (s *Server) unknownGroupPartitions(req kmsg.Request) kmsg.Response {
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = errUnknownTopicOrPartition
-				if c, ok := codes[t.Topic][p.Partition]; ok {
-					rp.ErrorCode = c
-				}
+				rp.Partition, rp.ErrorCode = p.Partition, codes.get(t.Topic, p.Partition)
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
@@ -165,4 +151,23 @@ func (s *Server) unknownGroupPartitions(req kmsg.Request) kmsg.Response {
 		return resp
 	}
 	return nil
+}
+
+// partitionCodes are the error codes the group coordinator answered for
+// the partitions of a request it was handed; any other partition of the
+// request is unknown to the server.
+type partitionCodes map[string]map[int32]int16
+
+func (c partitionCodes) set(topic string, partition int32, code int16) {
+	if c[topic] == nil {
+		c[topic] = map[int32]int16{}
+	}
+	c[topic][partition] = code
+}
+
+func (c partitionCodes) get(topic string, partition int32) int16 {
+	if code, ok := c[topic][partition]; ok {
+		return code
+	}
+	return errUnknownTopicOrPartition
 }

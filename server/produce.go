@@ -75,7 +75,7 @@ func (s *Server) produce(req *kmsg.ProduceRequest) handled {
 				out.ErrorCode = code
 				continue
 			}
-			pid := highestProducerID(rp.Records)
+			pid := producerID(rp.Records)
 			if pid > maxClientProducerID {
 				out.ErrorCode = errInvalidRecord
 				msg := fmt.Sprintf("producer id %d is above %d, which no producer id allocator reaches", pid, int64(maxClientProducerID))
@@ -292,19 +292,14 @@ func checkProduceRecords(version int16, records []byte) int16 {
 	return errNone
 }
 
-// highestProducerID returns the highest producer id of the batches in
-// records (-1 without any); the append validates the batches.
-func highestProducerID(records []byte) int64 {
-	pid := int64(-1)
-	for len(records) >= batch.HeaderSize {
-		pid = max(pid, batch.View(records).ProducerID())
-		n, err := batch.Frame(records)
-		if err != nil || n <= 0 || n > len(records) {
-			break
-		}
-		records = records[n:]
+// producerID returns the producer id of records, which
+// checkProduceRecords found to be one whole batch (-1 when it is too
+// short to hold one: the append refuses it).
+func producerID(records []byte) int64 {
+	if len(records) < batch.HeaderSize {
+		return -1
 	}
-	return pid
+	return batch.View(records).ProducerID()
 }
 
 // storageLogEvery is the shortest interval between two storage-error

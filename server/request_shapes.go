@@ -335,6 +335,12 @@ type shapeWalk struct {
 	left     int // entries still allowed
 	entries  int
 	err      error
+	// mark, if set (the hostile-frame generator), is called with the
+	// position in the body of every length and count about to be read
+	// (total: the body's length), and the kind it prefixes (wArray for
+	// a tagged-field section too).
+	mark  func(at int, k wireKind)
+	total int
 }
 
 // checkRequestShape walks body, a request of key at version, and returns
@@ -474,6 +480,9 @@ func (w *shapeWalk) value(k wireKind, f *wireField) {
 	case wUUID:
 		w.take(16)
 	case wString, wBytes:
+		if w.mark != nil {
+			w.mark(w.total-len(w.b), k)
+		}
 		if n := w.length(k); n > 0 {
 			w.take(n)
 		}
@@ -488,6 +497,9 @@ func (w *shapeWalk) value(k wireKind, f *wireField) {
 			w.structFields(f.fields)
 		}
 	case wArray:
+		if w.mark != nil {
+			w.mark(w.total-len(w.b), k)
+		}
 		n := w.arrayCount()
 		if n <= 0 || w.err != nil {
 			return
@@ -512,6 +524,9 @@ func (w *shapeWalk) value(k wireKind, f *wireField) {
 
 // tags skips a tagged-field section, counting its fields.
 func (w *shapeWalk) tags() {
+	if w.mark != nil {
+		w.mark(w.total-len(w.b), wArray)
+	}
 	n := int(w.uvarint())
 	if w.err != nil || n == 0 {
 		return

@@ -335,17 +335,25 @@ func (c *txnCoordinator) addPartitions(req *kmsg.AddPartitionsToTxnRequest) kmsg
 		answer(func(string, int32) int16 { return errInvalidRequest })
 		return resp
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, code := c.check(req.TransactionalID, req.ProducerID, req.ProducerEpoch)
-	if code == errProducerFenced {
-		code = fencedCode(req.Version, 2)
-	}
-	if code == errNone {
-		code = storageCode0(c.addLocked(req.TransactionalID, &t, tps, "", false))
-	}
+	code := c.add(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Version, tps, "")
 	answer(func(string, int32) int16 { return code })
 	return resp
+}
+
+// add adds partitions tps, or the offsets topic's partition of group, to
+// transaction id once its producer passes the checks (a fenced producer
+// answered as the request's version says), and returns the answer.
+func (c *txnCoordinator) add(id string, pid int64, epoch, version int16, tps []partlog.TopicPartition, group string) int16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, code := c.check(id, pid, epoch)
+	if code == errProducerFenced {
+		code = fencedCode(version, 2)
+	}
+	if code == errNone {
+		code = storageCode0(c.addLocked(id, &t, tps, group, false))
+	}
+	return code
 }
 
 // storageCode0 is storageCode that answers NONE for no error.
@@ -367,16 +375,7 @@ func (c *txnCoordinator) addOffsets(req *kmsg.AddOffsetsToTxnRequest) kmsg.Respo
 		resp.ErrorCode = errInvalidRequest
 		return resp
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, code := c.check(req.TransactionalID, req.ProducerID, req.ProducerEpoch)
-	if code == errProducerFenced {
-		code = fencedCode(req.Version, 2)
-	}
-	if code == errNone {
-		code = storageCode0(c.addLocked(req.TransactionalID, &t, nil, req.Group, false))
-	}
-	resp.ErrorCode = code
+	resp.ErrorCode = c.add(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Version, nil, req.Group)
 	return resp
 }
 

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -171,15 +172,7 @@ func List(dir string) ([]File, error) {
 		}
 		files = append(files, File{Offset: offset, Path: filepath.Join(dir, de.Name())})
 	}
-	slices.SortFunc(files, func(a, b File) int {
-		switch {
-		case a.Offset < b.Offset:
-			return -1
-		case a.Offset > b.Offset:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(files, func(a, b File) int { return cmp.Compare(a.Offset, b.Offset) })
 	return files, nil
 }
 

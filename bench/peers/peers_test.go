@@ -53,7 +53,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // BenchmarkDecode decodes a region of batches of each size completely:
 // every batch checked (framing, header, CRC-32C) and every record
-// decoded. partlog: batch.Check + batch.NewRecordIterator; kmsg:
+// decoded. partlog: batch.Check + View.Records; kmsg:
 // RecordBatch.ReadFrom, CRC-32C of the covered bytes with hash/crc32, and
 // Record.ReadFrom of each record (split by its length varint).
 func BenchmarkDecode(b *testing.B) {
@@ -62,15 +62,14 @@ func BenchmarkDecode(b *testing.B) {
 		b.Run("size="+sizeName(size)+"/partlog", func(b *testing.B) {
 			b.SetBytes(int64(len(region)))
 			b.ReportAllocs()
-			var r batch.Record
 			for b.Loop() {
 				for p := 0; p < len(region); {
 					v, err := batch.Check(region[p:])
 					if err != nil {
 						b.Fatal(err)
 					}
-					it := batch.NewRecordIterator(v, v.RecordsSection())
-					for it.Next(&r) {
+					it := v.Records(v.RecordsSection())
+					for _, ok := it.Next(); ok; _, ok = it.Next() {
 					}
 					if it.Err() != nil {
 						b.Fatal(it.Err())

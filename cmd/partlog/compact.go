@@ -113,24 +113,11 @@ type compactReport struct {
 }
 
 func (o *compactOptions) run(dirs []string, stdout, stderr io.Writer) error {
-	stamp := o.now().UTC().Format(quarantineStamp)
-	several := len(dirs) > 1
-	if !several {
-		if ts, err := newResolver().resolve(dirs[0]); err == nil && len(ts) > 1 {
-			several = true
-		}
-	}
+	quarantines := newQuarantines(o.quarantine, o.now(), dirs)
 	var reports = map[*partitionTarget]*compactReport{}
 	ps := newPrinter(stdout, stderr, o.json, "compact")
 	code := forEachPartition(dirs, stderr, "compact", func(t *partitionTarget) partitionResult {
-		q := o.quarantine
-		switch {
-		case q == "":
-			q = filepath.Join(t.dir, quarantineDir, stamp)
-		case several:
-			q = filepath.Join(q, t.name)
-		}
-		rep, res := o.compactOne(t, q)
+		rep, res := o.compactOne(t, quarantines.of(t))
 		reports[t] = rep
 		return res
 	}, func(t *partitionTarget, res *partitionResult) {
@@ -149,10 +136,7 @@ func (o *compactOptions) run(dirs []string, stdout, stderr io.Writer) error {
 		}
 		printCompactText(stdout, t.dir, rep)
 	})
-	if code != exitOK {
-		return &exitError{code: code}
-	}
-	return nil
+	return exitWith(code)
 }
 
 func printCompactText(w io.Writer, dir string, r *compactReport) {

@@ -106,9 +106,8 @@ func readKeys(t *testing.T, dir string) (map[string]string, int) {
 				abortedBatch = abortedBatch || (b.ProducerID() == a.ProducerID && b.BaseOffset() >= a.FirstOffset && b.BaseOffset() <= a.LastOffset)
 			}
 			data, _ := b.RecordData(nil, 1<<20)
-			ri := batch.NewRecordIterator(b, data)
-			var r batch.Record
-			for ri.Next(&r) {
+			ri := b.Records(data)
+			for r, ok := ri.Next(); ok; r, ok = ri.Next() {
 				n++
 				if abortedBatch {
 					continue
@@ -160,11 +159,13 @@ func TestCompactCLI(t *testing.T) {
 	if code, out, errOut := runCLI(t, "", "verify", "--full", dir); code != exitOK {
 		t.Fatalf("verify after compact: exit %d\n%s%s", code, out, errOut)
 	}
+	checkConsistent(t, dir)
 	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
 	code, out, _ = runCLI(t, "", "dump", "--deep-iteration", "--print-data-log", segs[0])
 	if code != exitOK || !strings.Contains(out, "deleteHorizonMs: OptionalLong[") {
 		t.Fatalf("dump of the cleaned segment: exit %d\n%s", code, out)
 	}
+	checkCleanedShapes(t, dir, segs)
 
 	// The second run writes the delete horizons of the abort markers whose
 	// transactions the first one removed; the third finds nothing to do.
@@ -201,5 +202,49 @@ func TestCompactCLIFlags(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, quarantineDir)); err == nil {
 		t.Fatal("a refused run made a quarantine")
+	}
+}
+
+// checkCleanedShapes: the cleaned partition holds what only a cleaner
+// leaves (an offset gap between batches, an empty batch: the aborted
+// producer's last, kept so its sequence survives; a delete horizon), and
+// dump shows each as Kafka's tool does: the empty batch as its header
+// with count 0 and no record line, the gap as the next batch's offsets.
+func checkCleanedShapes(t *testing.T, dir string, segs []string) {
+	t.Helper()
+	gaps, empties, horizons := 0, 0, 0
+	next := int64(0)
+	for _, seg := range segs {
+		data, err := os.ReadFile(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := batch.NewIterator(data, 0)
+		for b, ok := it.Next(); ok; b, ok = it.Next() {
+			if b.BaseOffset() > next {
+				gaps++
+			}
+			next = b.NextOffset()
+			if b.HasDeleteHorizon() {
+				horizons++
+			}
+			if b.RecordsCount() != 0 {
+				continue
+			}
+			empties++
+			_, out, _ := runCLI(t, "", "dump", "--deep-iteration", "--print-data-log", seg)
+			head := fmt.Sprintf("baseOffset: %d lastOffset: %d count: 0 ", b.BaseOffset(), b.NextOffset()-1)
+			i := strings.Index(out, head)
+			if i < 0 {
+				t.Fatalf("dump of %s does not show the empty batch at %d as %q:\n%s", filepath.Base(seg), b.BaseOffset(), head, out)
+			}
+			rest := out[i:]
+			if j := strings.IndexByte(rest, '\n'); j >= 0 && strings.HasPrefix(rest[j+1:], "| offset:") {
+				t.Fatalf("dump shows a record under the empty batch at %d:\n%s", b.BaseOffset(), rest)
+			}
+		}
+	}
+	if gaps == 0 || empties == 0 || horizons == 0 {
+		t.Fatalf("the cleaned partition has %d offset gaps, %d empty batches, %d delete horizons: the test needs each", gaps, empties, horizons)
 	}
 }

@@ -32,13 +32,15 @@ transactional batches, a COMMIT marker and a MIRROR_PID_RESET barrier), then
 damages it as a crash in the middle of an append would (a torn last batch,
 no clean-shutdown marker), and runs on it, in order:
 
-  partlog dump --deep-iteration --print-data-log <the .log>
+  partlog dump --deep-iteration --print-data-log --mirror-format <the .log>
   partlog verify <partition>
   partlog recover --apply <partition>
   partlog verify <partition>
   partlog producers <partition>
 
-Nothing outside the demo directory (a temporary one by default) is touched.
+Nothing outside the demo directory is touched. By default it is a new
+temporary directory, removed at the end (the last line says so); --keep
+keeps it for a look at the files, --dir DIR builds it in DIR and keeps it.
 A --dir that already holds Kafka data (a partition directory, segment,
 index or snapshot files, checkpoints, meta.properties) is refused.
 
@@ -108,7 +110,7 @@ func (o *demoOptions) run(stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "# demo log directory: %s (partition orders-0; crashed with a torn last batch)\n\n", root)
 	codes := []int{}
 	steps := [][]string{
-		{"dump", "--deep-iteration", "--print-data-log", logFile},
+		{"dump", "--deep-iteration", "--print-data-log", "--mirror-format", logFile},
 		{"verify", part},
 		{"recover", "--apply", part},
 		{"verify", part},
@@ -127,6 +129,12 @@ func (o *demoOptions) run(stdout, stderr io.Writer) error {
 		if codes[i] != want[i] {
 			return &exitError{code: exitOperational, err: fmt.Errorf("demo step %q exited %d, expected %d", joinArgs(steps[i]), codes[i], want[i])}
 		}
+	}
+	// A newcomer who wants to look at the files must learn how.
+	if o.dir == "" && !o.keep {
+		fmt.Fprintf(stdout, "# removing %s (partlog demo --keep keeps it, --dir DIR builds it in DIR)\n", root)
+	} else {
+		fmt.Fprintf(stdout, "# kept %s\n", root)
 	}
 	return nil
 }

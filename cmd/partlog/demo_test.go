@@ -80,3 +80,35 @@ func TestDemoRefusesKafkaData(t *testing.T) {
 		t.Errorf("new directory: exit %d: %s", code, errOut)
 	}
 }
+
+// TestDemoSaysHowToKeep: the demo's temporary directory used to vanish
+// with no word of --keep; it now says it removes it and how to keep it,
+// and with --keep keeps it and names it.
+func TestDemoSaysHowToKeep(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	code, out, errOut := runCLI(t, "", "demo")
+	if code != exitOK {
+		t.Fatalf("demo exit %d: %s", code, errOut)
+	}
+	removed := lastLine(out)
+	if !strings.HasPrefix(removed, "# removing ") || !strings.Contains(removed, "--keep") {
+		t.Fatalf("last line %q, want the removal and --keep", removed)
+	}
+	gone := strings.Fields(strings.TrimPrefix(removed, "# removing "))[0]
+	if _, err := os.Stat(gone); !os.IsNotExist(err) {
+		t.Fatalf("%s still there: %v", gone, err)
+	}
+	code, out, errOut = runCLI(t, "", "demo", "--keep")
+	if code != exitOK {
+		t.Fatalf("demo --keep exit %d: %s", code, errOut)
+	}
+	kept := strings.TrimPrefix(lastLine(out), "# kept ")
+	if _, err := os.Stat(filepath.Join(kept, "orders-0", "00000000000000000000.log")); err != nil {
+		t.Fatalf("demo --keep: last line %q: %v", lastLine(out), err)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}

@@ -287,29 +287,49 @@ func TestDumpIndexPastLog(t *testing.T) {
 	}
 }
 
-// TestDumpIndexSanity: --index-sanity-check passes the sample files and
-// fails a garbage index with exit 4, going on with the next file.
+// TestDumpIndexSanity: --index-sanity-check passes the sample files; a
+// garbage index fails Kafka's check with the exception that ends Kafka's
+// tool (exit 4, no later file), or, under --strict-sanity-check, partlog's
+// check, reported on stderr before the dump goes on.
 func TestDumpIndexSanity(t *testing.T) {
 	garbage := bytes.Repeat([]byte{0xff, 0x13, 0x7f, 0x00, 0xa5}, 5) // 25 bytes, negative offsets
 	dir := sampleSegment(t, map[string][]byte{"00000000000000000005.index": garbage,
 		"00000000000000000005.log": {}, "00000000000000000005.timeindex": garbage[:24]})
-	code, out, errOut := runReadOnly(t, dir, "dump", "--index-sanity-check",
-		"segment/00000000000000000005.index", "segment/00000000000000000005.timeindex",
-		"segment/00000000000000000000.index", "segment/00000000000000000000.timeindex")
+	files := []string{"segment/00000000000000000000.index", "segment/00000000000000000000.timeindex",
+		"segment/00000000000000000005.index", "segment/00000000000000000005.timeindex"}
+	code, out, errOut := runReadOnly(t, dir, append([]string{"dump", "--index-sanity-check"}, files...)...)
 	if code != exitProblems {
 		t.Errorf("exit %d, want %d", code, exitProblems)
 	}
 	compareLines(t, out, []string{
-		"Dumping segment/00000000000000000005.index",
-		"Dumping segment/00000000000000000005.timeindex",
 		"Dumping segment/00000000000000000000.index",
 		"segment/00000000000000000000.index is empty.",
 		"Dumping segment/00000000000000000000.timeindex",
 		"segment/00000000000000000000.timeindex passed sanity check.",
+		"Dumping segment/00000000000000000005.index",
+	})
+	abs := filepath.Join(dir, "segment", "00000000000000000005.index")
+	want := `Exception in thread "main" org.apache.kafka.storage.internals.log.CorruptIndexException: Index file ` +
+		abs + " is corrupt, found 25 bytes which is neither positive nor a multiple of 8\n"
+	if errOut != want {
+		t.Errorf("stderr %q\nwant   %q", errOut, want)
+	}
+
+	code, out, errOut = runReadOnly(t, dir, append([]string{"dump", "--index-sanity-check", "--strict-sanity-check"}, files...)...)
+	if code != exitProblems {
+		t.Errorf("strict: exit %d, want %d", code, exitProblems)
+	}
+	compareLines(t, out, []string{
+		"Dumping segment/00000000000000000000.index",
+		"segment/00000000000000000000.index is empty.",
+		"Dumping segment/00000000000000000000.timeindex",
+		"segment/00000000000000000000.timeindex passed sanity check.",
+		"Dumping segment/00000000000000000005.index",
+		"Dumping segment/00000000000000000005.timeindex",
 	})
 	for _, name := range []string{"00000000000000000005.index failed sanity check", "00000000000000000005.timeindex failed sanity check"} {
 		if !strings.Contains(errOut, name) {
-			t.Errorf("stderr %q lacks %q", errOut, name)
+			t.Errorf("strict: stderr %q lacks %q", errOut, name)
 		}
 	}
 
@@ -351,7 +371,7 @@ func TestDumpTimeIndexVerify(t *testing.T) {
 		"  Index timestamp: 1700000000000, log timestamp: 1700000000021\n" +
 		"Found out of order timestamp in :" + filepath.Join(segDir, "00000000000000000000.timeindex") + "\n" +
 		"  Index timestamp: 1700000000000, Previously indexed timestamp: 1700000000002\n" +
-		"The following indexed offsets are not found in the log.\n" +
+		"The following indexed offsets are not found in :" + filepath.Join(segDir, "00000000000000000000.timeindex") + "\n" +
 		"Indexed offset: 4, found log offset: 5\n" +
 		"Indexed offset: 1000, found log offset: -1\n"
 	if errOut != want {
@@ -378,7 +398,7 @@ func TestDumpTimeIndexInsideBatch(t *testing.T) {
 		"timestamp: 1700000000002 offset: 2",
 		"timestamp: 1700000000021 offset: 4",
 	})
-	want := "The following indexed offsets are not found in the log.\n" +
+	want := "The following indexed offsets are not found in :" + filepath.Join(dir, "segment", "00000000000000000000.timeindex") + "\n" +
 		"Indexed offset: 4, found log offset: 5\n"
 	if errOut != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", errOut, want)
@@ -391,24 +411,34 @@ func TestDumpTimeIndexInsideBatch(t *testing.T) {
 	}
 }
 
-// TestDumpIndexMissingSiblings: index files need their .log (and the time
-// index its .index); a missing one is an operational error for that file.
+// TestDumpIndexMissingSiblings: an index without its .log ends the dump
+// as Kafka's tool dies (NoSuchFileException naming the .log, exit 8); a
+// time index without its .index is read as Kafka's tool reads it, as if
+// the .index were empty (Kafka's creates an empty one; partlog writes
+// nothing).
 func TestDumpIndexMissingSiblings(t *testing.T) {
 	dir := sampleSegment(t, map[string][]byte{
 		"00000000000000000020.index":     offsetIndexBytes(20, [2]int64{21, 0}),
 		"00000000000000000030.log":       {},
 		"00000000000000000030.timeindex": timeIndexBytes(30, [2]int64{1, 30}),
 	})
-	code, out, errOut := runReadOnly(t, dir, "dump", "segment/00000000000000000020.index",
-		"segment/00000000000000000030.timeindex", "segment/00000000000000000000.index")
-	if code != exitOperational {
-		t.Errorf("exit %d, want %d", code, exitOperational)
+	code, out, errOut := runReadOnly(t, dir, "dump", "segment/00000000000000000030.timeindex",
+		"segment/00000000000000000020.index", "segment/00000000000000000000.index")
+	// 4: offset 30 is not in the empty .log; 8: the missing .log.
+	if code != exitProblems|exitOperational {
+		t.Errorf("exit %d, want %d", code, exitProblems|exitOperational)
 	}
-	if !strings.HasSuffix(out, "segment/00000000000000000000.index is empty.\n") {
-		t.Errorf("the dump did not go on:\n%s", out)
+	compareLines(t, out, []string{
+		"Dumping segment/00000000000000000030.timeindex",
+		"timestamp: 1 offset: 30",
+		"Dumping segment/00000000000000000020.index",
+	})
+	want := `Exception in thread "main" java.nio.file.NoSuchFileException: ` + filepath.Join(dir, "segment", "00000000000000000020.log") + "\n"
+	if !strings.HasSuffix(errOut, want) {
+		t.Errorf("stderr %q\nwant suffix %q", errOut, want)
 	}
-	if !strings.Contains(errOut, ".log file must exist") || !strings.Contains(errOut, ".index file must exist") {
-		t.Errorf("stderr %q", errOut)
+	if _, err := os.Stat(filepath.Join(dir, "segment", "00000000000000000030.index")); err == nil {
+		t.Error("dump created the missing .index")
 	}
 }
 

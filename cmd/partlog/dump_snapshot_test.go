@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// TestDumpSnapshotGolden checks the sample snapshot against segment.json,
-// including the trailing space of the producer without batch metadata.
+// TestDumpSnapshotGolden checks the sample snapshot against segment.json:
+// a producer without batch metadata ends its line at lastTimestamp, as
+// Kafka 4.4's tool prints it (3.x's left a trailing space).
 func TestDumpSnapshotGolden(t *testing.T) {
 	want := loadSampleFiles(t).Snapshot
 	dir := sampleSegment(t, nil)
@@ -17,8 +18,8 @@ func TestDumpSnapshotGolden(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	compareLines(t, out, want.Lines)
-	if !strings.Contains(out, "lastTimestamp: 1700000000050 \n") {
-		t.Error("trailing space missing")
+	if !strings.Contains(out, "lastTimestamp: 1700000000050\n") {
+		t.Error("the producer without batch metadata is not printed as Kafka 4.4 does")
 	}
 }
 

@@ -83,10 +83,7 @@ func (o *infoOptions) run(dirs []string, stdout, stderr io.Writer) error {
 		}
 		m.printText(stdout)
 	})
-	if code != exitOK {
-		return &exitError{code: code}
-	}
-	return nil
+	return exitWith(code)
 }
 
 // infoModel is what info says of one partition directory; the text and

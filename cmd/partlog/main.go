@@ -1,9 +1,3 @@
-// Command partlog inspects, verifies and repairs Kafka partition log
-// directories. Data goes to stdout, diagnostics to stderr.
-//
-//	partlog dump [flags] FILE...
-//	partlog verify|recover|info|producers DIR...
-//	partlog demo
 package main
 
 import (

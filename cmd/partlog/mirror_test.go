@@ -85,3 +85,38 @@ func TestMirrorCommandAgainstServer(t *testing.T) {
 		t.Fatalf("stop with a wrong token: exit %d, %q", code, errOut)
 	}
 }
+
+// TestMirrorStatusTableSaysWhatItShows: the column headed LAST MIRRORED
+// showed the end of the mirrored range (the offset after the last
+// mirrored record); it is headed MIRRORED END, and a start's answer shows
+// how many offsets each partition lost (TRUNCATED), as the failback's
+// truncation is otherwise silent on the command line.
+func TestMirrorStatusTableSaysWhatItShows(t *testing.T) {
+	var out strings.Builder
+	o := mirrorOptions{}
+	err := o.print(&out, server.AdminResponse{Partitions: []server.MirrorPartitionStatus{{
+		Topic: "orders", Partition: 0, State: "MIRRORING", LogEndOffset: 12, LastMirroredOffset: 12,
+		Lag: 0, BarrierOffset: -1, Truncated: 5,
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || strings.Contains(lines[0], "LAST MIRRORED") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+	header, row := lines[0], lines[1]
+	col := func(name string) string {
+		i := strings.Index(header, name)
+		if i < 0 {
+			t.Fatalf("no %s column:\n%s", name, out.String())
+		}
+		return strings.Fields(row[i:])[0]
+	}
+	if got := col("MIRRORED END"); got != "12" {
+		t.Errorf("MIRRORED END %q, want 12", got)
+	}
+	if got := col("TRUNCATED"); got != "5" {
+		t.Errorf("TRUNCATED %q, want 5", got)
+	}
+}

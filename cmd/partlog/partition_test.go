@@ -59,6 +59,7 @@ func makeLog(t testing.TB, root string, batches int) string {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
+	checkConsistent(t, dir)
 	return dir
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -72,10 +71,13 @@ error, 16 usage error.`,
 
 // producerJSON is one producer entry of the JSON output.
 type producerJSON struct {
-	ProducerID       int64 `json:"producerId"`
-	ProducerEpoch    int16 `json:"producerEpoch"`
-	LastSequence     int32 `json:"lastSequence"`
-	LastOffset       int64 `json:"lastOffset"`
+	ProducerID    int64 `json:"producerId"`
+	ProducerEpoch int16 `json:"producerEpoch"`
+	LastSequence  int32 `json:"lastSequence"`
+	LastOffset    int64 `json:"lastOffset"`
+	// OffsetDelta is the last batch's (0 with none): with LastSequence
+	// it gives the batch's first sequence, as a Kafka snapshot holds it.
+	OffsetDelta      int32 `json:"offsetDelta"`
 	CoordinatorEpoch int32 `json:"coordinatorEpoch"`
 	// CurrentTxnFirstOffset is null when no transaction is open.
 	CurrentTxnFirstOffset *int64 `json:"currentTxnFirstOffset"`
@@ -149,10 +151,7 @@ func (o *producersOptions) run(dir string, stdout, stderr io.Writer) error {
 	} else {
 		st.printText(stdout, t.dir)
 	}
-	if code != exitOK {
-		return &exitError{code: code}
-	}
-	return nil
+	return exitWith(code)
 }
 
 func (st *producerState) json(dir string) producersJSON {
@@ -166,7 +165,7 @@ func (st *producerState) json(dir string) producersJSON {
 	}
 	for _, e := range st.m.Producers() {
 		p := producerJSON{ProducerID: e.ProducerID, ProducerEpoch: e.ProducerEpoch, LastSequence: e.LastSequence,
-			LastOffset: e.LastOffset, CoordinatorEpoch: e.CoordinatorEpoch, LastTimestamp: e.LastTimestamp}
+			LastOffset: e.LastOffset, OffsetDelta: e.OffsetDelta, CoordinatorEpoch: e.CoordinatorEpoch, LastTimestamp: e.LastTimestamp}
 		if e.CurrentTxnFirstOffset >= 0 {
 			v := e.CurrentTxnFirstOffset
 			p.CurrentTxnFirstOffset = &v
@@ -334,7 +333,7 @@ func readBatch(r *bufio.Reader, buf []byte, pos, limit int64, h *batch.BatchHead
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, buf, err
 	}
-	length := int64(int32(binary.BigEndian.Uint32(hdr[8:])))
+	length := int64(batch.View(hdr[:]).BatchLength())
 	size := length + batch.LogOverhead
 	if length < 0 || size > limit-pos || size < batch.HeaderSize {
 		return nil, buf, fmt.Errorf("%w: entry length %d at position %d (%d bytes left)", errBadEntry, length, pos, limit-pos)

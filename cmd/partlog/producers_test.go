@@ -96,6 +96,7 @@ func makeProducerLog(t *testing.T) (dir string, ts int64) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
+	checkConsistent(t, dir)
 	return dir, ts
 }
 

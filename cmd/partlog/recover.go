@@ -19,6 +19,36 @@ const quarantineDir = "partlog-quarantine"
 // name: UTC, basic ISO 8601 (20261129T113000Z).
 const quarantineStamp = "20060102T150405Z"
 
+// quarantines chooses the quarantine directory of each partition of one
+// run of recover --apply or compact --apply: without --quarantine (flag),
+// a directory named for the run's time inside the partition; with it and
+// several partitions, one subdirectory per partition, so that files of
+// the same name do not mix.
+type quarantines struct {
+	flag, stamp string
+	several     bool
+}
+
+func newQuarantines(flag string, now time.Time, dirs []string) quarantines {
+	q := quarantines{flag: flag, stamp: now.UTC().Format(quarantineStamp), several: len(dirs) > 1}
+	if !q.several {
+		if ts, err := newResolver().resolve(dirs[0]); err == nil && len(ts) > 1 {
+			q.several = true
+		}
+	}
+	return q
+}
+
+func (q quarantines) of(t *partitionTarget) string {
+	switch {
+	case q.flag == "":
+		return filepath.Join(t.dir, quarantineDir, q.stamp)
+	case q.several:
+		return filepath.Join(q.flag, t.name)
+	}
+	return q.flag
+}
+
 // recoverOptions are the flags of `partlog recover`.
 type recoverOptions struct {
 	json          bool
@@ -87,15 +117,7 @@ func (o *recoverOptions) run(dirs []string, stdout, stderr io.Writer) error {
 		return v.run(dirs, stdout, stderr)
 	}
 	ps := newPrinter(stdout, stderr, o.json, "recover")
-	stamp := o.now().UTC().Format(quarantineStamp)
-	// With --quarantine and several partitions, each gets its own
-	// subdirectory so that files of the same name do not mix.
-	several := len(dirs) > 1
-	if !several {
-		if ts, err := newResolver().resolve(dirs[0]); err == nil && len(ts) > 1 {
-			several = true
-		}
-	}
+	quarantines := newQuarantines(o.quarantine, o.now(), dirs)
 	code := forEachPartition(dirs, stderr, "recover", func(t *partitionTarget) partitionResult {
 		var res partitionResult
 		lock, err := lockPartition(t)
@@ -108,15 +130,8 @@ func (o *recoverOptions) run(dirs []string, stdout, stderr io.Writer) error {
 			res.err = err
 			return res
 		}
-		q := o.quarantine
-		switch {
-		case q == "":
-			q = filepath.Join(t.dir, quarantineDir, stamp)
-		case several:
-			q = filepath.Join(q, t.name)
-		}
 		opts := t.recoveryOptions(o.indexInterval)
-		opts.Quarantine = q
+		opts.Quarantine = quarantines.of(t)
 		opts.RefuseFlushedCut = !o.force
 		opts.CutFlushed = o.force
 		opts.Full = o.full
@@ -127,8 +142,5 @@ func (o *recoverOptions) run(dirs []string, stdout, stderr io.Writer) error {
 		return res
 	}, ps.print)
 	ps.summary()
-	if code != exitOK {
-		return &exitError{code: code}
-	}
-	return nil
+	return exitWith(code)
 }

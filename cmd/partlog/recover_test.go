@@ -116,7 +116,7 @@ func TestRecoverApplyQuarantinesTail(t *testing.T) {
 
 // checkConsistent runs partlog's consistency check on a closed partition
 // or log directory a test leaves healthy (a repaired one, say).
-func checkConsistent(t *testing.T, dir string) {
+func checkConsistent(t testing.TB, dir string) {
 	t.Helper()
 	if err := partlog.Check(dir, testLogOpts()); err != nil {
 		t.Errorf("consistency check of %s: %v", dir, err)

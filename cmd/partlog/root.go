@@ -25,6 +25,15 @@ type exitError struct {
 	err  error
 }
 
+// exitWith is a command's result for the exit status code: nil for
+// exitOK, else an *exitError that main turns into the status.
+func exitWith(code int) error {
+	if code != exitOK {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
 func (e *exitError) Error() string {
 	if e.err == nil {
 		return fmt.Sprintf("exit status %d", e.code)

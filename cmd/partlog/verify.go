@@ -87,10 +87,7 @@ func (o *verifyOptions) run(dirs []string, stdout, stderr io.Writer) error {
 		return res
 	}, ps.print)
 	ps.summary()
-	if code != exitOK {
-		return &exitError{code: code}
-	}
-	return nil
+	return exitWith(code)
 }
 
 // partitionResult is the outcome of one partition directory.

@@ -28,12 +28,30 @@ func WriteFileAtomic(path string, data []byte) error {
 // temporary file is removed (best effort) and path is untouched.
 //
 // fill gets the temporary file, empty and positioned at 0.
-func WriteFileAtomicFunc(path string, fill func(*os.File) error) (err error) {
+func WriteFileAtomicFunc(path string, fill func(*os.File) error) error {
 	if h := testhook.WriteFile.Load(); h != nil {
 		if err := (*h)(path); err != nil {
 			return fmt.Errorf("partlog: write %s: %w", path, err)
 		}
 	}
+	if err := ReplaceFileFunc(path, fill); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// ReplaceFile replaces path with data (ReplaceFileFunc).
+func ReplaceFile(path string, data []byte) error {
+	return ReplaceFileFunc(path, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
+}
+
+// ReplaceFileFunc is WriteFileAtomicFunc without the directory's fsync,
+// for a caller that replaces several files of one directory and syncs it
+// once (recovery): until then the rename may be lost, never half done.
+func ReplaceFileFunc(path string, fill func(*os.File) error) (err error) {
 	tmp := path + filenames.Temp
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
@@ -58,7 +76,7 @@ func WriteFileAtomicFunc(path string, fill func(*os.File) error) (err error) {
 	if err = os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("partlog: rename %s: %w", tmp, err)
 	}
-	return SyncDir(filepath.Dir(path))
+	return nil
 }
 
 // SyncDir fsyncs a directory, so that the creations, renames and removals

@@ -33,6 +33,7 @@ var allowed = map[string][]string{
 	"internal/testutil":   {},
 	"internal/lint":       {},
 	"internal/testhook":   {},
+	"internal/crashfs":    {},
 	"batch":               {"internal/corrupt", "internal/crc32c", "internal/unsafeutil"},
 	"snapshot":            {"internal/corrupt", "internal/crc32c", "internal/fsutil", "internal/filenames", "internal/unsafeutil"},
 	"index":               {"internal/corrupt", "internal/mmapfile", "internal/unsafeutil"},
@@ -42,12 +43,13 @@ var allowed = map[string][]string{
 		"internal/fsutil", "internal/filenames", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil", "internal/testutil"},
 	"cleaner": {"batch", "index", "segment", "internal/fsutil", "internal/filenames", "internal/testhook", "internal/unsafeutil"},
 	"": {"batch", "index", "segment", "producerstate", "snapshot", "recovery", "cleaner",
-		"internal/corrupt", "internal/fsutil", "internal/filenames", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil", "internal/testhook"},
-	"mirror":       {"", "batch", "snapshot", "internal/checkpoint", "internal/corrupt", "internal/crc32c", "internal/testutil", "internal/fsutil", "internal/unsafeutil", "internal/testhook"},
+		"internal/corrupt", "internal/fsutil", "internal/filenames", "internal/mmapfile", "internal/checkpoint", "internal/unsafeutil", "internal/testhook",
+		"internal/crashfs"},
+	"mirror":       {"", "batch", "snapshot", "internal/checkpoint", "internal/corrupt", "internal/crc32c", "internal/testutil", "internal/fsutil", "internal/unsafeutil", "internal/testhook", "internal/crashfs"},
 	"mirror/sim":   {"", "mirror", "batch", "producerstate", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil"},
-	"server":       {"", "mirror", "batch", "producerstate", "internal/checkpoint", "internal/fsutil"},
-	"server/group": {"internal/checkpoint", "internal/corrupt", "internal/crc32c", "internal/fsutil"},
-	"dump":         {"batch", "index", "snapshot", "internal/crc32c", "internal/unsafeutil"},
+	"server":       {"", "mirror", "batch", "producerstate", "internal/checkpoint", "internal/fsutil", "internal/testhook"},
+	"server/group": {"internal/checkpoint", "internal/corrupt", "internal/crc32c", "internal/fsutil", "internal/crashfs"},
+	"dump":         {"batch", "index", "snapshot", "internal/crc32c", "internal/filenames", "internal/unsafeutil"},
 	"cmd/partlog":  {"*"},
 	"bench":        {"*"},
 }
@@ -238,6 +240,22 @@ func transitivelyAllowed(rules []string, dep string) bool {
 		}
 	}
 	return false
+}
+
+// testOnly lists the packages of ours that only tests may import: the
+// engine never depends on them.
+var testOnly = []string{"internal/crashfs"}
+
+// TestTestOnlyPackages fails when a package's code (not its tests)
+// imports a package of testOnly.
+func TestTestOnlyPackages(t *testing.T) {
+	for _, p := range listPackages(t) {
+		for _, imp := range p.Imports {
+			if dep, ok := ours(imp); ok && slices.Contains(testOnly, dep) {
+				t.Errorf("%s imports %s, which only tests may import", p.ImportPath, imp)
+			}
+		}
+	}
 }
 
 // TestUnsafeConfined fails when a package other than internal/unsafeutil

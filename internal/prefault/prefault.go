@@ -108,6 +108,9 @@ type Pool struct {
 	sweeper    *time.Timer
 	armed      bool
 	sweepAfter time.Duration
+	// populate, set by tests on their own pool, replaces File.Prefault
+	// for the workers' chunks.
+	populate func(f *mmapfile.File, off, n int64) error
 }
 
 // minFairWindow is the smallest window a writer gets when the budget is
@@ -237,7 +240,12 @@ func (pp *Pool) work() {
 		pp.flight += n
 		f := p.f // Retarget changes it only while p is not busy
 		pp.mu.Unlock()
-		err := f.Prefault(start, n)
+		var err error
+		if pp.populate != nil {
+			err = pp.populate(f, start, n)
+		} else {
+			err = f.Prefault(start, n)
+		}
 		pp.mu.Lock()
 		pp.flight -= n
 		p.busy = false

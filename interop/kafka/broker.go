@@ -36,19 +36,27 @@ type BrokerConfig struct {
 	Props map[string]string
 	// HeapMB is the JVM's fixed heap (-Xms = -Xmx); 0 means 512.
 	HeapMB int
+	// LogDirs is the number of log directories (log.dirs); 0 means 1.
+	// The first is Dir/data, the others Dir/data2, Dir/data3, ...; Kafka
+	// spreads a new topic's partitions over them round robin.
+	LogDirs int
 }
 
 // Broker is a running (or stopped) single-node Kafka.
 type Broker struct {
-	in      *Install
-	t       testing.TB
-	Dir     string // see BrokerConfig.Dir
-	LogDir  string // log.dirs: partitions, checkpoints, meta.properties
+	in     *Install
+	t      testing.TB
+	Dir    string // see BrokerConfig.Dir
+	LogDir string // the first of log.dirs: partitions, checkpoints, meta.properties
+	// LogDirs are all the log directories, LogDir first.
+	LogDirs []string
 	MetaDir string // metadata.log.dir: __cluster_metadata-0
 	Addr    string // PLAINTEXT listener, host:port
-	ctrl    string // CONTROLLER listener
-	heapMB  int
-	props   map[string]string
+	// ClusterID is the cluster id the directories were formatted with.
+	ClusterID string
+	ctrl      string // CONTROLLER listener
+	heapMB    int
+	props     map[string]string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -67,7 +75,7 @@ func baseProps(b *Broker) map[string]string {
 		"controller.listener.names":                        "CONTROLLER",
 		"inter.broker.listener.name":                       "PLAINTEXT",
 		"listener.security.protocol.map":                   "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-		"log.dirs":                                         b.LogDir,
+		"log.dirs":                                         strings.Join(b.LogDirs, ","),
 		"metadata.log.dir":                                 b.MetaDir,
 		"offsets.topic.replication.factor":                 "1",
 		"offsets.topic.num.partitions":                     "1",
@@ -118,6 +126,10 @@ func (in *Install) NewBroker(t testing.TB, cfg BrokerConfig) (*Broker, error) {
 		MetaDir: filepath.Join(cfg.Dir, "meta"),
 		Addr:    ports[0], ctrl: ports[1], heapMB: cfg.HeapMB,
 	}
+	b.LogDirs = []string{b.LogDir}
+	for i := 2; i <= cfg.LogDirs; i++ {
+		b.LogDirs = append(b.LogDirs, filepath.Join(cfg.Dir, "data"+strconv.Itoa(i)))
+	}
 	b.props = baseProps(b)
 	for k, v := range cfg.Props {
 		b.props[k] = v
@@ -128,8 +140,9 @@ func (in *Install) NewBroker(t testing.TB, cfg BrokerConfig) (*Broker, error) {
 	if err := b.writeConfig(); err != nil {
 		return nil, err
 	}
+	b.ClusterID = randomClusterID()
 	res, err := in.Run(context.Background(), "kafka.tools.StorageTool",
-		"format", "-t", randomClusterID(), "-c", b.propsPath())
+		"format", "-t", b.ClusterID, "-c", b.propsPath())
 	if err != nil {
 		return nil, err
 	}
@@ -350,9 +363,16 @@ func (b *Broker) LogTail(n int) string {
 	return sb.String()
 }
 
-// PartitionDir is the directory of topic-partition in LogDir.
+// PartitionDir is the directory of topic-partition: in the log directory
+// that holds it, else (not created yet) in LogDir.
 func (b *Broker) PartitionDir(topic string, partition int32) string {
-	return filepath.Join(b.LogDir, fmt.Sprintf("%s-%d", topic, partition))
+	name := fmt.Sprintf("%s-%d", topic, partition)
+	for _, d := range b.LogDirs {
+		if st, err := os.Stat(filepath.Join(d, name)); err == nil && st.IsDir() {
+			return filepath.Join(d, name)
+		}
+	}
+	return filepath.Join(b.LogDir, name)
 }
 
 // freePorts returns n distinct free loopback host:port pairs. They are
@@ -379,10 +399,10 @@ func freePorts(n int) ([]string, error) {
 }
 
 // randomClusterID is a Kafka cluster id: 16 random bytes, URL-safe
-// base64 without padding (what `kafka-storage random-uuid` prints). One
-// starting with '-' is drawn again, as Kafka's Uuid.randomUuid does: the
-// tool's argument parser takes it for an option (one format in 64 failed
-// with "--cluster-id/-t: expected one argument").
+// base64 without padding (what `kafka-storage random-uuid` prints). As
+// Kafka's Uuid.randomUuid, it never starts with '-': kafka-storage's
+// argument parser would take such an id for an option (one format in 64
+// failed with "argument --cluster-id/-t: expected one argument").
 func randomClusterID() string {
 	for {
 		var u [16]byte

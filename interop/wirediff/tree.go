@@ -179,9 +179,8 @@ func decodeBatch(v batch.View) *Obj {
 		return o
 	}
 	recs := []any{}
-	it := batch.NewRecordIterator(v, data)
-	var r batch.Record
-	for it.Next(&r) {
+	it := v.Records(data)
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
 		ro := newObj()
 		ro.Set("OffsetDelta", int64(r.OffsetDelta))
 		ro.Set("TimestampDelta", r.TimestampDelta)
@@ -189,8 +188,7 @@ func decodeBatch(v batch.View) *Obj {
 		ro.Set("Value", bytesOrNil(r.Value))
 		hs := []any{}
 		hi := r.Headers()
-		var hd batch.Header
-		for hi.Next(&hd) {
+		for hd, ok := hi.Next(); ok; hd, ok = hi.Next() {
 			ho := newObj()
 			ho.Set("Key", string(hd.Key))
 			ho.Set("Value", bytesOrNil(hd.Value))

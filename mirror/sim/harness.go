@@ -568,9 +568,8 @@ func forEachBatch(l *partlog.Log, from, upTo int64, fn func(v batch.View, h *bat
 // forEachRecord calls fn with the offset and value of every record of an
 // uncompressed data batch.
 func forEachRecord(v batch.View, fn func(offset int64, value []byte)) {
-	it := batch.NewRecordIterator(v, v.RecordsSection())
-	var r batch.Record
-	for it.Next(&r) {
+	it := v.Records(v.RecordsSection())
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
 		fn(r.Offset, r.Value)
 	}
 }

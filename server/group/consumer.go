@@ -741,8 +741,8 @@ func (g *cgroup) deadlines(f func(time.Time)) {
 
 func (c *Coordinator) handleConsumerDescribe(req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-	top, locked := c.enter(req)
-	if locked {
+	top := c.enter(req)
+	if top == errNone {
 		defer c.unlock()
 	}
 	for _, id := range req.Groups {

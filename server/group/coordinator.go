@@ -200,6 +200,19 @@ func supported(req kmsg.Request) bool {
 	return v >= 0 && v <= versions[req.Key()]
 }
 
+// enter is a handler's preamble: the request's version checked, then the
+// coordinator locked (lock). errNone means the lock is held and the
+// caller unlocks; any other code answers the request.
+func (c *Coordinator) enter(req kmsg.Request) int16 {
+	if !supported(req) {
+		return errUnsupportedVersion
+	}
+	if !c.lock() {
+		return errCoordinatorNotAvailable
+	}
+	return errNone
+}
+
 // lock takes the coordinator lock and runs the expirations that are due;
 // false (lock not held) when the coordinator is closed.
 func (c *Coordinator) lock() bool {
@@ -210,19 +223,6 @@ func (c *Coordinator) lock() bool {
 	}
 	c.expireLocked()
 	return true
-}
-
-// enter checks req's version and takes the lock for a request that
-// answers every group it names: top is the code each is answered with
-// when either fails; locked says the caller holds the lock.
-func (c *Coordinator) enter(req kmsg.Request) (top int16, locked bool) {
-	switch {
-	case !supported(req):
-		return errUnsupportedVersion, false
-	case !c.lock():
-		return errCoordinatorNotAvailable, false
-	}
-	return errNone, true
 }
 
 // unlock re-arms the timer for the next deadline and releases the lock.

@@ -15,8 +15,8 @@ import (
 // answered for them.
 func (c *Coordinator) handleDeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	top, locked := c.enter(req)
-	if locked {
+	top := c.enter(req)
+	if top == errNone {
 		defer c.unlock()
 	}
 	deleted := map[string]*group{}
@@ -95,12 +95,7 @@ func (c *Coordinator) subscribed(g *group, topic string) bool {
 // The server answers partitions it does not have before it calls this.
 func (c *Coordinator) handleOffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if !supported(req) {
-		resp.ErrorCode = errUnsupportedVersion
-		return resp
-	}
-	if !c.lock() {
-		resp.ErrorCode = errCoordinatorNotAvailable
+	if resp.ErrorCode = c.enter(req); resp.ErrorCode != errNone {
 		return resp
 	}
 	defer c.unlock()

@@ -139,21 +139,18 @@ func (m *member) vote(candidates map[string]bool) string {
 	return ""
 }
 
-func (m *member) answerJoin(r joinResult) bool {
-	if m.joinWait == nil {
-		return false
-	}
-	m.joinWait <- r
-	m.joinWait = nil
-	return true
-}
+func (m *member) answerJoin(r joinResult) bool { return answer(&m.joinWait, r) }
 
-func (m *member) answerSync(r syncResult) bool {
-	if m.syncWait == nil {
+func (m *member) answerSync(r syncResult) bool { return answer(&m.syncWait, r) }
+
+// answer hands r to the request waiting on *wait, if any, which then no
+// longer waits.
+func answer[T any](wait *chan T, r T) bool {
+	if *wait == nil {
 		return false
 	}
-	m.syncWait <- r
-	m.syncWait = nil
+	*wait <- r
+	*wait = nil
 	return true
 }
 

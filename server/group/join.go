@@ -410,12 +410,7 @@ func (c *Coordinator) syncDone(g *group, id string) {
 
 func (c *Coordinator) handleHeartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if !supported(req) {
-		resp.ErrorCode = errUnsupportedVersion
-		return resp
-	}
-	if !c.lock() {
-		resp.ErrorCode = errCoordinatorNotAvailable
+	if resp.ErrorCode = c.enter(req); resp.ErrorCode != errNone {
 		return resp
 	}
 	defer c.unlock()

@@ -14,12 +14,7 @@ const groupOperations = 1<<3 | 1<<6 | 1<<8
 
 func (c *Coordinator) handleListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	if !supported(req) {
-		resp.ErrorCode = errUnsupportedVersion
-		return resp
-	}
-	if !c.lock() {
-		resp.ErrorCode = errCoordinatorNotAvailable
+	if resp.ErrorCode = c.enter(req); resp.ErrorCode != errNone {
 		return resp
 	}
 	defer c.unlock()
@@ -59,8 +54,8 @@ func (c *Coordinator) handleListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGr
 
 func (c *Coordinator) handleDescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	top, locked := c.enter(req)
-	if locked {
+	top := c.enter(req)
+	if top == errNone {
 		defer c.unlock()
 	}
 	for _, id := range req.Groups {

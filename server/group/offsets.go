@@ -262,7 +262,7 @@ func (c *Coordinator) fetchOffsets(groupID string, topics []fetchTopicReq, all, 
 
 func (c *Coordinator) handleOffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	top, _ := c.enter(req) // unlocked below
+	top := c.enter(req) // errNone: locked, unlocked below
 	stable := req.Version >= 7 && req.RequireStable
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {

@@ -15,7 +15,9 @@ import org.apache.kafka.common.utils.internals.Exit;
  * tool's main class, then n lines, one argument each. Each answer on
  * stdout: "EXIT code outLen errLen\n", then what the tool wrote on
  * System.out (outLen bytes) and on System.err (errLen bytes). A tool's
- * call of Kafka's Exit.exit ends only the tool, with its code.
+ * call of Kafka's Exit.exit ends only the tool, with its code; an
+ * exception its main throws ends it with code 1 and is printed as the
+ * JVM prints an uncaught one (Exception in thread "main" and the trace).
  */
 public final class ToolRunner {
     private static final class ExitCalled extends RuntimeException {
@@ -62,6 +64,7 @@ public final class ToolRunner {
                 if (cause instanceof ExitCalled) {
                     code = ((ExitCalled) cause).code;
                 } else {
+                    pe.print("Exception in thread \"main\" ");
                     cause.printStackTrace(pe);
                     code = 1;
                 }
