@@ -3,6 +3,8 @@ package server
 import (
 	"testing"
 
+	"github.com/partlog/partlog/batch"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -56,5 +58,48 @@ func TestFetchErrorAnswersCarryNoOffsets(t *testing.T) {
 	p := roundTrip[*kmsg.FetchResponse](rc, fetchReq("fe", 3, 0, 0, 1, 1<<20, 1<<20, 0)).Topics[0].Partitions[0]
 	if p.ErrorCode != errUnknownTopicOrPartition || p.HighWatermark != -1 || p.LastStableOffset != -1 || p.LogStartOffset != -1 {
 		t.Fatalf("unknown partition: %+v", p)
+	}
+}
+
+// TestProduceRecordsShape: a partition's records must be exactly one
+// batch of magic 2 (INVALID_RECORD), zstd only from Produce v7
+// (UNSUPPORTED_COMPRESSION_TYPE), as Kafka checks before appending;
+// nothing refused is written.
+func TestProduceRecordsShape(t *testing.T) {
+	ts := startTest(t, Config{})
+	rc := dial(t, ts.addr)
+	createTopic(t, rc, "sh", 1)
+	one := records(t, 1, -1, 0, 0, false, 5)
+	magic1 := append([]byte(nil), one...)
+	magic1[batch.OffMagic] = 1
+	zstd := func() []byte {
+		spec := batch.NewBatchSpec(0)
+		spec.Compression = batch.CompressionZstd
+		var b batch.Builder
+		out, err := b.AppendBatch(nil, &spec, []batch.RecordSpec{{Value: []byte("z")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}()
+	for _, c := range []struct {
+		name    string
+		version int16
+		recs    []byte
+		code    int16
+	}{
+		{"two batches", 9, append(append([]byte(nil), one...), one...), errInvalidRecord},
+		{"magic 1", 9, magic1, errInvalidRecord},
+		{"zstd at v6", 6, zstd, errUnsupportedCompression},
+		{"zstd at v7", 7, zstd, 0},
+	} {
+		req := produceReq("sh", 0, 1, c.recs)
+		req.Version = c.version
+		if got := roundTrip[*kmsg.ProduceResponse](rc, req).Topics[0].Partitions[0].ErrorCode; got != c.code {
+			t.Errorf("%s: error %d, want %d", c.name, got, c.code)
+		}
+	}
+	if hw := roundTrip[*kmsg.FetchResponse](rc, fetchReq("sh", 0, 0, 0, 1, 1<<20, 1<<20, 0)).Topics[0].Partitions[0].HighWatermark; hw != 1 {
+		t.Fatalf("high watermark %d, want 1 (only the zstd batch at v7)", hw)
 	}
 }
