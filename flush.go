@@ -57,34 +57,6 @@ func (l *Log) flush() error {
 	return err
 }
 
-// flushRolled makes the segments below end (the base of the segment a
-// roll created) durable and moves the recovery point to end, as a flush
-// does (a failure poisons the log). It runs on its own goroutine.
-func (l *Log) flushRolled(end int64) {
-	defer l.rollFlushes.Done()
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	var p flushPlan
-	l.appendMu.Lock()
-	err := l.planLocked(&p)
-	l.appendMu.Unlock()
-	if err != nil || l.recoveryPoint.Load() >= end {
-		return // closed or failed, or a flush since got there
-	}
-	p.leo = min(p.leo, end)
-	segs := p.segs[:0]
-	for _, s := range p.segs {
-		if s.BaseOffset() < end {
-			segs = append(segs, s)
-		}
-	}
-	p.segs = segs
-	err = l.fsyncPlan(&p)
-	l.appendMu.Lock()
-	_ = l.finishLocked(&p, err) // a failure poisons the log, as any flush's
-	l.appendMu.Unlock()
-}
-
 // planLocked fills p for a flush of everything appended so far. Caller
 // holds appendMu.
 func (l *Log) planLocked(p *flushPlan) error {

@@ -114,9 +114,6 @@ type logCold struct {
 	truncated [8]truncation
 
 	flushMu sync.Mutex // serializes flushes; taken before appendMu
-	// rollFlushes counts the flushes rolls started (flushRolled); Close
-	// and discard wait for them.
-	rollFlushes sync.WaitGroup
 	// commit is the group commit of Sync (groupcommit.go); its env is
 	// this Log.
 	commit groupCommit
@@ -666,14 +663,6 @@ func (l *Log) rollLocked(base int64) error {
 		return err
 	}
 	l.notifyCleaner()
-	// Kafka flushes what a roll sealed in the background
-	// (flushUptoOffsetExclusive of the new segment's base) and advances
-	// the recovery point to the new base: without it the recovery point
-	// stayed where the last explicit flush left it, and a crash made
-	// recovery reread (and could lose the unsynced pages of) every
-	// segment rolled since. The appender does not wait for the disk.
-	l.rollFlushes.Add(1)
-	go l.flushRolled(base)
 	return nil
 }
 
@@ -709,7 +698,6 @@ func (l *Log) flushLocked() error {
 // views until they release them. Close is idempotent.
 func (l *Log) Close() error {
 	l.stopCleaning()
-	l.rollFlushes.Wait()
 	l.closeOnce.Do(func() {
 		l.appendMu.Lock()
 		defer l.appendMu.Unlock()
@@ -743,7 +731,6 @@ func (l *Log) Close() error {
 // Close; pending segment deletions finish first.
 func (l *Log) discard() error {
 	l.stopCleaning()
-	l.rollFlushes.Wait()
 	l.closeOnce.Do(func() {
 		l.appendMu.Lock()
 		defer l.appendMu.Unlock()
