@@ -1243,3 +1243,25 @@ func TestSyncWaiterLeavesAsFlushEnds(t *testing.T) {
 	}
 	checkGroupsFree(t, l)
 }
+
+// TestGroupFlushMovesWritebackMark: a group's flush records how far it
+// made the active segment durable, so members joining the next group
+// start the writeout only of bytes appended after it, not again of
+// bytes the flush already wrote.
+func TestGroupFlushMovesWritebackMark(t *testing.T) {
+	l, _ := openTestLog(t, smallOpts(t))
+	info, err := l.AppendAsLeader(makeBatch(t, 4, 1000, 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(context.Background(), info.LastOffset+1); err != nil {
+		t.Fatal(err)
+	}
+	active, size := l.activeEnd()
+	l.commit.mu.Lock()
+	seg, at := l.commit.gather.wbSeg, l.commit.gather.wbAt
+	l.commit.mu.Unlock()
+	if seg != active || at != size {
+		t.Errorf("after the flush the writeback mark is at %d of segment %p, want %d of the active segment %p", at, seg, size, active)
+	}
+}

@@ -346,7 +346,11 @@ func inSegmentOf(l *Log, a, b int64) bool {
 // some of the removals' renames, and with the oldest removed first the
 // later segments stayed above a hole (the 1000-cut loop found it).
 func TestPowerCutTruncateLeavesNoHole(t *testing.T) {
-	sweep := crashfs.NewSweep(t, 64)
+	cuts := 64
+	if testing.Short() {
+		cuts = 16
+	}
+	sweep := crashfs.NewSweep(t, cuts)
 	defer func() { t.Logf("%d images checked", sweep.Done) }()
 	sweep.Loop(1, func(run int) {
 		m := crashfs.New(t)

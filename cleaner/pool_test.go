@@ -152,6 +152,10 @@ func TestPoolThreads(t *testing.T) {
 	defer p.Close()
 	var running atomic.Int32
 	block := make(chan struct{})
+	// A failed check must still release the blocked cleanings, or the
+	// deferred Close waits for them forever.
+	release := sync.OnceFunc(func() { close(block) })
+	defer release()
 	var tasks []*fakeTask
 	for i := 0; i < 5; i++ {
 		ft := &fakeTask{due: 1, ratio: float64(i), maxRun: &running, block: block}
@@ -176,7 +180,7 @@ func TestPoolThreads(t *testing.T) {
 		t.Fatal("Forget returned while its log was being cleaned")
 	case <-time.After(20 * time.Millisecond):
 	}
-	close(block)
+	release()
 	<-forgot
 	p.Idle()
 }

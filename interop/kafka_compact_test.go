@@ -356,10 +356,17 @@ func TestKafkaCleanerJudge(t *testing.T) {
 		compareBelow := int64(math.MaxInt64)
 		if round == 1 {
 			compareBelow = hw
+			// The broker applies the ratio set back to 1 a moment after
+			// answering; the check after the stop catches a cleaning that
+			// ran anyway.
+			time.Sleep(500 * time.Millisecond)
 			judgeRound(t, b, 2)
 		}
 		if err := b.Stop(); err != nil {
 			t.Fatal(err)
+		}
+		if o := cleanerCheckpoint(t, b.LogDir, judgeTopic, 0); o != checkpointAt {
+			t.Fatalf("round %d: Kafka's cleaner cleaned again (checkpoint %d, %d after the round's cleaning)", round, o, checkpointAt)
 		}
 		kafkaOut := copyDir(t, b.PartitionDir(judgeTopic, 0), filepath.Join(work, fmt.Sprint("kafka", round), judgeTopic+"-0"))
 		partlogOut = copyDir(t, input, filepath.Join(work, fmt.Sprint("partlog", round), judgeTopic+"-0"))
@@ -431,13 +438,11 @@ func TestKafkaCleanerJudge(t *testing.T) {
 // TestKafkaCleanedConsumerOffsets: __consumer_offsets of a Kafka 4.4
 // broker whose cleaner cleaned it (offset commits, deletions that leave
 // tombstones, segments rolled by time) verifies without a problem in
-// partlog, and partlog dump prints on stdout what DumpLogSegments prints
-// for each of its files, with and without --print-data-log. Not compared
-// yet: --offsets-decoder (Kafka 4.4 writes OffsetCommit values v4 with a
-// tagged topicId the decoder does not know) and the stderr report of
-// non-consecutive offsets (Kafka's starts from -1, so a segment whose
-// first record is not offset 0 is reported, and lists the gaps in file
-// order); the Kafka-corpus work brings both to Kafka 4.4's.
+// partlog, and partlog dump prints what DumpLogSegments prints for each
+// of its files, stdout and stderr (the report of non-consecutive offsets
+// a cleaning leaves), plain, with --print-data-log and with
+// --offsets-decoder (Kafka 4.4's OffsetCommit values v4, with their
+// tagged topicId).
 func TestKafkaCleanedConsumerOffsets(t *testing.T) {
 	in := kafka.Need(t)
 	b := in.StartBroker(t, kafka.BrokerConfig{Props: map[string]string{"log.cleaner.backoff.ms": "100",
@@ -533,20 +538,17 @@ func TestKafkaCleanedConsumerOffsets(t *testing.T) {
 		if !strings.HasSuffix(base, ".log") && !strings.HasSuffix(base, "index") {
 			continue
 		}
-		// (--offsets-decoder: Kafka 4.4's OffsetCommit value v4 with its
-		// topicId is the Kafka-corpus work's, which brings the decoders to
-		// 4.4's schemas.)
-		for _, flags := range [][]string{{"--deep-iteration"}, {"--deep-iteration", "--print-data-log"}} {
+		for _, flags := range [][]string{{"--deep-iteration"}, {"--deep-iteration", "--print-data-log"}, {"--deep-iteration", "--offsets-decoder"}} {
 			args := append([]string{"--files", f}, flags...)
 			want, err := tools.Run(0, kafka.DumpLogSegments, args...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.Command(partlogBin, append([]string{"dump"}, args...)...)
-			var out bytes.Buffer
-			cmd.Stdout = &out
-			if err := cmd.Run(); err != nil || out.String() != want.Stdout {
-				t.Errorf("dump %s %v: %v\npartlog:\n%s\nKafka:\n%s", base, flags, err, out.String(), want.Stdout)
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			if err := cmd.Run(); err != nil || out.String() != want.Stdout || errOut.String() != want.Stderr {
+				t.Errorf("dump %s %v: %v\npartlog:\n%s%s\nKafka:\n%s%s", base, flags, err, out.String(), errOut.String(), want.Stdout, want.Stderr)
 			}
 			n++
 		}

@@ -173,18 +173,24 @@ func recoveryCatalogue(t *testing.T, c *kafka.Corpus) []recoveryCase {
 	}
 	// Torn tails: with PARTLOG_KAFKA_RECOVERY_FULL=1 at every byte of
 	// txn-0's last batch and every 16th of codec-zstd-0's; by default (CI)
-	// at every byte of txn-0's batch header, every 8th byte of its records
-	// and its middle byte, and every 64th of codec-zstd-0's.
+	// at every byte of the first 18 of txn-0's batch (where Kafka's reader
+	// starts to read an entry's length), every 4th of the rest of its
+	// header, every 16th of its records and its middle byte, and every
+	// 64th of codec-zstd-0's.
 	full := os.Getenv("PARTLOG_KAFKA_RECOVERY_FULL") == "1"
 	for _, src := range []struct {
 		name       string
 		step, fast int
-	}{{"txn-0", 1, 8}, {"codec-zstd-0", 16, 64}} {
+	}{{"txn-0", 1, 16}, {"codec-zstd-0", 16, 64}} {
 		_, start, data := lastSegmentBatch(t, filepath.Join(c.LogDir, src.name))
 		middle := (start + len(data)) / 2
 		for cut := start; cut < len(data); cut++ {
 			step := src.step
-			if !full && (src.name != "txn-0" || cut > start+batch.HeaderSize) {
+			switch {
+			case full || (src.name == "txn-0" && cut-start < 18):
+			case src.name == "txn-0" && cut-start < batch.HeaderSize:
+				step = 4
+			default:
 				step = src.fast
 			}
 			if (cut-start)%step != 0 && !(src.name == "txn-0" && cut == middle) {
@@ -211,7 +217,18 @@ func recoveryCatalogue(t *testing.T, c *kafka.Corpus) []recoveryCase {
 	zstdSeg := lastSegment(t, filepath.Join(c.LogDir, "codec-zstd-0"))
 	zstdPos, _ := batchPositions(t, zstdSeg)
 	cutAt := func(src string, pos int) string { return fmt.Sprintf("torn-tail/%s/at-%d", src, pos) }
+	fields := []int{7, 11, 15, 16, 20, 22, 26, 34, 42, 50, 52, 56, 60, 61, 70}
+	// Every header byte of txn-0's last batch in the full run; by
+	// default (CI) the first and last of its base offset and a byte of
+	// each other field.
+	flips := map[int]bool{0: true, 3: true}
+	for _, at := range fields {
+		flips[at] = at < batch.HeaderSize
+	}
 	for at := 0; at < batch.HeaderSize; at++ {
+		if !full && !flips[at] {
+			continue
+		}
 		rc := recoveryCase{name: fmt.Sprintf("flip/txn-0/last-batch/byte-%d", at), source: "txn-0", damage: flipAt(-1, at)}
 		switch {
 		case at < 4: // a base offset beyond the segment's 32-bit range
@@ -221,7 +238,6 @@ func recoveryCatalogue(t *testing.T, c *kafka.Corpus) []recoveryCase {
 		}
 		add(rc)
 	}
-	fields := []int{7, 11, 15, 16, 20, 22, 26, 34, 42, 50, 52, 56, 60, 61, 70}
 	add(recoveryCase{name: cutAt("codec-zstd-0", zstdPos[1]), source: "codec-zstd-0", damage: func(t *testing.T, dir string) {
 		if err := os.Truncate(lastSegment(t, dir), int64(zstdPos[1])); err != nil {
 			t.Fatal(err)

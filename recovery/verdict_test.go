@@ -367,6 +367,20 @@ func TestMetadataLogFullyRecovered(t *testing.T) {
 	if !IsMetadataLog(dir) || IsMetadataLog(src) || IsMetadataLog(filepath.Join(dir, "x")) {
 		t.Error("IsMetadataLog")
 	}
+	// Without the marker, a recovery point from the checkpoint is ignored
+	// too: every segment is validated.
+	o = unclean(600)
+	o.DryRun = true
+	r = mustRun(t, dir, o)
+	expectNote(t, r, kindMetadataLog)
+	if r.RecoveryPoint != 0 {
+		t.Errorf("unclean open with recovery point 600: recovery point %d, want 0", r.RecoveryPoint)
+	}
+	for _, s := range r.Segments {
+		if s.Batches < 0 {
+			t.Errorf("unclean open with recovery point 600: segment %d not validated", s.BaseOffset)
+		}
+	}
 }
 
 // TestTimeIndexEntryInsideBatch: Kafka 3.6 and 3.7 put the offset of the

@@ -133,10 +133,14 @@ func (s *Server) fetch(cc *connCtx, req *kmsg.FetchRequest) handled {
 				defer w.p.log.WatchHighWatermark(moved)()
 			}
 			// A move between the first pass and the watch signalled
-			// nothing: look once.
+			// nothing: look once. A move after its watch may have
+			// filled the slot already, so the send must not wait.
 			for _, w := range first.watch {
 				if w.p.log.HighWatermark() != w.hw {
-					moved <- struct{}{}
+					select {
+					case moved <- struct{}{}:
+					default:
+					}
 					break
 				}
 			}
