@@ -216,18 +216,15 @@ func (p *pass) findLastMarkers() error {
 		if err != nil {
 			return err
 		}
-		for pos := 0; pos < len(data); {
-			n, err := batch.Frame(data[pos:])
-			if err != nil || n < batch.HeaderSize {
-				break // the cleaning pass reports it
-			}
-			v := batch.View(data[pos : pos+n])
+		// Up to the first entry that does not frame as a batch: the
+		// cleaning pass reports it.
+		w := batch.NewWalker(data)
+		for v, ok := w.Next(); ok; v, ok = w.Next() {
 			if v.Magic() == batch.MagicV2 && v.IsControl() {
 				if _, live := p.r.Producers[v.ProducerID()]; live {
 					p.lastMarker[v.ProducerID()] = v.BaseOffset()
 				}
 			}
-			pos += n
 		}
 		release()
 		if err := p.check(len(data)); err != nil {
