@@ -1,6 +1,7 @@
 package partlog
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -38,6 +39,7 @@ type scan struct {
 	// (logCold.hdrBuf), reused from append to append.
 	hdrs           []batch.BatchHeader
 	bytes          []byte
+	copied         bool // bytes is the log's copy of the records (recordRules)
 	records        int
 	firstBase      int64 // base offset of the first batch as received
 	lastOffset     int64 // last offset of the last batch as received
@@ -51,7 +53,7 @@ type scan struct {
 // reset empties s for an append of records, keeping buf's array for the
 // headers.
 func (s *scan) reset(records []byte, buf []batch.BatchHeader) {
-	s.hdrs, s.bytes = buf[:0], records
+	s.hdrs, s.bytes, s.copied = buf[:0], records, false
 	s.records, s.offsetSlots = 0, 0
 	s.firstBase, s.lastOffset, s.maxTimestamp = -1, -1, batch.NoTimestamp
 	s.firstEpoch, s.lastEpoch, s.epochsDecrease = 0, 0, false
@@ -126,6 +128,12 @@ func (l *Log) validateWalk(records []byte, origin Origin, keptOffsets bool, s *s
 		v, err := batch.CheckAt(records[p:], int64(p), h)
 		if err != nil {
 			s.drop()
+			if leader && soundFrame(records[p:]) {
+				// Framing and CRC hold: a header field broke a rule
+				// (offset range, count, codec), which Kafka's
+				// LogValidator answers INVALID_RECORD, not corrupt.
+				return fmt.Errorf("%w: %w", ErrPolicy, err)
+			}
 			return fmt.Errorf("%w: %w", ErrInvalidRecords, err)
 		}
 		pos := int64(p) // the batch's position in records, for errors
@@ -134,12 +142,14 @@ func (l *Log) validateWalk(records []byte, origin Origin, keptOffsets bool, s *s
 			// The rules of leaderRules, inline for a batch that passes
 			// them (the call is made to name the failure, or to walk
 			// the records).
-			if int64(len(v)) > l.opts.MaxBatchBytes || h.IsControl() || h.RecordsCount <= 0 ||
-				int64(h.LastOffsetDelta)+1 != int64(h.RecordsCount) || h.ProducerID >= 0 && h.BaseSequence < 0 ||
-				l.opts.ValidateRecords || l.opts.CleanupPolicy&Compact != 0 {
+			if int64(len(v)) > l.opts.MaxBatchBytes || h.BaseOffset != 0 || h.IsControl() || h.RecordsCount <= 0 ||
+				int64(h.LastOffsetDelta)+1 != int64(h.RecordsCount) || h.ProducerID >= 0 && h.BaseSequence < 0 {
 				if err := l.leaderRules(v, h, pos); err != nil {
 					return err
 				}
+			}
+			if v, err = l.recordRules(v, h, pos, &ts, s, records); err != nil {
+				return err
 			}
 		} else if origin == OriginCoordinator {
 			if err := coordinatorRules(h, pos); err != nil {
@@ -149,7 +159,9 @@ func (l *Log) validateWalk(records []byte, origin Origin, keptOffsets bool, s *s
 			return &OffsetError{Err: ErrUnexpectedOffset, Offset: h.BaseOffset,
 				LogStartOffset: l.logStartOffset.Load(), LogEndOffset: l.logEndOffset.Load()}
 		}
-		if ts.apply {
+		// A leader's CreateTime window was checked on every record
+		// (recordRules); the header's timestamps are for the others.
+		if ts.apply && (!leader || ts.stamped != nil) {
 			if v, err = ts.batch(v, h, pos); err != nil {
 				return err
 			}
@@ -187,6 +199,8 @@ func (l *Log) leaderRules(v batch.View, h *batch.BatchHeader, pos int64) error {
 	switch {
 	case int64(len(v)) > l.opts.MaxBatchBytes:
 		return fmt.Errorf("%w: batch at %d is %d bytes, limit %d", ErrRecordTooLarge, pos, len(v), l.opts.MaxBatchBytes)
+	case h.BaseOffset != 0:
+		return fmt.Errorf("%w: batch at %d has base offset %d, a producer's must be 0", ErrPolicy, pos, h.BaseOffset)
 	case h.IsControl():
 		return fmt.Errorf("%w: control batch at %d from a client", ErrPolicy, pos)
 	case h.RecordsCount <= 0 || int64(h.LastOffsetDelta)+1 != int64(h.RecordsCount):
@@ -194,37 +208,104 @@ func (l *Log) leaderRules(v batch.View, h *batch.BatchHeader, pos int64) error {
 	case h.ProducerID >= 0 && h.BaseSequence < 0:
 		return fmt.Errorf("%w: idempotent batch at %d without a base sequence", ErrPolicy, pos)
 	}
-	compacted := l.opts.CleanupPolicy&Compact != 0
-	if !l.opts.ValidateRecords && !compacted {
-		return nil
+	return nil
+}
+
+// recordRules walks the records of a client's batch v at pos (header h)
+// as Kafka's LogValidator does: each record must be well formed under
+// the valid CRC (contiguous offset deltas, lengths that add up), have a
+// key on a compacted topic and, with CreateTime, a timestamp in the
+// topic's window. The batch's max timestamp is the largest record
+// timestamp, not the producer's header field (retention and ListOffsets
+// read it): when they differ, or the batch claims LogAppendTime on a
+// CreateTime topic, the batch is rewritten in the log's copy of the
+// records (max timestamp, CreateTime, CRC), as Kafka's setMaxTimestamp
+// does; a producer that fills the header right costs no copy. It
+// returns the batch to append.
+func (l *Log) recordRules(v batch.View, h *batch.BatchHeader, pos int64, ts *timestampRules, s *scan, records []byte) (batch.View, error) {
+	var sum batch.RecordSummary
+	if err := l.summarize(v, h, &sum); err != nil {
+		// Under a valid CRC: Kafka's InvalidRecordException.
+		return nil, fmt.Errorf("%w: batch at %d: %w", ErrPolicy, pos, err)
 	}
+	if l.opts.CleanupPolicy&Compact != 0 && sum.NullKey {
+		// The cleaner could only drop a record without a key.
+		return nil, fmt.Errorf("%w: compacted topic cannot accept a record without a key (batch at %d, offset delta %d)", ErrPolicy, pos, sum.NullKeyDelta)
+	}
+	if ts.stamped != nil {
+		return v, nil // LogAppendTime: stamped by ts.batch, nothing checked
+	}
+	if ts.apply {
+		if err := ts.window(sum.MinTimestamp, sum.MaxTimestamp, pos); err != nil {
+			return nil, l.windowErrors(v, h, ts, err)
+		}
+	}
+	if sum.MaxTimestamp == h.MaxTimestamp && h.Attributes&batch.AttrTimestampType == 0 {
+		return v, nil
+	}
+	if !s.copied {
+		l.appendTimeBuf = append(l.appendTimeBuf[:0], records...)
+		s.bytes, s.copied = l.appendTimeBuf, true
+	}
+	c := batch.View(s.bytes[pos : pos+int64(len(v)) : pos+int64(len(v))])
+	stampMaxTimestamp(c, false, sum.MaxTimestamp)
+	h.Attributes &^= batch.AttrTimestampType
+	h.MaxTimestamp, h.CRC = sum.MaxTimestamp, c.CRC()
+	return c, nil
+}
+
+// windowErrors names the records of v (header h) whose timestamps lie
+// outside the window, as Kafka's produce response lists them (KIP-467);
+// err is the window's refusal of the batch. Only a refused append pays
+// for the second walk.
+func (l *Log) windowErrors(v batch.View, h *batch.BatchHeader, ts *timestampRules, err error) error {
+	data := v.RecordsSection()
+	if h.Compression() != batch.CompressionNone {
+		var derr error
+		if data, derr = v.RecordData(l.scratch, int(l.opts.MaxBatchBytes)*64); derr != nil {
+			return err
+		}
+	}
+	re := &RecordErrors{Err: err}
+	it := v.Records(data)
+	i := 0
+	for r, ok := it.Next(); ok; r, ok = it.Next() {
+		i++
+		if ts.window(r.Timestamp, r.Timestamp, 0) != nil {
+			re.Records = append(re.Records, RecordError{Index: i - 1, Message: fmt.Sprintf(
+				"timestamp %d of record %d is out of range [%d, %d]", r.Timestamp, r.Offset,
+				windowLow(ts.now, ts.before), windowHigh(ts.now, ts.after))})
+		}
+	}
+	return re
+}
+
+// soundFrame reports whether b starts with a magic 2 batch whose length
+// fits in b and whose CRC holds.
+func soundFrame(b []byte) bool {
+	if len(b) < batch.HeaderSize || b[batch.OffMagic] != 2 {
+		return false
+	}
+	n := int64(binary.BigEndian.Uint32(b[batch.OffBatchLength:])) + 12
+	if n < batch.HeaderSize || n > int64(len(b)) {
+		return false
+	}
+	v := batch.View(b[:n])
+	return v.CRC() == v.ComputeCRC()
+}
+
+// summarize checks the records of v (header h), decompressed into the
+// log's scratch buffer if needed, into sum.
+func (l *Log) summarize(v batch.View, h *batch.BatchHeader, sum *batch.RecordSummary) error {
 	data := v.RecordsSection()
 	if h.Compression() != batch.CompressionNone {
 		var err error
 		if data, err = v.RecordData(l.scratch, int(l.opts.MaxBatchBytes)*64); err != nil {
-			return fmt.Errorf("%w: batch at %d: %w", ErrInvalidRecords, pos, err)
+			return err
 		}
 		l.scratch = data[:0]
 	}
-	if l.opts.ValidateRecords {
-		if err := batch.CheckRecords(v, data, true); err != nil {
-			return fmt.Errorf("%w: batch at %d: %w", ErrInvalidRecords, pos, err)
-		}
-	}
-	if compacted {
-		// Kafka's leader refuses a record without a key on a compacted
-		// topic (the cleaner could only drop it).
-		it := v.Records(data)
-		for r, ok := it.Next(); ok; r, ok = it.Next() {
-			if r.Key == nil {
-				return fmt.Errorf("%w: compacted topic cannot accept a record without a key (batch at %d, offset delta %d)", ErrPolicy, pos, r.OffsetDelta)
-			}
-		}
-		if err := it.Err(); err != nil {
-			return fmt.Errorf("%w: batch at %d: %w", ErrInvalidRecords, pos, err)
-		}
-	}
-	return nil
+	return batch.SummarizeRecords(v, data, true, sum)
 }
 
 // coordinatorRules are the checks of a batch the broker writes for a
@@ -313,7 +394,7 @@ func (l *Log) beginLeader(v batch.View, h *batch.BatchHeader, next int64) error 
 }
 
 func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *AppendInfo) error {
-	if l.failed != nil || l.closed.Load() || l.tsRules || l.opts.ValidateRecords || l.opts.CleanupPolicy&Compact != 0 ||
+	if l.failed != nil || l.closed.Load() || l.opts.MessageTimestampType == LogAppendTime || l.opts.CleanupPolicy&Compact != 0 ||
 		leaderEpoch != l.latestEpoch.Load() || int64(len(records)) > l.opts.SegmentBytes {
 		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
 	}
@@ -325,6 +406,19 @@ func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *Append
 	if err != nil || len(v) != len(records) || int64(len(v)) > l.opts.MaxBatchBytes || h.IsControl() || h.RecordsCount <= 0 ||
 		slots != int64(h.RecordsCount) || h.ProducerID >= 0 && h.BaseSequence < 0 || next < 0 || next > math.MaxInt64-slots {
 		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
+	}
+	// recordRules' walk: a batch it would refuse or rewrite takes the
+	// general path, which does either.
+	var sum batch.RecordSummary
+	if l.summarize(v, &h, &sum) != nil || sum.MaxTimestamp != h.MaxTimestamp || h.Attributes&batch.AttrTimestampType != 0 {
+		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
+	}
+	if l.tsRules {
+		r := timestampRules{apply: true, now: l.opts.Now().UnixMilli(),
+			before: l.opts.MessageTimestampBeforeMaxMs, after: l.opts.MessageTimestampAfterMaxMs}
+		if r.window(sum.MinTimestamp, sum.MaxTimestamp, 0) != nil {
+			return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
+		}
 	}
 	// A batch without producer state (no producer id; not a control
 	// batch, refused above) stages nothing, and neither does the usual

@@ -29,8 +29,9 @@ type leaderStep struct {
 // leader epochs and producers. The sequences cover what appendLeader
 // takes and each thing it leaves to the general path: several batches, a
 // rule or CRC failure, producer-state refusals, a new or stale epoch,
-// rolls by size and time, index entries, record validation, the
-// LogAppendTime rules, the pwrite path.
+// rolls by size and time, index entries, record timestamps outside the
+// window, header max timestamps not the records', the LogAppendTime
+// rules, the pwrite path.
 func TestAppendLeaderMatchesGeneral(t *testing.T) {
 	plain := func(n, size int, ts int64) []byte { return makeBatch(t, n, size, ts) }
 	idem := func(pid int64, seq int32, n int) []byte { return psData(t, pid, 0, seq, n, false) }
@@ -76,8 +77,18 @@ func TestAppendLeaderMatchesGeneral(t *testing.T) {
 		{"time roll by the clock (no timestamps)", func(o *Options) { o.SegmentMs = 1000 }, many(10, func(i int) leaderStep {
 			return leaderStep{plain(1, 10, batch.NoTimestamp), 1}
 		})},
-		{"record validation", func(o *Options) { o.ValidateRecords = true }, []leaderStep{
-			{plain(1, 10, 1), 1}, {plain(2, 10, 2), 1}}},
+		{"timestamp window", func(o *Options) { o.MessageTimestampAfterMaxMs = 3_600_000 }, []leaderStep{
+			{plain(1, 10, 1), 1}, {plain(2, 10, 2), 1},
+			// The header is in the window, the second record two hours ahead.
+			{headerMax(plain(2, 10, clock.UnixMilli()+2*3_600_000-1), clock.UnixMilli()), 1},
+			{plain(1, 10, 3), 1}}},
+		{"max timestamp from the records", nil, []leaderStep{
+			{headerMax(plain(3, 10, 1000), 1000), 1}, {headerMax(plain(2, 10, 2000), 9999), 1},
+			{plain(1, 10, 3000), 1},
+			{edited(plain(1, 10, 4000), func(v batch.View) {
+				binary.BigEndian.PutUint16(v[batch.OffAttributes:], uint16(batch.AttrTimestampType))
+			}), 1},
+			{append(plain(1, 10, 5000), headerMax(plain(2, 10, 6000), 1)...), 1}}},
 		{"LogAppendTime", func(o *Options) { o.MessageTimestampType = LogAppendTime }, []leaderStep{
 			{plain(1, 10, 1), 1}, {plain(2, 10, 2), 1}}},
 		{"pwrite path", func(o *Options) { o.WritePath = WritePwrite }, many(20, func(i int) leaderStep {

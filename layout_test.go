@@ -31,7 +31,7 @@ func TestLogAppendLines(t *testing.T) {
 	}
 	w, _ := lt.FieldByName("waiters")
 	hot["waiters.logEnd.waiting"] = w.Offset + 4
-	for _, name := range []string{"SegmentBytes", "WritePath", "SegmentMs", "MaxBatchBytes", "ValidateRecords"} {
+	for _, name := range []string{"SegmentBytes", "WritePath", "SegmentMs", "MaxBatchBytes", "MessageTimestampType"} {
 		f, ok := ot.FieldByName(name)
 		if !ok {
 			t.Fatalf("Options has no field %s", name)

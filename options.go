@@ -35,14 +35,10 @@ type Options struct {
 	// MaxBatchBytes is the largest batch a leader accepts
 	// (max.message.bytes). Default 1 MiB + 12.
 	MaxBatchBytes int64
-	// ValidateRecords makes AppendAsLeader decode every record of
-	// uncompressed batches and require offset deltas 0..n-1 (Kafka's
-	// LogValidator does this). Default false: the CRC-32C already proves
-	// the bytes are the producer's, and the record walk costs several
-	// times the CRC on small records (see BenchmarkValidate in batch).
-	ValidateRecords bool
-	// The four small fields below sit beside ValidateRecords, in the
-	// padding after it (a Log embeds its Options: TestLogColdApart).
+	// The small fields below sit in the padding after MaxBatchBytes (a
+	// Log embeds its Options: TestLogColdApart). A leader always walks
+	// the records of a client's batch, as Kafka's LogValidator does
+	// (recordRules).
 
 	// CleanShutdown says the log directory's .kafka_cleanshutdown marker
 	// was present: the directory is trusted as closed cleanly (only the

@@ -204,22 +204,41 @@ func (r *timestampRules) batch(v batch.View, h *batch.BatchHeader, pos int64) (b
 		h.MaxTimestamp, h.CRC = r.now, c.CRC()
 		return c, nil
 	}
-	for _, ts := range [2]int64{h.BaseTimestamp, h.MaxTimestamp} {
+	lo, hi := h.BaseTimestamp, h.MaxTimestamp
+	if lo == batch.NoTimestamp {
+		lo = hi
+	}
+	return v, r.window(lo, hi, pos)
+}
+
+// window checks that timestamps lo and hi (the smallest and largest of a
+// batch's, NoTimestamp when it has none) lie in the topic's window: the
+// records between them do. A batch without timestamps passes, as in
+// Kafka.
+func (r *timestampRules) window(lo, hi, pos int64) error {
+	for _, ts := range [2]int64{lo, hi} {
 		if ts == batch.NoTimestamp {
 			continue
 		}
 		if bounded(r.before) && ts < r.now-zeroOr(r.before) || bounded(r.after) && ts > r.now+zeroOr(r.after) {
-			return nil, fmt.Errorf("%w: batch at %d has timestamp %d, accepted [%d, %d]", ErrInvalidTimestamp, pos, ts,
+			return fmt.Errorf("%w: batch at %d has timestamp %d, accepted [%d, %d]", ErrInvalidTimestamp, pos, ts,
 				windowLow(r.now, r.before), windowHigh(r.now, r.after))
 		}
 	}
-	return v, nil
+	return nil
 }
 
 // stampLogAppendTime marks a batch LogAppendTime with max timestamp ts
 // and rewrites its CRC.
-func stampLogAppendTime(v batch.View, ts int64) {
-	attrs := binary.BigEndian.Uint16(v[batch.OffAttributes:]) | uint16(batch.AttrTimestampType)
+func stampLogAppendTime(v batch.View, ts int64) { stampMaxTimestamp(v, true, ts) }
+
+// stampMaxTimestamp sets a batch's max timestamp to ts and its timestamp
+// type to LogAppendTime or CreateTime, and rewrites its CRC.
+func stampMaxTimestamp(v batch.View, logAppendTime bool, ts int64) {
+	attrs := binary.BigEndian.Uint16(v[batch.OffAttributes:]) &^ uint16(batch.AttrTimestampType)
+	if logAppendTime {
+		attrs |= uint16(batch.AttrTimestampType)
+	}
 	binary.BigEndian.PutUint16(v[batch.OffAttributes:], attrs)
 	binary.BigEndian.PutUint64(v[batch.OffMaxTimestamp:], uint64(ts))
 	binary.BigEndian.PutUint32(v[batch.OffCRC:], v.ComputeCRC())

@@ -1,6 +1,9 @@
 package batch
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // Record is one decoded v2 record (formats.md §1.5). Key, Value and the
 // headers alias the records data given to the iterator; a nil Key or
@@ -279,9 +282,32 @@ func varintProblem(n int) string {
 // 0, 1, …, n-1 and lastOffsetDelta = n-1, as a leader requires of a
 // client's batch (formats.md §1.8). It does not allocate.
 func CheckRecords(v View, data []byte, contiguous bool) error {
+	var sum RecordSummary
+	return SummarizeRecords(v, data, contiguous, &sum)
+}
+
+// RecordSummary is what a leader needs of a batch's records beyond their
+// framing, gathered in CheckRecords' one walk: Kafka's LogValidator
+// checks every record's timestamp, takes the batch's max timestamp from
+// the records, and refuses a keyless record on a compacted topic.
+type RecordSummary struct {
+	// MinTimestamp and MaxTimestamp are the smallest and largest record
+	// timestamps (Record.Timestamp); MinTimestamp skips NoTimestamp, and
+	// both are NoTimestamp when no record has one.
+	MinTimestamp, MaxTimestamp int64
+	// NullKey says a record has a null key; NullKeyDelta is the offset
+	// delta of the first.
+	NullKey      bool
+	NullKeyDelta int32
+}
+
+// SummarizeRecords is CheckRecords, filling sum. It does not allocate.
+func SummarizeRecords(v View, data []byte, contiguous bool, sum *RecordSummary) error {
 	it := v.Records(data)
 	prev := int32(-1)
 	lod := v.LastOffsetDelta()
+	lo, hi := int64(math.MaxInt64), int64(NoTimestamp)
+	*sum = RecordSummary{}
 	for r, ok := it.Next(); ok; r, ok = it.Next() {
 		if r.OffsetDelta <= prev || r.OffsetDelta > lod {
 			return corruptf(0, "record offset delta %d out of order (previous %d, last offset delta %d)", r.OffsetDelta, prev, lod)
@@ -290,6 +316,12 @@ func CheckRecords(v View, data []byte, contiguous bool) error {
 			return corruptf(0, "record offset delta %d where %d was expected", r.OffsetDelta, prev+1)
 		}
 		prev = r.OffsetDelta
+		if ts := r.Timestamp; ts != NoTimestamp {
+			lo, hi = min(lo, ts), max(hi, ts)
+		}
+		if r.Key == nil && !sum.NullKey {
+			sum.NullKey, sum.NullKeyDelta = true, r.OffsetDelta
+		}
 	}
 	if err := it.Err(); err != nil {
 		return err
@@ -297,6 +329,10 @@ func CheckRecords(v View, data []byte, contiguous bool) error {
 	if contiguous && prev != lod {
 		return corruptf(0, "last offset delta %d but %d records", lod, prev+1)
 	}
+	if lo == math.MaxInt64 {
+		lo = NoTimestamp
+	}
+	sum.MinTimestamp, sum.MaxTimestamp = lo, hi
 	return nil
 }
 

@@ -2,7 +2,6 @@ package interop
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +14,11 @@ import (
 // against partlog serve and compares what it observed: idempotent and
 // transactional producers (commit, abort, fencing), classic and KIP-848
 // consumer groups reading read_committed and read_uncommitted, and the
-// admin client.
+// admin client. The KIP-848 consumer (group.protocol=consumer) speaks
+// ConsumerGroupHeartbeat to both, with no fallback to the classic
+// protocol, and the admin client describes its group as type CONSUMER
+// (ConsumerGroupDescribe).
 func TestJavaClient(t *testing.T) {
-	if os.Getenv("PARTLOG_WIREDIFF") == "" {
-		t.Skip("PARTLOG_WIREDIFF unset: the divergences it finds are being fixed (issue 29)")
-	}
 	in := kafka.Need(t)
 	b := in.StartBroker(t, kafka.BrokerConfig{Props: wireBrokerProps})
 	s := startServer(t, t.TempDir(), "--partitions", "1", "--node-id", "1")

@@ -132,9 +132,6 @@ func sortStrings(s []string) {
 // kafka-get-offsets, kafka-delete-records, kafka-producer-perf-test and
 // kafka-console-consumer.
 func TestKafkaToolsAgainstBoth(t *testing.T) {
-	if os.Getenv("PARTLOG_WIREDIFF") == "" {
-		t.Skip("PARTLOG_WIREDIFF unset: the divergences it finds are being fixed (issue 29)")
-	}
 	in := kafka.Need(t)
 	b := in.StartBroker(t, kafka.BrokerConfig{Props: wireBrokerProps})
 	s := startServer(t, t.TempDir(), "--partitions", "1", "--node-id", "1")

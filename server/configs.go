@@ -111,6 +111,11 @@ func boolConfig(name string, def bool) topicConfig {
 		get: func(partlog.Options) string { return strconv.FormatBool(def) }}
 }
 
+// kafkaTimestampAfterMaxMs is Kafka 4.4's default
+// message.timestamp.after.max.ms: a record may be at most an hour ahead
+// of the broker's clock.
+const kafkaTimestampAfterMaxMs = 3_600_000
+
 // unboundedAsMax: partlog's 0 or negative "no bound" is Kafka's
 // Long.MAX_VALUE; noLimit: partlog's 0 or negative is Kafka's -1.
 func unboundedAsMax(v int64) int64 { return cond(v <= 0, math.MaxInt64, v) }

@@ -86,10 +86,14 @@
 //	                            every end)
 //	TxnOffsetCommit       0–5   to the GroupHandler
 //
-// With Config.Groups set, the classic group protocol is routed to it and
-// advertised too (OffsetCommit 0–8, OffsetFetch 0–8, JoinGroup 0–9,
-// Heartbeat 0–4, LeaveGroup 0–5, SyncGroup 0–5, DescribeGroups 0–6,
-// ListGroups 0–5, DeleteGroups 0–3, OffsetDelete 0). Without it those APIs are not advertised and
+// With Config.Groups set, the group APIs are routed to it and advertised
+// too: the classic protocol (OffsetCommit 0–9, OffsetFetch 0–9,
+// JoinGroup 0–9, Heartbeat 0–4, LeaveGroup 0–5, SyncGroup 0–5,
+// DescribeGroups 0–6, ListGroups 0–5, DeleteGroups 0–3, OffsetDelete 0)
+// and KIP-848's consumer groups (ConsumerGroupHeartbeat 0–1,
+// ConsumerGroupDescribe 0–1, group.version 1 finalized in ApiVersions;
+// Kafka's Java consumer with group.protocol=consumer uses them, it does
+// not fall back). Without it those APIs are not advertised and
 // FindCoordinator for a group answers COORDINATOR_NOT_AVAILABLE.
 //
 // Any other API or version is answered, never dropped: ApiVersions with
@@ -103,9 +107,46 @@
 // Out of scope: SASL and TLS (plaintext only: listen on loopback or a
 // trusted network), ACLs, quotas, replication (one node: the high
 // watermark is the log end, or with Config.Fsync the durable offset),
-// altering topic configs, KIP-848 consumer groups, share
-// groups. Compacted topics are cleaned by the Cleaner of Config.Log
+// share groups. Compacted topics are cleaned by the Cleaner of Config.Log
 // (package cleaner's rules).
+//
+// # Differences from Kafka
+//
+// interop's TestWireDiff sends the same request scripts to Kafka 4.4 and
+// to this server and compares the answers field by field. Besides what
+// two brokers cannot share (ids, clocks, hosts, log directory paths,
+// config layers: the wirediff.Rules without "allowed"), these are the
+// only differences it accepts, each because partlog's answer is the
+// better one for a client or because the feature is not implemented;
+// each step that shows one states partlog's answer
+// (wirediff.AllowedDifferences):
+//
+//   - invalid-record-not-unknown: a batch that cannot be decompressed, or
+//     names an unknown codec, is answered INVALID_RECORD; Kafka answers
+//     UNKNOWN_SERVER_ERROR. Both refuse it; this code says the batch is
+//     at fault.
+//   - record-offset-deltas: an uncompressed batch whose records' offset
+//     deltas are not 0..n-1 is refused (INVALID_RECORD); Kafka stores it
+//     (and fails the same batch compressed). A consumer would read such
+//     a record at an offset its batch does not hold.
+//   - producer-epoch-below-none: a batch without a producer id whose
+//     producer epoch is below -1 is refused (INVALID_RECORD); Kafka
+//     stores it. Recovery takes such a header for damage and would cut
+//     the log there, so the leader refuses what recovery could not keep.
+//   - null-records: a produce whose records are null is answered
+//     INVALID_RECORD at once; Kafka never answers it.
+//   - compression-type: compression.type other than producer is refused
+//     (INVALID_CONFIG): batches are stored as the producer compressed
+//     them; recompression on the leader is not implemented.
+//   - internal-topics: Metadata and the listings do not show
+//     __consumer_offsets or __transaction_state: groups and transactions
+//     live in this server's own files (Server state).
+//   - partial-batch: a fetch ends with whole batches; Kafka may end a
+//     partition's records with the first bytes of a batch cut at the max
+//     bytes, which clients discard.
+//   - auto-create: Metadata with auto-creation creates the topic before
+//     answering; Kafka creates it in the background and answers
+//     UNKNOWN_TOPIC_OR_PARTITION meanwhile (the script retries).
 //
 // # Connections
 //

@@ -297,6 +297,15 @@ var requestShapes = map[int16]requestShape{
 			structs(all, field(wString, all), field(wInt8, all), field(wString, all))),
 		field(wInt8, all), // validate only
 	}},
+	68: {0, []wireField{ // ConsumerGroupHeartbeat
+		field(wString, all), field(wString, all), field(wInt32, all), // group, member, epoch
+		field(wString, all), field(wString, all), field(wInt32, all), // instance, rack, rebalance timeout
+		list(wString, all), field(wString, since(1)), field(wString, all), // topics, regex, assignor
+		structs(all, field(wUUID, all), list(wInt32, all)), // owned partitions
+	}},
+	69: {0, []wireField{ // ConsumerGroupDescribe
+		list(wString, all), field(wInt8, all),
+	}},
 	42: {2, []wireField{ // DeleteGroups
 		list(wString, all),
 	}},

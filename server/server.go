@@ -198,6 +198,12 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.Log != nil {
 		tmpl = *cfg.Log
 	}
+	if tmpl.MessageTimestampAfterMaxMs == 0 {
+		// Kafka's log.message.timestamp.after.max.ms is one hour since
+		// 4.0 (the engine's default is unbounded, as the field's zero).
+		tmpl.MessageTimestampAfterMaxMs = kafkaTimestampAfterMaxMs
+	}
+	cfg.Log = &tmpl // the template every topic's options start from
 	dir, err := partlog.OpenDir(cfg.Dir, &partlog.DirOptions{
 		Log:        &tmpl,
 		Quarantine: cfg.Quarantine,

@@ -759,7 +759,7 @@ func TestDescribeConfigs(t *testing.T) {
 		want := map[string]string{"retention.ms": "3600000", "segment.bytes": "1048576", "retention.bytes": "-1",
 			"cleanup.policy": "delete", "max.message.bytes": "1048588", "message.timestamp.type": "CreateTime",
 			"segment.ms": "604800000", "index.interval.bytes": "4096", "segment.index.bytes": "10485760",
-			"message.timestamp.after.max.ms": "9223372036854775807", "min.cleanable.dirty.ratio": "0.5",
+			"message.timestamp.after.max.ms": "3600000", "min.cleanable.dirty.ratio": "0.5",
 			"min.compaction.lag.ms": "0", "max.compaction.lag.ms": "9223372036854775807", "delete.retention.ms": "86400000"}
 		for name, val := range want {
 			c, ok := all[name]

@@ -466,14 +466,8 @@ func (s *Server) metadata(cc *connCtx, req *kmsg.MetadataRequest) kmsg.Response 
 }
 
 func (s *Server) topicNameForID(id [16]byte) (string, bool) {
-	s.tmu.RLock()
-	defer s.tmu.RUnlock()
-	for name, t := range s.topics {
-		if t.id == partlog.TopicID(id) && !t.id.IsZero() {
-			return name, true
-		}
-	}
-	return "", false
+	name, _, ok := s.TopicByID(id)
+	return name, ok
 }
 
 func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {

@@ -51,7 +51,8 @@ var apis = map[int16]versionRange{
 const transactionVersion = 2
 
 // groupAPIs are advertised when Config.Groups is set: the classic group
-// protocol, at the versions the group coordinator answers.
+// protocol and KIP-848's consumer groups, at the versions the group
+// coordinator answers.
 var groupAPIs = map[int16]versionRange{
 	8:  {0, 9}, // OffsetCommit
 	9:  {0, 9}, // OffsetFetch
@@ -63,6 +64,8 @@ var groupAPIs = map[int16]versionRange{
 	16: {0, 5}, // ListGroups
 	42: {0, 3}, // DeleteGroups
 	47: {0, 0}, // OffsetDelete
+	68: {0, 1}, // ConsumerGroupHeartbeat (KIP-848)
+	69: {0, 1}, // ConsumerGroupDescribe
 }
 
 func isGroupKey(key int16) bool { _, ok := groupAPIs[key]; return ok }
@@ -111,6 +114,13 @@ func (s *Server) apiVersions(req *kmsg.ApiVersionsRequest) kmsg.Response {
 		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", transactionVersion, transactionVersion
 		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{sf}
 		resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{ff}
+		if s.cfg.Groups != nil {
+			// group.version 1: the consumer group protocol (KIP-848).
+			sf.Name, sf.MaxVersion = "group.version", 1
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "group.version", 1, 1
+			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		}
 		resp.FinalizedFeaturesEpoch = 0
 	}
 	return resp

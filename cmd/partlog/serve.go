@@ -215,6 +215,7 @@ func (o *serveOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 		closeListeners()
 		return &exitError{code: exitOperational, err: fmt.Errorf("serve: %w", err)}
 	}
+	groups.SetTopics(srv) // consumer groups (KIP-848) assign the server's topics
 	logOpen(stderr, srv.Dir())
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	errc := make(chan error, 2)

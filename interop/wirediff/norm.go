@@ -156,7 +156,7 @@ var Rules = []Rule{
 }
 
 // sortKeys are the fields an element of a list is sorted by.
-var sortKeys = []string{"Topic", "Name", "Group", "TransactionalID", "ApiKey", "Key", "ResourceName", "Partition"}
+var sortKeys = []string{"Topic", "Name", "Group", "TransactionalID", "ApiKey", "Key", "ResourceName", "Partition", "MemberID"}
 
 func sortByKey(l []any) {
 	key := func(v any) (string, bool) {

@@ -111,7 +111,13 @@ func AdminScripts() []*Script {
 			Step{Name: "fetch below the new log start", Req: Fetch{Version: fetchV, Parts: []FP{{Topic: "ad", Partition: 0, Offset: 1}}}.Req},
 			endTxn("commit", "ad-t", "t", true),
 			settleFrom("ad", 0, 3),
-			Step{Name: "describe the committed transaction", Req: describeTransactions("ad-t")},
+			// Kafka completes the transaction after its markers are
+			// acknowledged, in the background: a client describing it
+			// at once may see PrepareCommit.
+			Step{Name: "describe the committed transaction", Req: describeTransactions("ad-t"), Until: func(_ *Env, r kmsg.Response) bool {
+				resp, ok := r.(*kmsg.DescribeTransactionsResponse)
+				return ok && len(resp.TransactionStates) > 0 && resp.TransactionStates[0].State != "PrepareCommit"
+			}},
 			// The producer's last timestamp is now its COMMIT marker's,
 			// which each broker stamps with its own clock.
 			Step{Name: "describe producers after the commit", Req: describeProducers("ad", 0),

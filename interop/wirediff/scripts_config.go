@@ -137,8 +137,12 @@ func ConfigScripts() []*Script {
 	var creates []Step
 	for i, v := range values {
 		name := "cfg-" + itoa(i)
-		creates = append(creates, Step{Name: "create with " + v.name + "=" + v.value,
-			Req: CreateTopic(7, name, 1, map[string]string{v.name: v.value})})
+		st := Step{Name: "create with " + v.name + "=" + v.value,
+			Req: CreateTopic(7, name, 1, map[string]string{v.name: v.value})}
+		if v.name == "compression.type" && (v.value == "gzip" || v.value == "uncompressed") {
+			st.Allowed, st.Expect = "compression-type", createCode(40) // INVALID_CONFIG
+		}
+		creates = append(creates, st)
 	}
 	str := Str
 	return []*Script{

@@ -50,6 +50,7 @@ func ProduceScripts() []*Script {
 		acks    int16
 		b       []Batch
 		raw     func(*Env) []byte
+		allowed string // AllowedDifferences: partlog refuses (INVALID_RECORD)
 	}
 	cs := []pcase{
 		{name: "good batch", b: []Batch{{N: 2}}},
@@ -64,7 +65,7 @@ func ProduceScripts() []*Script {
 		{name: "last offset delta -1", b: []Batch{{N: 2, Bytes: put32(batch.OffLastOffsetDelta, -1), Fix: true}}},
 		{name: "control batch", b: []Batch{{N: 1, Spec: func(s *batch.BatchSpec) { s.Control = true }}}},
 		{name: "idempotent without a sequence", b: []Batch{{N: 1, PID: Int64(1000), Epoch: Int16(0), Spec: func(s *batch.BatchSpec) { s.BaseSequence = -1 }}}},
-		{name: "unknown compression 5", b: []Batch{{N: 2, Bytes: put16(batch.OffAttributes, 5), Fix: true}}},
+		{name: "unknown compression 5", b: []Batch{{N: 2, Bytes: put16(batch.OffAttributes, 5), Fix: true}}, allowed: "invalid-record-not-unknown"},
 		{name: "LogAppendTime from the producer", b: []Batch{{N: 2, Bytes: put16(batch.OffAttributes, 8), Fix: true}}},
 		{name: "max timestamp below the records'", b: []Batch{{N: 3, Bytes: put64(batch.OffMaxTimestamp, 5), Fix: true}}},
 		{name: "max timestamp above the records'", b: []Batch{{N: 3, TsDelta: -5000, Bytes: func(b []byte) []byte {
@@ -76,16 +77,16 @@ func ProduceScripts() []*Script {
 		{name: "max timestamp below the records', compressed", b: []Batch{{N: 3, Compression: batch.CompressionLZ4, Bytes: put64(batch.OffMaxTimestamp, 5), Fix: true}}},
 		{name: "a record's length past the batch", b: []Batch{{N: 2, Bytes: recordByte(0, 0x7e), Fix: true}}},
 		{name: "a record's key length past the record", b: []Batch{{N: 2, Bytes: recordByte(4, 0x3e), Fix: true}}},
-		{name: "a record's offset delta 5", b: []Batch{{N: 2, Bytes: recordByte(3, 10), Fix: true}}},
-		{name: "a compressed record's offset delta 5", b: []Batch{{N: 2, Compression: batch.CompressionGzip, Deltas: []int32{0, 5}}}},
-		{name: "record offset deltas 1, 0", b: []Batch{{N: 2, Deltas: []int32{1, 0}}}},
+		{name: "a record's offset delta 5", b: []Batch{{N: 2, Bytes: recordByte(3, 10), Fix: true}}, allowed: "record-offset-deltas"},
+		{name: "a compressed record's offset delta 5", b: []Batch{{N: 2, Compression: batch.CompressionGzip, Deltas: []int32{0, 5}}}, allowed: "invalid-record-not-unknown"},
+		{name: "record offset deltas 1, 0", b: []Batch{{N: 2, Deltas: []int32{1, 0}}}, allowed: "record-offset-deltas"},
 		{name: "truncated batch", b: []Batch{{N: 2, Bytes: cut(3)}}},
 		{name: "batch length past the records", b: []Batch{{N: 2, Bytes: func(b []byte) []byte {
 			b = append(b, 0, 0, 0)
 			binary.BigEndian.PutUint32(b[batch.OffBatchLength:], uint32(len(b)-12))
 			return b
 		}, Fix: true}}},
-		{name: "producer epoch -2", b: []Batch{{N: 2, Bytes: put16(batch.OffProducerEpoch, -2), Fix: true}}},
+		{name: "producer epoch -2", b: []Batch{{N: 2, Bytes: put16(batch.OffProducerEpoch, -2), Fix: true}}, allowed: "producer-epoch-below-none"},
 		{name: "timestamp two hours ahead", b: []Batch{{N: 2, TsDelta: 2 * 3600 * 1000}}},
 		{name: "timestamp a year back", b: []Batch{{N: 2, TsDelta: -365 * 24 * 3600 * 1000}}},
 		{name: "second record far ahead", b: []Batch{{Records: []batch.RecordSpec{{Value: []byte("a")}, {Value: []byte("b"), Timestamp: 1 << 50}}}}},
@@ -93,7 +94,7 @@ func ProduceScripts() []*Script {
 		{name: "snappy", b: []Batch{{N: 3, Compression: batch.CompressionSnappy}}},
 		{name: "lz4", b: []Batch{{N: 3, Compression: batch.CompressionLZ4}}},
 		{name: "zstd", b: []Batch{{N: 3, Compression: batch.CompressionZstd}}},
-		{name: "gzip of garbage", b: []Batch{{N: 3, Compression: batch.CompressionGzip, Bytes: recordByte(2, 0), Fix: true}}},
+		{name: "gzip of garbage", b: []Batch{{N: 3, Compression: batch.CompressionGzip, Bytes: recordByte(2, 0), Fix: true}}, allowed: "invalid-record-not-unknown"},
 		{name: "null key and value", b: []Batch{{Records: []batch.RecordSpec{{}}}}},
 		{name: "headers", b: []Batch{{Records: []batch.RecordSpec{{Value: []byte("h"), Headers: []batch.Header{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b")}}}}}}},
 		{name: "zstd at v6", version: 6, b: []Batch{{N: 1, Compression: batch.CompressionZstd}}},
@@ -117,15 +118,23 @@ func ProduceScripts() []*Script {
 			c.acks = -1
 		}
 		pp := PP{Topic: t, Partition: int32(i), Batches: c.b, Raw: c.raw}
-		steps = append(steps,
-			Step{Name: c.name, Req: Produce{Version: c.version, Acks: c.acks, Parts: []PP{pp}}.Req},
-			Step{Name: c.name + ": stored", Req: Fetch{Version: fetchV, Parts: []FP{{Topic: t, Partition: int32(i)}}}.Req})
+		produced := Step{Name: c.name, Req: Produce{Version: c.version, Acks: c.acks, Parts: []PP{pp}}.Req}
+		stored := Step{Name: c.name + ": stored", Req: Fetch{Version: fetchV, Parts: []FP{{Topic: t, Partition: int32(i)}}}.Req}
+		if c.allowed != "" {
+			produced.Allowed, produced.Expect = c.allowed, produceCode(87)
+			stored.Allowed, stored.Expect = c.allowed, fetchedNothing
+		}
+		steps = append(steps, produced, stored)
 	}
 	return []*Script{
 		{Name: "produce-validation", Steps: steps},
 		{Name: "produce-null-records", Steps: seq(
 			create("pn", 1, nil),
-			raw("null records", "pn", func(*Env) []byte { return nil }),
+			func() Step {
+				st := raw("null records", "pn", func(*Env) []byte { return nil })
+				st.Allowed, st.Expect = "null-records", produceCode(87)
+				return st
+			}(),
 		)},
 		{Name: "produce-limits", Steps: seq(
 			create("pl", 1, map[string]string{"max.message.bytes": "200"}),

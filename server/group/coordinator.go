@@ -48,6 +48,8 @@ type Coordinator struct {
 	lastSize int
 	timer    *time.Timer
 	timerAt  time.Time
+	// topics is the server's topics, for consumer groups (SetTopics).
+	topics Topics
 }
 
 // Open loads the coordinator's state from cfg.Dir (creating the directory
@@ -119,6 +121,8 @@ var versions = map[int16]int16{
 	28: 5, // TxnOffsetCommit (CommitTxnOffsets; v6 names topics by id)
 	42: 3, // DeleteGroups
 	47: 0, // OffsetDelete
+	68: 1, // ConsumerGroupHeartbeat
+	69: 1, // ConsumerGroupDescribe
 }
 
 // Versions returns, per API key the coordinator handles, the highest
@@ -182,6 +186,10 @@ func (c *Coordinator) Handle(ctx context.Context, req kmsg.Request) (resp kmsg.R
 		return c.handleDeleteGroups(r), true
 	case *kmsg.OffsetDeleteRequest:
 		return c.handleOffsetDelete(r), true
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return c.handleConsumerHeartbeat(r, ci), true
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return c.handleConsumerDescribe(r), true
 	}
 	return nil, false
 }
@@ -268,6 +276,9 @@ func (c *Coordinator) rearmLocked() {
 		for _, t := range g.pending {
 			earlier(t)
 		}
+		if g.consumer != nil {
+			g.consumer.deadlines(earlier)
+		}
 	}
 	if next.IsZero() {
 		c.timer.Stop()
@@ -303,6 +314,9 @@ func due(t, now time.Time) bool { return !t.IsZero() && !now.Before(t) }
 
 // expireGroup runs one due expiration of g; false when none was due.
 func (c *Coordinator) expireGroup(g *group, now time.Time) bool {
+	if g.consumer != nil {
+		return c.expireConsumer(g, now)
+	}
 	for id, t := range g.pending {
 		if due(t, now) {
 			delete(g.pending, id)

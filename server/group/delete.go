@@ -2,6 +2,7 @@ package group
 
 import (
 	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -28,7 +29,7 @@ func (c *Coordinator) handleDeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.De
 				rg.ErrorCode = errInvalidGroupID
 			case g == nil || g.state == stateDead:
 				rg.ErrorCode = errGroupIDNotFound
-			case g.state != stateEmpty:
+			case g.state != stateEmpty, g.consumer != nil && len(g.consumer.members) > 0:
 				rg.ErrorCode = errNonEmptyGroup
 			default:
 				deleted[id] = g
@@ -55,8 +56,17 @@ func (c *Coordinator) handleDeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.De
 // Kafka's GroupMetadata.isSubscribedToTopic: known only for the
 // "consumer" protocol type (the topics of each member's metadata for the
 // group's protocol); an Empty group subscribes to nothing; any other
-// group is taken as subscribed.
-func (g *group) subscribed(topic string) bool {
+// group is taken as subscribed. A consumer group subscribes to the topics
+// its members name or match with their regular expressions.
+func (c *Coordinator) subscribed(g *group, topic string) bool {
+	if cg := g.consumer; cg != nil {
+		for _, m := range cg.members {
+			if slices.Contains(c.memberTopicNames(m), topic) {
+				return true
+			}
+		}
+		return false
+	}
 	if g.state == stateEmpty || len(g.members) == 0 {
 		return false
 	}
@@ -98,7 +108,7 @@ func (c *Coordinator) handleOffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.Of
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
-		sub := g.subscribed(t.Topic)
+		sub := c.subscribed(g, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition

@@ -1,8 +1,10 @@
 // Package group is partlog serve's group coordinator: one node, the
 // classic consumer-group protocol (JoinGroup, SyncGroup, Heartbeat,
-// LeaveGroup), committed offsets (OffsetCommit, OffsetFetch,
-// TxnOffsetCommit) and the group listings (ListGroups, DescribeGroups),
-// following the rules of Apache Kafka's GroupCoordinator.
+// LeaveGroup), KIP-848 consumer groups (ConsumerGroupHeartbeat,
+// ConsumerGroupDescribe), committed offsets (OffsetCommit, OffsetFetch,
+// TxnOffsetCommit, OffsetDelete), the group listings (ListGroups,
+// DescribeGroups) and DeleteGroups, following the rules of Apache Kafka's
+// group coordinator.
 //
 // # Groups
 //
@@ -37,9 +39,10 @@
 // the committed offsets of every group, the transactional offsets still
 // staged, and each group's metadata as stored at the end of its last
 // rebalance (generation, protocol, leader, members with their metadata
-// and assignment), as Kafka keeps them in __consumer_offsets. Every
-// OffsetCommit, TxnOffsetCommit, CompleteTxn and completed rebalance
-// rewrites the file with fsutil.WriteFileAtomic (temporary file,
+// and assignment), as Kafka keeps them in __consumer_offsets, or, for a
+// consumer group, its type and epoch (format version 2; version 1 files
+// are read). Every OffsetCommit, TxnOffsetCommit, CompleteTxn, completed
+// rebalance and new consumer group rewrites the file with fsutil.WriteFileAtomic (temporary file,
 // fsync, rename, directory fsync) before it is answered, so an
 // acknowledged commit survives a crash; when the write fails the change
 // is undone in memory and the client gets COORDINATOR_NOT_AVAILABLE.
@@ -74,13 +77,53 @@
 // The transaction coordinator (the caller) checks producer ids and
 // epochs against its own state; this package does not.
 //
+// # Consumer groups (KIP-848)
+//
+// ConsumerGroupHeartbeat and ConsumerGroupDescribe serve the consumer
+// group protocol as Kafka's GroupMetadataManager does (consumer.go): a
+// member joins with epoch 0 and its subscription (topic names or a
+// regular expression, matched against whole names); every change of
+// membership, subscription, preferred assignor or subscribed topics'
+// metadata (a topic created, deleted or grown) bumps the group epoch (a
+// new group is at 1, as in Kafka), and the target assignment is computed
+// for the new epoch by the server-side assignor most members name
+// ("uniform", the default, or "range"; assign.go). Each member then
+// reconciles towards its target: partitions it must give up are revoked
+// first at its current epoch, and it takes the new epoch with the
+// partitions no other member still owns. Heartbeats at a greater epoch,
+// or at a smaller one that is not the previous epoch with owned
+// partitions all assigned, are FENCED_MEMBER_EPOCH; a member silent for
+// 45 s (group.consumer.session.timeout.ms), or that does not revoke
+// within its rebalance timeout, is fenced and the group epoch bumped.
+// Epoch -1 leaves; a static member's -2 keeps its partitions for its
+// instance id, which rejoins under a new member id. OffsetCommit v9+,
+// TxnOffsetCommit and OffsetFetch v9 check member epochs as Kafka's
+// ConsumerGroup does (STALE_MEMBER_EPOCH; a partition committed must be
+// assigned or being revoked at an epoch not above the request's). The
+// coordinator learns topics from Config-less SetTopics (the server).
+//
+// Differences from Kafka: the target assignment is computed at once,
+// where Kafka computes it at most once a second
+// (group.consumer.assignment.interval.ms); the uniform assignor's choices
+// follow member ids in order (Kafka: hash order), and with different
+// subscriptions it balances its own way; a classic group with members is
+// not converted to a consumer group, nor a consumer group with members
+// joined by classic members (Kafka's group.consumer.migration.policy
+// converts both: here GROUP_ID_NOT_FOUND and INCONSISTENT_GROUP_PROTOCOL);
+// empty groups convert both ways, their offsets kept. Membership is not
+// stored: the state file keeps that the group is a consumer group and its
+// epoch, so after a restart its members' heartbeats answer
+// UNKNOWN_MEMBER_ID and they join again (Kafka keeps members in
+// __consumer_offsets and they carry on).
+//
 // # Not implemented
 //
-// DeleteGroups, OffsetDelete, offset retention (Kafka expires the offsets
+// Offset retention (Kafka expires the offsets
 // of Empty groups after offsets.retention.minutes; here they stay; an
 // Empty group with no offsets is dropped after ten minutes, Kafka's
-// cleanup interval), group.max.size, the KIP-848 consumer
-// protocol, and topic ids (OffsetCommit and OffsetFetch v10,
-// TxnOffsetCommit v6). The coordinator does not know which topics exist:
-// the server checks that before it passes a commit on.
+// cleanup interval), group.max.size, classic-protocol members in
+// consumer groups, and topic ids (OffsetCommit and OffsetFetch v10,
+// TxnOffsetCommit v6). The coordinator does not know which topics exist
+// for classic groups: the server checks that before it passes a commit
+// on.
 package group

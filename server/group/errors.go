@@ -21,4 +21,10 @@ const (
 	errMemberIDRequired          int16 = 79
 	errFencedInstanceID          int16 = 82
 	errUnstableOffsetCommit      int16 = 88
+	errInvalidRequest            int16 = 42
+	errFencedMemberEpoch         int16 = 110
+	errUnreleasedInstanceID      int16 = 111
+	errUnsupportedAssignor       int16 = 112
+	errStaleMemberEpoch          int16 = 113
+	errInvalidRegularExpression  int16 = 128
 )

@@ -229,6 +229,11 @@ type group struct {
 
 	stored stored
 
+	// consumer is set while the group is a KIP-848 consumer group
+	// (consumer.go); the classic fields above are then unused but for
+	// the offsets.
+	consumer *cgroup
+
 	// idleSince is when the group was first seen holding nothing.
 	idleSince time.Time
 }
@@ -248,7 +253,8 @@ func newGroup(id string) *group {
 // idle reports whether the group holds nothing: Empty, no members or
 // member ids handed out, no offsets committed or staged.
 func (g *group) idle() bool {
-	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && len(g.txn) == 0
+	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && len(g.txn) == 0 &&
+		(g.consumer == nil || len(g.consumer.members) == 0)
 }
 
 func (g *group) has(id string) bool { return g.byID[id] != nil }

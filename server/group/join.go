@@ -86,6 +86,14 @@ func (c *Coordinator) join(req *kmsg.JoinGroupRequest, ci clientInfo) (joinResul
 		g = newGroup(req.Group)
 		c.groups[req.Group] = g
 	}
+	if g.consumer != nil {
+		if len(g.consumer.members) > 0 {
+			// Kafka lets classic members into a consumer group
+			// (group.consumer.migration.policy); this does not.
+			return fail(errInconsistentGroupProtocol, req.MemberID)
+		}
+		g.consumer = nil // an empty consumer group becomes classic
+	}
 	nm := &member{
 		clientID: ci.id, clientHost: ci.host, instanceID: inst,
 		rebalanceTimeout: rebalance, sessionTimeout: session,

@@ -22,12 +22,11 @@ func (c *Coordinator) handleListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGr
 	if req.Version >= 4 {
 		states = req.StatesFilter
 	}
-	classic := true
+	wantType := func(string) bool { return true }
 	if req.Version >= 5 && len(req.TypesFilter) > 0 {
-		classic = slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(s, "classic") })
-	}
-	if !classic {
-		return resp
+		wantType = func(t string) bool {
+			return slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(strings.TrimSpace(s), t) })
+		}
 	}
 	ids := make([]string, 0, len(c.groups))
 	for id := range c.groups {
@@ -36,15 +35,18 @@ func (c *Coordinator) handleListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGr
 	slices.Sort(ids)
 	for _, id := range ids {
 		g := c.groups[id]
-		st := g.state.String()
-		if len(states) > 0 && !slices.ContainsFunc(states, func(s string) bool { return strings.EqualFold(s, st) }) {
+		st, typ, pt := g.state.String(), "classic", g.protocolType
+		if g.consumer != nil {
+			st, typ, pt = g.consumer.state(), "consumer", "consumer"
+		}
+		if !wantType(typ) || len(states) > 0 && !slices.ContainsFunc(states, func(s string) bool { return strings.EqualFold(strings.TrimSpace(s), st) }) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
 		lg.Group = id
-		lg.ProtocolType = g.protocolType
+		lg.ProtocolType = pt
 		lg.GroupState = st
-		lg.GroupType = "classic"
+		lg.GroupType = typ
 		resp.Groups = append(resp.Groups, lg)
 	}
 	return resp
@@ -68,11 +70,14 @@ func (c *Coordinator) handleDescribeGroups(req *kmsg.DescribeGroupsRequest) *kms
 			dg.AuthorizedOperations = groupOperations
 		}
 		g := c.groups[id]
-		if g == nil {
+		if g == nil || g.consumer != nil {
 			dg.State = stateDead.String()
 			if req.Version >= 6 {
 				dg.ErrorCode = errGroupIDNotFound
 				msg := fmt.Sprintf("Group %s not found.", id)
+				if g != nil {
+					msg = fmt.Sprintf("Group %s is not a classic group.", id)
+				}
 				dg.ErrorMessage = &msg
 			}
 			resp.Groups = append(resp.Groups, dg)

@@ -57,13 +57,27 @@ func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest, codes [][]int1
 		if generation >= 0 {
 			// A commit from an older generation of a group this
 			// coordinator no longer knows.
-			all(errIllegalGeneration)
+			if req.Version >= 9 {
+				all(errGroupIDNotFound)
+			} else {
+				all(errIllegalGeneration)
+			}
 			return
 		}
 		g = newGroup(req.Group)
 		c.groups[req.Group] = g
 	}
-	if code := c.validateCommit(g, generation, memberID, inst, false); code != errNone {
+	if g.consumer != nil {
+		if !consumerCommitValid(c, g.consumer, memberID, generation, false, req.Version, req.Topics, func(t kmsg.OffsetCommitRequestTopic) (string, []int32) {
+			var ps []int32
+			for _, p := range t.Partitions {
+				ps = append(ps, p.Partition)
+			}
+			return t.Topic, ps
+		}, all) {
+			return
+		}
+	} else if code := c.validateCommit(g, generation, memberID, inst, false); code != errNone {
 		all(code)
 		return
 	}
@@ -151,6 +165,33 @@ func (c *Coordinator) validateCommit(g *group, generation int32, memberID string
 	return errNone
 }
 
+// consumerCommitValid checks a commit to a consumer group, the whole
+// request and each of its partitions, answering every partition with the
+// first error (in Kafka the first failing partition fails the request);
+// false when it did.
+func consumerCommitValid[T any](c *Coordinator, cg *cgroup, memberID string, epoch int32, txn bool, version int16,
+	topics []T, parts func(T) (string, []int32), all func(int16)) bool {
+	code, check := c.validateConsumerCommit(cg, memberID, epoch, txn, version)
+	if code == errNone && check != nil {
+		for _, t := range topics {
+			name, ps := parts(t)
+			for _, p := range ps {
+				if code = check(name, p); code != errNone {
+					break
+				}
+			}
+			if code != errNone {
+				break
+			}
+		}
+	}
+	if code != errNone {
+		all(code)
+		return false
+	}
+	return true
+}
+
 type fetchPartition struct {
 	partition   int32
 	offset      int64
@@ -228,7 +269,10 @@ func (c *Coordinator) handleOffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.Offs
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group = rg.Group
 			g.ErrorCode = top
-			if top == errNone {
+			if cg := c.consumerOf(rg.Group); top == errNone && req.Version >= 9 && cg != nil {
+				g.ErrorCode = validateConsumerFetch(cg, rg.MemberID, rg.MemberEpoch)
+			}
+			if g.ErrorCode == errNone {
 				var ts []fetchTopicReq
 				for _, t := range rg.Topics {
 					ts = append(ts, fetchTopicReq{t.Topic, t.Partitions})
@@ -342,7 +386,24 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, codes []
 		g = newGroup(req.Group)
 		c.groups[req.Group] = g
 	}
-	if code := c.validateCommit(g, generation, memberID, inst, true); code != errNone {
+	if g.consumer != nil {
+		// Before v6 a stale member epoch is told as ILLEGAL_GENERATION.
+		txnAll := func(code int16) {
+			if code == errStaleMemberEpoch {
+				code = errIllegalGeneration
+			}
+			all(code)
+		}
+		if !consumerCommitValid(c, g.consumer, memberID, generation, true, req.Version, req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) (string, []int32) {
+			var ps []int32
+			for _, p := range t.Partitions {
+				ps = append(ps, p.Partition)
+			}
+			return t.Topic, ps
+		}, txnAll) {
+			return
+		}
+	} else if code := c.validateCommit(g, generation, memberID, inst, true); code != errNone {
 		all(code)
 		return
 	}

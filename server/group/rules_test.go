@@ -234,6 +234,15 @@ func errorCode(t *testing.T, resp kmsg.Response) int16 {
 		return 0
 	case *kmsg.OffsetDeleteResponse:
 		return r.ErrorCode
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		return r.ErrorCode
+	case *kmsg.ConsumerGroupDescribeResponse:
+		for _, g := range r.Groups {
+			if g.ErrorCode != 0 && g.ErrorCode != errGroupIDNotFound {
+				return g.ErrorCode
+			}
+		}
+		return 0
 	}
 	t.Fatalf("unexpected response %T", resp)
 	return 0

@@ -21,7 +21,7 @@ const StateFile = "group-coordinator.state"
 // stateMagic opens the state file; stateVersion is its format version.
 const (
 	stateMagic   = "PLGROUPS"
-	stateVersion = 1
+	stateVersion = 2 // 2: each group ends with its consumer-group epoch (0: a classic group)
 )
 
 // errCorruptState marks a state file that does not decode.
@@ -36,7 +36,7 @@ func (c *Coordinator) saveLocked() error {
 func (c *Coordinator) encodeLocked() []byte {
 	ids := make([]string, 0, len(c.groups))
 	for id, g := range c.groups {
-		if g.stored.generation > 0 || len(g.offsets) > 0 || len(g.txn) > 0 {
+		if g.stored.generation > 0 || len(g.offsets) > 0 || len(g.txn) > 0 || g.consumer != nil {
 			ids = append(ids, id)
 		}
 	}
@@ -78,6 +78,11 @@ func (c *Coordinator) encodeLocked() []byte {
 			e.u16(uint16(st.epoch))
 			e.offsets(st.offsets)
 		}
+		var epoch int32
+		if g.consumer != nil {
+			epoch = g.consumer.epoch
+		}
+		e.u32(uint32(epoch))
 	}
 	out := binary.BigEndian.AppendUint32(e.b, crc32c.Checksum(e.b))
 	c.lastSize = len(out)
@@ -299,8 +304,9 @@ func decodeState(data []byte) ([]*group, uint64, error) {
 		return nil, 0, errors.New("checksum mismatch")
 	}
 	d := &decoder{b: body[len(stateMagic):]}
-	if v := d.u32("version"); v != stateVersion {
-		return nil, 0, fmt.Errorf("unsupported version %d, want %d", v, stateVersion)
+	version := d.u32("version")
+	if version < 1 || version > stateVersion {
+		return nil, 0, fmt.Errorf("unsupported version %d, want 1 to %d", version, stateVersion)
 	}
 	seq := d.u64("sequence")
 	n := d.count(29, "groups")
@@ -333,6 +339,13 @@ func decodeState(data []byte) ([]*group, uint64, error) {
 			st := &staged{epoch: int16(d.u16("producer epoch"))}
 			st.offsets = d.offsets()
 			g.txn[pid] = st
+		}
+		if version >= 2 {
+			if epoch := int32(d.u32("consumer group epoch")); epoch < 0 {
+				d.fail("consumer group epoch")
+			} else if epoch > 0 {
+				g.consumer = newCgroup(epoch)
+			}
 		}
 		if d.err != nil {
 			return nil, 0, d.err

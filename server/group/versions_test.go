@@ -36,8 +36,13 @@ func groupRequests(v int16) []kmsg.Request {
 	od := kmsg.NewPtrOffsetDeleteRequest()
 	od.Version = v
 	od.Group = "s" + g
+	cj := joinHB("c"+g, "m", "t").ConsumerGroupHeartbeatRequest
+	cj.Version = v
+	cd := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cd.Version = v
+	cd.Groups = []string{"c" + g, "missing"}
 	return []kmsg.Request{
-		j, syncReq(v, g, "m", 1, nil), hbReq(v, g, "m", 1), leaveReq(v, g, "m"),
+		cj, cd, j, syncReq(v, g, "m", 1, nil), hbReq(v, g, "m", 1), leaveReq(v, g, "m"),
 		commitReq(v, "s"+g, "", -1, one), f, lg, dg, txnReq(v, "s"+g, 1, 0, map[int32]int64{0: 1}), del, od,
 	}
 }
@@ -49,7 +54,7 @@ func TestEveryVersion(t *testing.T) {
 	h := newHarness(t, Config{})
 	adv := h.c.Versions()
 	keys := slices.Sorted(maps.Keys(adv))
-	want := []int16{8, 9, 11, 12, 13, 14, 15, 16, 28, 42, 47}
+	want := []int16{8, 9, 11, 12, 13, 14, 15, 16, 28, 42, 47, 68, 69}
 	if !slices.Equal(keys, want) {
 		t.Fatalf("Versions keys %v, want %v", keys, want)
 	}

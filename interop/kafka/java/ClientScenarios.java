@@ -13,6 +13,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.ConsumerGroupListing;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -157,6 +158,18 @@ public final class ClientScenarios {
                 }
             }
             consumer.commitSync();
+            // The group as the admin client describes it while this member
+            // is in it: a KIP-848 consumer group is type CONSUMER (described
+            // by ConsumerGroupDescribe), a classic one CLASSIC.
+            Properties ap = new Properties();
+            ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+            try (Admin admin = Admin.create(ap)) {
+                ConsumerGroupDescription d = admin.describeConsumerGroups(Collections.singletonList(group))
+                    .describedGroups().get(group).get();
+                System.out.println("group type " + d.type() + ", " + d.members().size() + " member(s)");
+            } catch (InterruptedException | ExecutionException e) {
+                System.out.println("describe group: " + e.getCause());
+            }
             Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(consumer.assignment());
             for (Map.Entry<TopicPartition, OffsetAndMetadata> e : new TreeMap<String, Map.Entry<TopicPartition, OffsetAndMetadata>>() {{
                 for (Map.Entry<TopicPartition, OffsetAndMetadata> x : committed.entrySet()) {

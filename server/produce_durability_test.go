@@ -1,0 +1,104 @@
+package server
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/internal/testhook"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// slowFlushes makes every flush of a log under dir take d before its
+// fsyncs, for the rest of the test.
+func slowFlushes(t *testing.T, dir string, d time.Duration) {
+	f := func(logDir string) error {
+		if strings.HasPrefix(logDir, dir) {
+			time.Sleep(d)
+		}
+		return nil
+	}
+	testhook.LogFlushFault.Store(&f)
+	t.Cleanup(func() { testhook.LogFlushFault.Store(nil) })
+}
+
+// TestAcksAllAnsweredWhenDurable: with Fsync, an acks=-1 produce is
+// answered only once its records are durable (the recovery point has
+// passed them), and so is the retry of a batch already written by an
+// acks=1 produce whose sync is still running: a duplicate is not
+// acknowledged before the batch it duplicates is durable.
+func TestAcksAllAnsweredWhenDurable(t *testing.T) {
+	dir := t.TempDir()
+	ts := startTest(t, Config{Dir: dir, Fsync: true})
+	rc := dial(t, ts.addr)
+	createTopic(t, rc, "d", 1)
+	l, _ := ts.Dir().Log(partlog.TopicPartition{Topic: "d", Partition: 0})
+	slowFlushes(t, dir, 300*time.Millisecond)
+
+	r := roundTrip[*kmsg.ProduceResponse](rc, produceReq("d", 0, -1, records(t, 2, -1, 0, 0, false, 10)))
+	if p := r.Topics[0].Partitions[0]; p.ErrorCode != 0 || l.RecoveryPoint() < p.BaseOffset+2 {
+		t.Fatalf("acks=-1 answered %+v with the recovery point at %d: before its fsync", p, l.RecoveryPoint())
+	}
+
+	pid := initPID(t, rc, nil, 0)
+	b := records(t, 3, pid.ProducerID, pid.ProducerEpoch, 0, false, 10)
+	first := roundTrip[*kmsg.ProduceResponse](rc, produceReq("d", 0, 1, b)).Topics[0].Partitions[0]
+	retry := roundTrip[*kmsg.ProduceResponse](rc, produceReq("d", 0, -1, b)).Topics[0].Partitions[0]
+	if retry.ErrorCode != 0 || retry.BaseOffset != first.BaseOffset {
+		t.Fatalf("retry answered %+v, want the first write's offset %d", retry, first.BaseOffset)
+	}
+	if rp := l.RecoveryPoint(); rp < first.BaseOffset+3 {
+		t.Fatalf("the retried duplicate was acknowledged with the recovery point at %d, below its end %d", rp, first.BaseOffset+3)
+	}
+}
+
+// TestListOffsetsLatestByVersion: with Fsync, records not yet durable
+// are above the high watermark; ListOffsets v2+ answers the high
+// watermark as the latest offset, v0 and v1 (no isolation level) the
+// log end, as Kafka does.
+func TestListOffsetsLatestByVersion(t *testing.T) {
+	dir := t.TempDir()
+	ts := startTest(t, Config{Dir: dir, Fsync: true})
+	rc := dial(t, ts.addr)
+	createTopic(t, rc, "lv", 1)
+	slowFlushes(t, dir, 2*time.Second)
+	if c := roundTrip[*kmsg.ProduceResponse](rc, produceReq("lv", 0, 1, records(t, 3, -1, 0, 0, false, 10))).Topics[0].Partitions[0].ErrorCode; c != 0 {
+		t.Fatalf("produce: %d", c)
+	}
+	latest := func(version int16) int64 {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Version = version
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "lv"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return roundTrip[*kmsg.ListOffsetsResponse](rc, req).Topics[0].Partitions[0].Offset
+	}
+	if v1, v2 := latest(1), latest(2); v1 != 3 || v2 != 0 {
+		t.Fatalf("latest before the sync: v1 %d (want the log end 3), v2 %d (want the high watermark 0)", v1, v2)
+	}
+}
+
+// TestEndTxnAnsweredWhenMarkersDurable: with Fsync, EndTxn is answered
+// once the transaction's markers are durable.
+func TestEndTxnAnsweredWhenMarkersDurable(t *testing.T) {
+	dir := t.TempDir()
+	ts := startTest(t, Config{Dir: dir, Fsync: true})
+	rc := dial(t, ts.addr)
+	createTopic(t, rc, "em", 1)
+	l, _ := ts.Dir().Log(partlog.TopicPartition{Topic: "em", Partition: 0})
+	id := "em"
+	p := initPID(t, rc, &id, 60000)
+	addPartition(t, rc, id, p.ProducerID, p.ProducerEpoch, "em", 0)
+	roundTrip[*kmsg.ProduceResponse](rc, txnProduceReq(id, "em", 0, -1, records(t, 2, p.ProducerID, p.ProducerEpoch, 0, true, 10)))
+	slowFlushes(t, dir, 300*time.Millisecond)
+	if c := endTxn(t, rc, id, p.ProducerID, p.ProducerEpoch, true); c != 0 {
+		t.Fatalf("commit: %d", c)
+	}
+	if rp := l.RecoveryPoint(); rp < 3 {
+		t.Fatalf("EndTxn answered with the recovery point at %d, below the COMMIT marker's end 3", rp)
+	}
+}
