@@ -117,7 +117,7 @@
 // two brokers cannot share (ids, clocks, hosts, log directory paths,
 // config layers: the wirediff.Rules without "allowed"), these are the
 // only differences it accepts, each because partlog's answer is the
-// better one for a client or because the feature is not implemented;
+// better one for a client or because partlog lacks the feature;
 // each step that shows one states partlog's answer
 // (wirediff.AllowedDifferences):
 //
@@ -137,7 +137,8 @@
 //     INVALID_RECORD at once; Kafka never answers it.
 //   - compression-type: compression.type other than producer is refused
 //     (INVALID_CONFIG): batches are stored as the producer compressed
-//     them; recompression on the leader is not implemented.
+//     them; partlog has no recompression on the leader (a missing
+//     feature, not a better answer).
 //   - internal-topics: Metadata and the listings do not show
 //     __consumer_offsets or __transaction_state: groups and transactions
 //     live in this server's own files (Server state).
