@@ -3,9 +3,9 @@
 // diagnostics to stderr; "partlog COMMAND --help" says what each command
 // reads, writes and exits with.
 //
-// Install it with
+// Install it from a clone of the repository with
 //
-//	go install github.com/partlog/partlog/cmd/partlog@latest
+//	go install ./cmd/partlog
 //
 // The commands:
 //
