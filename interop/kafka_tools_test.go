@@ -45,6 +45,10 @@ var toolRewrites = []struct {
 	re   *regexp.Regexp
 	with string
 }{
+	// The console consumer's group is console-consumer-<random below
+	// 100 000>: 20 to 22 characters, so first, or the id rule below takes
+	// only the 22-character ones.
+	{regexp.MustCompile(`\bconsole-consumer-[0-9]+\b`), "<console-group>"},
 	{regexp.MustCompile(`\b[A-Za-z0-9_-]{22}\b`), "<id>"},                           // topic and cluster ids (base64 UUIDs)
 	{regexp.MustCompile(`[A-Za-z0-9._-]*-[0-9a-f]{8}-[0-9a-f-]{27}`), "<member>"},   // member ids: client id, a dash, a UUID
 	{regexp.MustCompile(`\b1[0-9]{12}\b`), "<ts>"},                                  // millisecond timestamps
