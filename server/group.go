@@ -59,22 +59,12 @@ func (s *Server) unknownGroupPartitions(req kmsg.Request) kmsg.Response {
 			return nil
 		}
 		sub := *r
-		sub.Topics = nil
-		unknown := false
-		for _, t := range r.Topics {
-			kt := t
-			kt.Partitions = nil
-			for _, p := range t.Partitions {
-				if known(t.Topic, p.Partition) {
-					kt.Partitions = append(kt.Partitions, p)
-				} else {
-					unknown = true
-				}
-			}
-			if len(kt.Partitions) > 0 {
-				sub.Topics = append(sub.Topics, kt)
-			}
-		}
+		var unknown bool
+		sub.Topics, unknown = knownPartitions(r.Topics, known,
+			func(t *kmsg.OffsetCommitRequestTopic) (string, *[]kmsg.OffsetCommitRequestTopicPartition) {
+				return t.Topic, &t.Partitions
+			},
+			func(p kmsg.OffsetCommitRequestTopicPartition) int32 { return p.Partition })
 		if !unknown {
 			return nil
 		}
@@ -103,22 +93,12 @@ func (s *Server) unknownGroupPartitions(req kmsg.Request) kmsg.Response {
 		return resp
 	case *kmsg.OffsetDeleteRequest:
 		sub := *r
-		sub.Topics = nil
-		unknown := false
-		for _, t := range r.Topics {
-			kt := t
-			kt.Partitions = nil
-			for _, p := range t.Partitions {
-				if known(t.Topic, p.Partition) {
-					kt.Partitions = append(kt.Partitions, p)
-				} else {
-					unknown = true
-				}
-			}
-			if len(kt.Partitions) > 0 {
-				sub.Topics = append(sub.Topics, kt)
-			}
-		}
+		var unknown bool
+		sub.Topics, unknown = knownPartitions(r.Topics, known,
+			func(t *kmsg.OffsetDeleteRequestTopic) (string, *[]kmsg.OffsetDeleteRequestTopicPartition) {
+				return t.Topic, &t.Partitions
+			},
+			func(p kmsg.OffsetDeleteRequestTopicPartition) int32 { return p.Partition })
 		if !unknown {
 			return nil
 		}
@@ -151,6 +131,30 @@ func (s *Server) unknownGroupPartitions(req kmsg.Request) kmsg.Response {
 		return resp
 	}
 	return nil
+}
+
+// knownPartitions returns the topics of a request cut to the partitions
+// known reports, without the topics left empty, and whether any
+// partition was cut; topic gives a topic's name and partitions, part a
+// partition's number (the request types differ only in their names).
+func knownPartitions[T, P any](topics []T, known func(string, int32) bool,
+	topic func(*T) (string, *[]P), part func(P) int32) (kept []T, unknown bool) {
+	for _, t := range topics {
+		name, ps := topic(&t)
+		all := *ps
+		*ps = nil
+		for _, p := range all {
+			if known(name, part(p)) {
+				*ps = append(*ps, p)
+			} else {
+				unknown = true
+			}
+		}
+		if len(*ps) > 0 {
+			kept = append(kept, t)
+		}
+	}
+	return kept, unknown
 }
 
 // partitionCodes are the error codes the group coordinator answered for
