@@ -27,8 +27,8 @@ type DirOptions struct {
 	// defaults). CleanShutdown, RecoveryPoint and LogStartOffset are taken
 	// from the log directory's files instead.
 	Log *Options
-	// Parallelism is how many partitions load at once. Default: four per
-	// CPU, at least 8: a load mostly waits on the file system
+	// Parallelism is how many partitions load, and close, at once.
+	// Default: four per CPU, at least 8: both mostly wait on the file system
 	// (bench/RESULTS.md, DirOptions.Parallelism).
 	Parallelism int
 	// BrokerEpoch is written into the clean-shutdown marker by Close.
@@ -285,53 +285,45 @@ func (d *Dir) load() error {
 		jobs = append(jobs, job{tp, name})
 	}
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, d.opts.Parallelism)
-	for _, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			o := d.partitionOptions(j.tp)
-			o.HighWatermark = hws[j.tp]
-			o.CleanShutdown = clean
-			o.RecoveryPoint = 0
-			if rp, ok := rps[j.tp]; ok {
-				o.RecoveryPoint = rp
+	inParallel(d.opts.Parallelism, len(jobs), func(i int) {
+		j := jobs[i]
+		o := d.partitionOptions(j.tp)
+		o.HighWatermark = hws[j.tp]
+		o.CleanShutdown = clean
+		o.RecoveryPoint = 0
+		if rp, ok := rps[j.tp]; ok {
+			o.RecoveryPoint = rp
+		}
+		o.LogStartOffset = starts[j.tp]
+		o.FirstDirtyOffset = dirty[j.tp]
+		l, err := openLog(filepath.Join(d.path, j.name), &o, d.opts.Quarantine)
+		if err == nil {
+			l.onTruncated = d.checkpointAfterTruncation
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			kind := "failed"
+			u := unloadedEntry{}
+			switch {
+			case errors.Is(err, ErrInconsistentTopicID):
+				kind = "inconsistent-topic-id"
+			case errors.Is(err, ErrFlushedDamage):
+				// Left exactly as the clean shutdown left it: the
+				// next open is clean for it too, and refuses again
+				// instead of cutting after an unclean open.
+				kind, u.unchanged = "flushed-damage", true
 			}
-			o.LogStartOffset = starts[j.tp]
-			o.FirstDirtyOffset = dirty[j.tp]
-			l, err := openLog(filepath.Join(d.path, j.name), &o, d.opts.Quarantine)
-			if err == nil {
-				l.onTruncated = d.checkpointAfterTruncation
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				kind := "failed"
-				u := unloadedEntry{}
-				switch {
-				case errors.Is(err, ErrInconsistentTopicID):
-					kind = "inconsistent-topic-id"
-				case errors.Is(err, ErrFlushedDamage):
-					// Left exactly as the clean shutdown left it: the
-					// next open is clean for it too, and refuses again
-					// instead of cutting after an unclean open.
-					kind, u.unchanged = "flushed-damage", true
-				}
-				d.problems = append(d.problems, DirProblem{Name: j.name, Kind: kind, Detail: err.Error()})
-				u.recoveryPoint, u.hasRecoveryPoint = rps[j.tp]
-				u.logStart, u.hasLogStart = starts[j.tp]
-				u.highWatermark, u.hasHighWatermark = hws[j.tp]
-				u.firstDirty, u.hasFirstDirty = dirty[j.tp]
-				d.unloaded[j.tp] = u
-				return
-			}
-			d.logs[j.tp] = l
-		}()
-	}
-	wg.Wait()
+			d.problems = append(d.problems, DirProblem{Name: j.name, Kind: kind, Detail: err.Error()})
+			u.recoveryPoint, u.hasRecoveryPoint = rps[j.tp]
+			u.logStart, u.hasLogStart = starts[j.tp]
+			u.highWatermark, u.hasHighWatermark = hws[j.tp]
+			u.firstDirty, u.hasFirstDirty = dirty[j.tp]
+			d.unloaded[j.tp] = u
+			return
+		}
+		d.logs[j.tp] = l
+	})
 	// The recovery points of recovered partitions were lowered to what is
 	// known durable: persist that before anything new is appended
 	// (recovery.md §2.14). On a full disk nothing may be appended then,
@@ -350,6 +342,23 @@ func (d *Dir) load() error {
 	}
 	sort.Slice(d.problems, func(i, k int) bool { return d.problems[i].Name < d.problems[k].Name })
 	return nil
+}
+
+// inParallel calls fn(0), ..., fn(n-1), at most limit of them at once,
+// and returns when every call has.
+func inParallel(limit, n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(limit, 1))
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
 }
 
 // ReadOnly returns why the directory refuses writes (its logs, Create),
@@ -489,10 +498,18 @@ func (d *Dir) Close() error {
 		return nil
 	}
 	d.closed = true
-	var errs []error
-	durable := true
+	// In parallel, as they were opened: each close is a few fsyncs (the
+	// flush, the snapshot, the trimmed files, the directory), and one
+	// after another they kept a server of thousands of partitions from
+	// stopping for tens of seconds.
+	logs := make([]*Log, 0, len(d.logs))
 	for _, l := range d.logs {
-		errs = append(errs, l.Close())
+		logs = append(logs, l)
+	}
+	errs := make([]error, len(logs), len(logs)+4)
+	inParallel(d.opts.Parallelism, len(logs), func(i int) { errs[i] = logs[i].Close() })
+	durable := true
+	for _, l := range logs {
 		durable = durable && l.closedDurable
 	}
 	ckErr := d.checkpointLocked()
