@@ -29,8 +29,9 @@ import (
 //     socket.request.max.bytes), and its buffer grows with the bytes that
 //     arrive, never to the declared size before they do: a slow or lying
 //     client holds what it sent. (It starts as the buffer of the
-//     connection's last Produce frame when there is one, at most
-//     retainedRequestBytes: a size the client sent before.)
+//     connection's last Produce frame when there is one: a size the
+//     client sent before. One larger than retainedRequestBytes is kept
+//     only while frames keep coming, at most largeFrameKeep apart.)
 //  2. A frame's body must keep arriving: no byte for Config.IdleTimeout
 //     ends the connection. Between frames, a connection with nothing in
 //     flight and no byte read or written for IdleTimeout is closed
@@ -62,12 +63,20 @@ const maxInFlight = 64
 const retainedResponseBytes = 1 << 20
 
 // retainedRequestBytes is the largest Produce frame buffer a connection
-// keeps for its next frame: a producer's requests are mostly alike, and
-// a new buffer per frame, grown as the bytes arrived, was a large share
-// of partlog serve's CPU under a producer (bench/RESULTS.md,
-// retainedRequestBytes). The largest request of Kafka's Java producer
-// (max.request.size, 1 MiB) and of kgo (a 1 MB batch) fit.
+// keeps for its next frame however long that takes: a producer's
+// requests are mostly alike, and a new buffer per frame, grown as the
+// bytes arrived, was a large share of partlog serve's CPU under a
+// producer (bench/RESULTS.md, retainedRequestBytes). The largest request
+// of Kafka's Java producer (max.request.size, 1 MiB) and of kgo (a 1 MB
+// batch) fit.
 const retainedRequestBytes = 1<<20 + 64<<10
+
+// largeFrameKeep is how long a connection keeps a Produce frame buffer
+// larger than retainedRequestBytes waiting for the next frame: a client
+// sending large requests (a large batch.size or max.request.size) sends
+// them back to back and reuses it, while a connection gone quiet lets it
+// go.
+const largeFrameKeep = time.Second
 
 // unsupportedDecodeBytes is the largest body of a request without a
 // shape that is decoded, best effort, to name its topics in an
@@ -251,7 +260,11 @@ var errIdle = errors.New("partlog/server: idle connection closed")
 func (cc *connCtx) waitFrame(r *bufio.Reader) error {
 	idle := cc.s.cfg.IdleTimeout
 	for {
-		if err := cc.c.SetReadDeadline(time.Now().Add(idle)); err != nil {
+		wait := idle
+		if cap(cc.spare) > retainedRequestBytes {
+			wait = min(wait, largeFrameKeep)
+		}
+		if err := cc.c.SetReadDeadline(time.Now().Add(wait)); err != nil {
 			return err
 		}
 		_, err := r.Peek(4)
@@ -260,6 +273,10 @@ func (cc *connCtx) waitFrame(r *bufio.Reader) error {
 		}
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			return err
+		}
+		if wait < idle {
+			cc.spare = nil // quiet: the large buffer goes, the wait goes on
+			continue
 		}
 		last := time.Unix(0, cc.lastWrite.Load())
 		if cc.inFlight.Load() == 0 && time.Since(last) >= idle && r.Buffered() == 0 {
@@ -356,7 +373,7 @@ func (cc *connCtx) readRequest(ctx context.Context, r *bufio.Reader, async *sync
 	p.flexHead = key != 18 && req.IsFlexible() // ApiVersions answers with header v0
 	cc.clientID = clientIDOf(msg)
 	h := s.handle(ctx, cc, req)
-	if key == 0 && cap(msg) <= retainedRequestBytes {
+	if key == 0 {
 		cc.spare = msg // a Produce request is done with its frame once handled
 	}
 	if h.noResponse {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/partlog/partlog/batch"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -94,22 +95,86 @@ func TestProduceFramesReuseBuffer(t *testing.T) {
 	}
 }
 
-// BenchmarkProduceRoundTrip sends one connection's Produce frames (one
-// batch of 8 000 records of 100 B, acks=1; and one of kgo's largest, a
-// batch of about 1 MB) to a server in this process and reads each
-// answer; -benchmem shows what a frame costs the server in allocations
-// (the client side allocates nothing per frame).
-func BenchmarkProduceRoundTrip(b *testing.B) {
-	for _, bc := range []struct {
-		name          string
-		records, size int
-	}{{"8000x100B", 8000, 100}, {"kgo-1MB", 975, 1000}} {
-		b.Run(bc.name, func(b *testing.B) { benchmarkProduceRoundTrip(b, bc.records, bc.size) })
+// TestLargeProduceFramesKeptWhileBusy: a Produce frame larger than
+// retainedRequestBytes (4 MiB: a batch of about 1 MB for each of four
+// partitions) is read into the buffer of the frame before while frames
+// keep coming (each was a new buffer grown from 64 KiB, twice its size
+// in allocations), and the buffer is let go once the connection is quiet
+// for largeFrameKeep (the next frame grows a new one).
+func TestLargeProduceFramesKeptWhileBusy(t *testing.T) {
+	ts := startTest(t, Config{})
+	rc := dial(t, ts.addr)
+	const parts = 4
+	createTopic(t, rc, "large", parts)
+	spec := batch.NewBatchSpec(0)
+	rs := make([]batch.RecordSpec, 1000)
+	for i := range rs {
+		rs[i] = batch.RecordSpec{Timestamp: 1, Value: bytes.Repeat([]byte{0x5a}, 1000)}
+	}
+	var bl batch.Builder
+	recs, err := bl.AppendBatch(nil, &spec, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := produceReq("large", 0, 1, recs)
+	for p := int32(1); p < parts; p++ {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = p, recs
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+	}
+	frame := frameOf(req, 1)
+	if len(frame) <= retainedRequestBytes {
+		t.Fatalf("a frame of %d bytes is not a large one", len(frame))
+	}
+	send := func() {
+		t.Helper()
+		if _, err := rc.c.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		var resp kmsg.ProduceResponse
+		resp.Version = req.Version
+		rc.recv(&resp)
+		for _, p := range resp.Topics[0].Partitions {
+			if p.ErrorCode != 0 {
+				t.Fatalf("partition %d: error %d", p.Partition, p.ErrorCode)
+			}
+		}
+	}
+	send() // the first frame's buffer is allocated
+	const n = 10
+	before := totalAlloc()
+	for range n {
+		send()
+	}
+	if got := totalAlloc() - before; got > uint64(n*len(frame)/4) {
+		t.Fatalf("%d back-to-back frames of %d bytes allocated %d bytes", n, len(frame), got)
+	}
+	time.Sleep(largeFrameKeep + 500*time.Millisecond)
+	before = totalAlloc()
+	send()
+	if got := totalAlloc() - before; got < uint64(len(frame)) {
+		t.Fatalf("a frame after %v of quiet allocated %d bytes: the large buffer was kept", largeFrameKeep, got)
 	}
 }
 
-func benchmarkProduceRoundTrip(b *testing.B, records, size int) {
-	s, err := Open(Config{Dir: b.TempDir(), AutoCreate: true})
+// BenchmarkProduceRoundTrip sends one connection's Produce frames (one
+// batch of 8 000 records of 100 B, acks=1; one of kgo's largest, a batch
+// of about 1 MB; and requests of 4 and 16 such batches, one per
+// partition, as a producer with a large max.request.size sends them) to
+// a server in this process and reads each answer; -benchmem shows what a
+// frame costs the server in allocations (the client side allocates
+// nothing per frame).
+func BenchmarkProduceRoundTrip(b *testing.B) {
+	for _, bc := range []struct {
+		name                 string
+		parts, records, size int
+	}{{"8000x100B", 1, 8000, 100}, {"kgo-1MB", 1, 975, 1000}, {"4MiB", 4, 1020, 1000}, {"16MiB", 16, 1020, 1000}} {
+		b.Run(bc.name, func(b *testing.B) { benchmarkProduceRoundTrip(b, bc.parts, bc.records, bc.size) })
+	}
+}
+
+func benchmarkProduceRoundTrip(b *testing.B, parts, records, size int) {
+	s, err := Open(Config{Dir: b.TempDir(), AutoCreate: true, DefaultPartitions: int32(parts)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -135,8 +200,14 @@ func benchmarkProduceRoundTrip(b *testing.B, records, size int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	frame := frameOf(produceReq("bench", 0, 1, recs), 1)
-	var resp [256]byte
+	req := produceReq("bench", 0, 1, recs)
+	for p := 1; p < parts; p++ {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = int32(p), recs
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+	}
+	frame := frameOf(req, 1)
+	var resp [4096]byte
 	roundTrip := func() {
 		if _, err := c.Write(frame); err != nil {
 			b.Fatal(err)
@@ -150,7 +221,7 @@ func benchmarkProduceRoundTrip(b *testing.B, records, size int) {
 		}
 	}
 	roundTrip() // the topic is created
-	b.SetBytes(int64(len(recs)))
+	b.SetBytes(int64(parts * len(recs)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
