@@ -12,6 +12,24 @@ const (
 	UndefinedEpochOffset int64 = -1
 )
 
+// AssignLeaderEpoch records that epoch starts at the log end offset, as
+// Kafka's leader does when it takes a partition (Partition.makeLeader
+// assigns its epoch at its log end), writing the leader-epoch checkpoint
+// (fsynced) when the epoch is new: a leader that calls it as it starts
+// serving pays that write there and not in its first append. An epoch
+// not above the latest is ignored.
+func (l *Log) AssignLeaderEpoch(epoch int32) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	if epoch <= l.epochs.latest() {
+		return nil
+	}
+	return l.epochs.assign(epoch, l.logEndOffset.Load())
+}
+
 // EndOffsetForEpoch answers a follower's OffsetForLeaderEpoch as Kafka's
 // leader-epoch cache does: the largest epoch ≤ epoch the log knows and
 // the end offset of that epoch (the start offset of the next known

@@ -1,7 +1,12 @@
 package partlog
 
 import (
+	"errors"
+	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/partlog/partlog/internal/checkpoint"
 )
 
 // TestEndOffsetForEpoch is Kafka's LeaderEpochFileCache.endOffsetFor table
@@ -53,5 +58,42 @@ func TestEndOffsetForEpoch(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { l.EndOffsetForEpoch(3) }); n != 0 {
 		t.Errorf("EndOffsetForEpoch allocates %v times", n)
+	}
+}
+
+// TestAssignLeaderEpoch: a leader taking a partition records its epoch at
+// the log end (Kafka's Partition.makeLeader), in the cache and the
+// checkpoint, before any append in it; an epoch not above the latest is
+// ignored, and a closed log refuses.
+func TestAssignLeaderEpoch(t *testing.T) {
+	l, dir := openTestLog(t, smallOpts(t))
+	if err := l.AssignLeaderEpoch(0); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.LeaderEpochs(); !slices.Equal(got, []EpochEntry{{Epoch: 0, StartOffset: 0}}) {
+		t.Fatalf("fresh log: epochs %v", got)
+	}
+	if _, err := l.AppendAsLeader(makeBatch(t, 3, 10, 1), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AssignLeaderEpoch(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AssignLeaderEpoch(1); err != nil {
+		t.Fatal(err)
+	}
+	want := []EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 2, StartOffset: 3}}
+	if got := l.LeaderEpochs(); !slices.Equal(got, want) {
+		t.Fatalf("epochs %v, want %v", got, want)
+	}
+	onDisk, err := checkpoint.ReadLeaderEpochs(filepath.Join(dir, checkpoint.LeaderEpochFile))
+	if err != nil || !slices.Equal(onDisk, want) {
+		t.Fatalf("checkpoint %v (%v), want %v", onDisk, err, want)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AssignLeaderEpoch(3); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed log: %v", err)
 	}
 }
