@@ -1,7 +1,14 @@
 package server
 
 import (
+	"bufio"
+	"encoding/binary"
+	"io"
+	"net"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,4 +108,67 @@ func TestEndTxnAnsweredWhenMarkersDurable(t *testing.T) {
 	if rp := l.RecoveryPoint(); rp < 3 {
 		t.Fatalf("EndTxn answered with the recovery point at %d, below the COMMIT marker's end 3", rp)
 	}
+}
+
+// TestCloseUnderDurableLoad: with Fsync, a server under acks=-1
+// producers writing to many partitions stops when closed (partlog serve
+// --fsync of 1 000 partitions once outlived the 20 s a benchmark gave
+// it after SIGTERM: its partitions closed one after another, a few
+// fsyncs each; partlog's TestDirCloseInParallel pins that part). The
+// bound is for "it stops", not for its speed.
+func TestCloseUnderDurableLoad(t *testing.T) {
+	const parts, producers = 100, 4
+	ts := startTest(t, Config{Fsync: true})
+	rc := dial(t, ts.addr)
+	createTopic(t, rc, "sd", parts)
+	recs := records(t, 10, -1, 0, 0, false, 100)
+	var wg sync.WaitGroup
+	var answered atomic.Int64
+	for w := range producers {
+		c, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		req := produceReq("sd", int32(w), -1, recs)
+		for p := int32(w + producers); p < parts; p += producers {
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = p, recs
+			req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+		}
+		frame := frameOf(req, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := bufio.NewReader(c)
+			var hdr [4]byte
+			for {
+				if _, err := c.Write(frame); err != nil {
+					return
+				}
+				if _, err := io.ReadFull(r, hdr[:]); err != nil {
+					return
+				}
+				if _, err := r.Discard(int(binary.BigEndian.Uint32(hdr[:]))); err != nil {
+					return
+				}
+				answered.Add(1)
+			}
+		}()
+	}
+	for answered.Load() < 2*producers {
+		time.Sleep(10 * time.Millisecond)
+	}
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		ts.close(t)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(60 * time.Second):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("Close under acks=-1 load did not return in 60 s:\n%s", buf[:runtime.Stack(buf, true)])
+	}
+	wg.Wait()
 }
