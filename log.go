@@ -137,6 +137,10 @@ type logCold struct {
 	// appendTimeBuf holds a LogAppendTime append's stamped copy
 	// (timestamp.go), under appendMu.
 	appendTimeBuf []byte
+	// recompressBuf holds a recompressed append (compression.go), its
+	// decompression scratch in recompressor; under appendMu.
+	recompressBuf []byte
+	recompressor  batch.Builder
 	// hdrBuf is the array of the headers validate decodes (scan.hdrs),
 	// under appendMu.
 	hdrBuf   []batch.BatchHeader
