@@ -108,7 +108,7 @@ func (l *Log) flushRolled() {
 	defer r.done.Done()
 	for {
 		l.flushMu.Lock()
-		var p flushPlan
+		p := flushPlan{roll: true}
 		l.appendMu.Lock()
 		// A truncation may have moved the log end below the target.
 		end := min(r.target, l.logEndOffset.Load())
@@ -121,7 +121,7 @@ func (l *Log) flushRolled() {
 			return
 		}
 		l.appendMu.Unlock()
-		p.leo, p.roll = min(p.leo, end), true
+		p.leo = min(p.leo, end)
 		segs := p.segs[:0]
 		for _, s := range p.segs {
 			if s.BaseOffset() < end {
@@ -149,7 +149,10 @@ func (l *Log) planLocked(p *flushPlan) error {
 	if err := l.checkWritable(); err != nil {
 		return err
 	}
-	l.writes.flushes.Add(1)
+	if !p.roll {
+		// A roll's flush says nothing of the appenders (writePolicy).
+		l.writes.flushes.Add(1)
+	}
 	p.leo, p.gen = l.logEndOffset.Load(), l.truncations.Load()
 	rp := l.recoveryPoint.Load()
 	l.mu.RLock()

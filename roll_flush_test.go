@@ -70,6 +70,31 @@ func TestRollFlushesSealedSegments(t *testing.T) {
 	}
 }
 
+// TestRollFlushLeavesWritePath: a roll's flush is not an appender's
+// sync, so the write path does not turn to pwritev for the appends after
+// it (writePolicy counts only the flushes callers start).
+func TestRollFlushLeavesWritePath(t *testing.T) {
+	o := smallOpts(t)
+	o.SegmentBytes = 4 << 10
+	l, _ := openTestLog(t, o)
+	for len(l.Segments()) < 3 {
+		if _, err := l.AppendAsLeader(makeBatch(t, 2, 200, 1000), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRecoveryPoint(t, l, l.Segments()[2])
+	waitRollFlush(l)
+	if n := l.writes.flushes.Load(); n != 0 {
+		t.Fatalf("the roll flushes counted %d flushes for the write path", n)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := l.writes.flushes.Load(); n != 1 {
+		t.Fatalf("an explicit flush counted %d, want 1", n)
+	}
+}
+
 // TestRollFlushFailurePoisons: an fsync failure in a roll's flush
 // leaves the log refusing writes, as any flush's does (the kernel may
 // already have dropped the pages it could not write), and the recovery
