@@ -368,6 +368,19 @@ func (l *Log) leaveAppend(counted bool) {
 	}
 }
 
+// PrepareIndexes makes the active segment's index files now, as Kafka
+// makes them with the segment; they are otherwise made by the segment's
+// first index entry, in an append. A leader that calls it as it creates
+// a partition pays the two file creations there.
+func (l *Log) PrepareIndexes() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	return l.active().PrepareIndexes()
+}
+
 // appendLeader is appendAssigned(records, leaderEpoch, OriginClient,
 // info) with the usual produce request in one function: one batch that
 // passes every check, at the latest leader epoch, with no record
