@@ -101,7 +101,7 @@ func TestCrashBeforeFirstIndexEntry(t *testing.T) {
 }
 
 // TestPrepareIndexes: Log.PrepareIndexes makes the active segment's index
-// files before any entry (Kafka makes them with the segment), a crash
+// files, empty, before any entry (Kafka makes them with the segment), a crash
 // image taken then opens with every synced batch, and the log appends and
 // closes as usual; a closed log refuses.
 func TestPrepareIndexes(t *testing.T) {
@@ -111,8 +111,10 @@ func TestPrepareIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, kind := range []string{filenames.Index, filenames.TimeIndex} {
-		if _, err := os.Stat(filenames.Path(dir, 0, kind)); err != nil {
-			t.Fatalf("prepared: %v", err)
+		// Empty, no slot reserved: a crash image taken now holds no zeros
+		// that Kafka's tools would read as an entry.
+		if st, err := os.Stat(filenames.Path(dir, 0, kind)); err != nil || st.Size() != 0 {
+			t.Fatalf("prepared %s: %v %v", kind, st, err)
 		}
 	}
 	if err := l.PrepareIndexes(); err != nil {

@@ -124,6 +124,21 @@ func (m *mapped) materialize() error {
 	return nil
 }
 
+// prepare creates the file of a lazy index now, empty (no slot reserved:
+// a crash before the first entry leaves an empty file, as a roll or close
+// before it does). Writer only, as ensureRoom.
+func (m *mapped) prepare() error {
+	if err := m.checkWritable(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.lazy {
+		return nil
+	}
+	return m.materialize()
+}
+
 // take makes f, just created or opened, the index's mapping; its
 // descriptor is let go (the mapping stays). On failure f is closed.
 func (m *mapped) take(f *mmapfile.File) error {

@@ -213,6 +213,10 @@ func (x *OffsetIndex) Trim() error { return x.m.trim() }
 // Writer only.
 func (x *OffsetIndex) EnsureRoom() error { return x.m.ensureRoom() }
 
+// Prepare creates the file of a new active index now instead of at its
+// first entry, empty. Writer only.
+func (x *OffsetIndex) Prepare() error { return x.m.prepare() }
+
 // Sync makes the entries appended so far durable. Writer only.
 func (x *OffsetIndex) Sync() error { return x.m.sync() }
 

@@ -219,6 +219,10 @@ func (x *TimeIndex) Trim() error { return x.m.trim() }
 // OffsetIndex.EnsureRoom). Writer only.
 func (x *TimeIndex) EnsureRoom() error { return x.m.ensureRoom() }
 
+// Prepare creates the file of a new active index now instead of at its
+// first entry, empty. Writer only.
+func (x *TimeIndex) Prepare() error { return x.m.prepare() }
+
 // Sync makes the entries appended so far durable. Writer only.
 func (x *TimeIndex) Sync() error { return x.m.sync() }
 

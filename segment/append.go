@@ -269,15 +269,15 @@ func (s *Segment) AppendLeader(src []byte, h *batch.BatchHeader, next int64, epo
 	return pos, nil
 }
 
-// PrepareIndexes makes the active segment's index files now instead of
-// at its first index entry (Kafka makes them with the segment), for a
-// leader that wants a new partition's first appends to create no file.
-// Writer only, as Append.
+// PrepareIndexes makes the active segment's index files now, empty,
+// instead of at its first index entry (Kafka makes them with the
+// segment), for a leader that wants a new partition's first appends to
+// create no file. Writer only, as Append.
 func (s *Segment) PrepareIndexes() error {
 	if !s.active {
 		return ErrSealed
 	}
-	return s.indexRoom(true)
+	return errors.Join(s.offsetIndex.Prepare(), s.timeIndex.Prepare())
 }
 
 // indexRoom reserves room for an offset index entry and, when timed (the
