@@ -8,8 +8,7 @@ import (
 )
 
 func (c *Coordinator) handleOffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	codes := newPartitionCodes(req.Topics, func(t kmsg.OffsetCommitRequestTopic) int { return len(t.Partitions) })
+	codes := newCommitCodes(req.Topics, func(t kmsg.OffsetCommitRequestTopic) int { return len(t.Partitions) })
 	switch {
 	case !supported(req):
 		codes.all(errUnsupportedVersion)
@@ -19,13 +18,13 @@ func (c *Coordinator) handleOffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.Of
 		c.offsetCommit(req, codes)
 		c.unlock()
 	}
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	for i, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
 		for j, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition = p.Partition
-			rp.ErrorCode = codes[i][j]
+			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -35,7 +34,7 @@ func (c *Coordinator) handleOffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.Of
 
 // offsetCommit runs OffsetCommit under the lock (handleCommitOffsets,
 // doCommitOffsets).
-func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest, codes partitionCodes) {
+func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest, codes commitCodes) {
 	generation, memberID := req.Generation, req.MemberID
 	if req.Version == 0 {
 		generation, memberID = -1, ""
@@ -116,12 +115,12 @@ func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest, codes partitio
 	}
 }
 
-// partitionCodes holds a commit request's error code per partition, in
+// commitCodes holds a commit request's error code per partition, in
 // the request's order.
-type partitionCodes [][]int16
+type commitCodes [][]int16
 
-func newPartitionCodes[T any](topics []T, partitions func(T) int) partitionCodes {
-	codes := make(partitionCodes, len(topics))
+func newCommitCodes[T any](topics []T, partitions func(T) int) commitCodes {
+	codes := make(commitCodes, len(topics))
 	for i, t := range topics {
 		codes[i] = make([]int16, partitions(t))
 	}
@@ -129,7 +128,7 @@ func newPartitionCodes[T any](topics []T, partitions func(T) int) partitionCodes
 }
 
 // all answers every partition with code.
-func (codes partitionCodes) all(code int16) {
+func (codes commitCodes) all(code int16) {
 	for _, cs := range codes {
 		for j := range cs {
 			cs[j] = code
@@ -138,7 +137,7 @@ func (codes partitionCodes) all(code int16) {
 }
 
 // fillUnset answers with code every partition that has no error yet.
-func (codes partitionCodes) fillUnset(code int16) {
+func (codes commitCodes) fillUnset(code int16) {
 	for _, cs := range codes {
 		for j := range cs {
 			if cs[j] == errNone {
@@ -365,7 +364,7 @@ func (c *Coordinator) handleOffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.Offs
 // older than one already staged.
 func (c *Coordinator) CommitTxnOffsets(req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	codes := newPartitionCodes(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) int { return len(t.Partitions) })
+	codes := newCommitCodes(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) int { return len(t.Partitions) })
 	switch {
 	case !supported(req):
 		codes.all(errUnsupportedVersion)
@@ -391,7 +390,7 @@ func (c *Coordinator) CommitTxnOffsets(req *kmsg.TxnOffsetCommitRequest) *kmsg.T
 	return resp
 }
 
-func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, codes partitionCodes) {
+func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, codes commitCodes) {
 	generation, memberID, inst := int32(-1), "", (*string)(nil)
 	if req.Version >= 3 {
 		generation, memberID, inst = req.Generation, req.MemberID, instanceID(req.InstanceID, req.Version, 3)
