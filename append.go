@@ -330,7 +330,9 @@ func coordinatorRules(h *batch.BatchHeader, pos int64) error {
 // records is not modified and no CRC is computed (except on a
 // LogAppendTime topic, where each batch is stamped with the append time
 // in a copy and its CRC recomputed; see Options.MessageTimestampType and
-// applyTimestampRules). A new leader epoch is
+// applyTimestampRules; and with a CompressionType other than producer,
+// where a batch of another codec is recompressed in a copy). A new
+// leader epoch is
 // recorded in the leader-epoch cache. Nothing is written when any batch
 // is rejected; a retried batch already in the log fails with a
 // *producerstate.DuplicateSequenceError carrying its original offsets.
@@ -395,6 +397,7 @@ func (l *Log) beginLeader(v batch.View, h *batch.BatchHeader, next int64) error 
 
 func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *AppendInfo) error {
 	if l.failed != nil || l.closed.Load() || l.opts.MessageTimestampType == LogAppendTime || l.opts.CleanupPolicy&Compact != 0 ||
+		l.opts.CompressionType != CompressionProducer ||
 		leaderEpoch != l.latestEpoch.Load() || int64(len(records)) > l.opts.SegmentBytes {
 		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
 	}
@@ -508,6 +511,12 @@ func (l *Log) appendAssigned(records []byte, leaderEpoch int32, origin Origin, i
 func (l *Log) appendAssignedLocked(records []byte, leaderEpoch int32, origin Origin, info *AppendInfo) error {
 	if l.failed != nil || l.closed.Load() { // checkWritable's test, inline
 		return l.checkWritable()
+	}
+	if origin == OriginClient {
+		var err error
+		if records, err = l.recompressLocked(records); err != nil {
+			return err
+		}
 	}
 	var s scan
 	if err := l.validate(records, origin, false, &s); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 
 	"github.com/partlog/partlog/internal/fsutil"
 	"github.com/partlog/partlog/internal/testhook"
@@ -25,6 +26,10 @@ type flushPlan struct {
 	active   *segment.Segment
 	size     int64               // active's size when planned
 	buf      [2]*segment.Segment // segs' room for the usual one or two
+	// roll: a roll's background flush (flushRolled), which the Log's
+	// own test hooks (flushFault, flushed) do not see: they observe the
+	// flushes their test starts; testhook's see every flush.
+	roll bool
 }
 
 // Flush makes everything appended so far durable and advances the
@@ -57,13 +62,97 @@ func (l *Log) flush() error {
 	return err
 }
 
+// rollFlush is the flush a roll starts, as Kafka's roll schedules
+// flushUptoOffsetExclusive of the new segment's base: the sealed segments
+// and the directory are synced and the recovery point moves to the new
+// base, in the background (the appender does not wait for the disk).
+// Without it the recovery point stayed where the last explicit flush left
+// it: a crash made recovery rescan every segment rolled since, and a
+// power cut could tear any of them. Rolls that come while one runs raise
+// its target; no goroutine is left once it has caught up. Fields under
+// appendMu.
+type rollFlush struct {
+	target  int64 // the recovery point the rolls asked for
+	running bool  // a flushRolled goroutine owns the work
+	stopped bool  // Close or discard began: no new goroutine
+	done    sync.WaitGroup
+}
+
+// startRollFlush asks for the segments below base to be made durable.
+// Caller holds appendMu.
+func (l *Log) startRollFlush(base int64) {
+	r := &l.rollFlush
+	r.target = max(r.target, base)
+	if r.running || r.stopped {
+		return
+	}
+	r.running = true
+	r.done.Add(1)
+	go l.flushRolled()
+}
+
+// stopRollFlush lets no new roll flush start and waits for the running
+// one, so that Close syncs and closes segments no flush still holds.
+func (l *Log) stopRollFlush() {
+	l.appendMu.Lock()
+	l.rollFlush.stopped = true
+	l.appendMu.Unlock()
+	l.rollFlush.done.Wait()
+}
+
+// flushRolled syncs the segments below the rolls' target and moves the
+// recovery point there, as a flush does (a failure poisons the log),
+// until the recovery point has caught up with the target.
+func (l *Log) flushRolled() {
+	r := &l.rollFlush
+	defer r.done.Done()
+	for {
+		l.flushMu.Lock()
+		p := flushPlan{roll: true}
+		l.appendMu.Lock()
+		// A truncation may have moved the log end below the target.
+		end := min(r.target, l.logEndOffset.Load())
+		if l.recoveryPoint.Load() >= end || l.planLocked(&p) != nil {
+			// Caught up (a flush or Sync may have got there first), or
+			// closed or failed.
+			r.running = false
+			l.appendMu.Unlock()
+			l.flushMu.Unlock()
+			return
+		}
+		l.appendMu.Unlock()
+		p.leo = min(p.leo, end)
+		segs := p.segs[:0]
+		for _, s := range p.segs {
+			if s.BaseOffset() < end {
+				segs = append(segs, s)
+			}
+		}
+		p.segs = segs
+		err := l.fsyncPlan(&p)
+		l.appendMu.Lock()
+		err = l.finishLocked(&p, err)
+		if err != nil {
+			r.running = false
+		}
+		l.appendMu.Unlock()
+		l.flushMu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
 // planLocked fills p for a flush of everything appended so far. Caller
 // holds appendMu.
 func (l *Log) planLocked(p *flushPlan) error {
 	if err := l.checkWritable(); err != nil {
 		return err
 	}
-	l.writes.flushes.Add(1)
+	if !p.roll {
+		// A roll's flush says nothing of the appenders (writePolicy).
+		l.writes.flushes.Add(1)
+	}
 	p.leo, p.gen = l.logEndOffset.Load(), l.truncations.Load()
 	rp := l.recoveryPoint.Load()
 	l.mu.RLock()
@@ -92,7 +181,7 @@ func unflushed(dst, segs []*segment.Segment, rp int64) []*segment.Segment {
 // appends go on during the fsyncs.
 func (l *Log) fsyncPlan(p *flushPlan) error {
 	var err error
-	if l.flushFault != nil {
+	if !p.roll && l.flushFault != nil {
 		err = l.flushFault()
 	}
 	if f := testhook.LogFlushFault.Load(); f != nil && err == nil {
@@ -102,7 +191,7 @@ func (l *Log) fsyncPlan(p *flushPlan) error {
 		if err != nil {
 			break
 		}
-		if l.flushed != nil {
+		if !p.roll && l.flushed != nil {
 			l.flushed(s.BaseOffset(), p.leo)
 		}
 		if err = s.Flush(); errors.Is(err, segment.ErrClosed) && l.deleted(s) {
@@ -114,7 +203,7 @@ func (l *Log) fsyncPlan(p *flushPlan) error {
 	}
 	if err == nil && p.dirDirty {
 		err = fsutil.SyncDir(l.dir)
-		if l.flushed != nil && err == nil {
+		if !p.roll && l.flushed != nil && err == nil {
 			l.flushed(-1, p.leo)
 		}
 	}

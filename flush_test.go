@@ -20,6 +20,7 @@ import (
 // acknowledged append after the first roll on a power failure).
 func TestFlushCoversActiveSegment(t *testing.T) {
 	l, _ := openTestLog(t, smallOpts(t))
+	holdRollFlush(l) // the explicit flush is under test
 	took := recordFlushes(l)
 	b := makeBatch(t, 2, 100, 1)
 	for round := 0; round < 4; round++ {
@@ -135,6 +136,7 @@ func TestFlushRecoveryPointFromStart(t *testing.T) {
 func TestFlushErrorDuringTruncation(t *testing.T) {
 	t.Run("fsync error", func(t *testing.T) {
 		l, _ := openTestLog(t, smallOpts(t))
+		holdRollFlush(l) // the explicit flush is under test
 		b := makeBatch(t, 2, 100, 1)
 		var cut int64
 		for i := 0; i < 4; i++ {
@@ -172,6 +174,7 @@ func TestFlushErrorDuringTruncation(t *testing.T) {
 	})
 	t.Run("segment closed by the truncation", func(t *testing.T) {
 		l, _ := openTestLog(t, smallOpts(t))
+		holdRollFlush(l) // the explicit flush is under test
 		b := makeBatch(t, 2, 100, 1)
 		if _, err := l.AppendAsLeader(b, 0); err != nil {
 			t.Fatal(err)
@@ -240,6 +243,7 @@ func TestFlushFsyncsListedSegments(t *testing.T) {
 		t.Fatal("testhook.Synced is already set")
 	}
 	t.Cleanup(func() { testhook.Synced.Store(nil) })
+	holdRollFlush(l) // the explicit flush is under test
 	took := recordFlushes(l)
 	b := makeBatch(t, 2, 100, 1)
 	for i := 0; i < 3; i++ {
@@ -543,3 +547,16 @@ func TestRollDuringFlushSyncsTrim(t *testing.T) {
 		t.Errorf("the flush set the recovery point past a segment sealed after its sync without syncing its trim (synced %v)", got)
 	}
 }
+
+// holdRollFlush keeps rolls from starting their background flush (as
+// Close does), for tests of what an explicit flush syncs. Call it before
+// the first roll.
+func holdRollFlush(l *Log) {
+	l.appendMu.Lock()
+	l.rollFlush.stopped = true
+	l.appendMu.Unlock()
+}
+
+// waitRollFlush waits for the roll flush that is running, if any. The
+// caller is the only appender, so no roll starts one meanwhile.
+func waitRollFlush(l *Log) { l.rollFlush.done.Wait() }

@@ -114,6 +114,9 @@ type logCold struct {
 	truncated [8]truncation
 
 	flushMu sync.Mutex // serializes flushes; taken before appendMu
+	// rollFlush is the background flush of what rolls sealed (flush.go),
+	// its fields under appendMu.
+	rollFlush rollFlush
 	// commit is the group commit of Sync (groupcommit.go); its env is
 	// this Log.
 	commit groupCommit
@@ -134,6 +137,10 @@ type logCold struct {
 	// appendTimeBuf holds a LogAppendTime append's stamped copy
 	// (timestamp.go), under appendMu.
 	appendTimeBuf []byte
+	// recompressBuf holds a recompressed append (compression.go), its
+	// decompression scratch in recompressor; under appendMu.
+	recompressBuf []byte
+	recompressor  batch.Builder
 	// hdrBuf is the array of the headers validate decodes (scan.hdrs),
 	// under appendMu.
 	hdrBuf   []batch.BatchHeader
@@ -663,6 +670,7 @@ func (l *Log) rollLocked(base int64) error {
 		return err
 	}
 	l.notifyCleaner()
+	l.startRollFlush(base)
 	return nil
 }
 
@@ -698,6 +706,7 @@ func (l *Log) flushLocked() error {
 // views until they release them. Close is idempotent.
 func (l *Log) Close() error {
 	l.stopCleaning()
+	l.stopRollFlush()
 	l.closeOnce.Do(func() {
 		l.appendMu.Lock()
 		defer l.appendMu.Unlock()
@@ -731,6 +740,7 @@ func (l *Log) Close() error {
 // Close; pending segment deletions finish first.
 func (l *Log) discard() error {
 	l.stopCleaning()
+	l.stopRollFlush()
 	l.closeOnce.Do(func() {
 		l.appendMu.Lock()
 		defer l.appendMu.Unlock()

@@ -57,6 +57,10 @@ type Options struct {
 	// of each key; DeleteOldSegments then only deletes segments below the
 	// log start) or CompactDelete (both).
 	CleanupPolicy CleanupPolicy
+	// CompressionType is compression.type: CompressionProducer (the
+	// default: batches stored as the producer compressed them) or the
+	// codec a leader recompresses client batches to (see CompressionType).
+	CompressionType CompressionType
 	// ReserveMaxBytes bounds the steps by which the active segment's disk
 	// reservation grows. The .log is extended with fallocate ahead of the
 	// write position (so a full disk is the error of an append, never a
@@ -339,6 +343,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("partlog: negative MaxBatchBytes %d", o.MaxBatchBytes)
 	case o.WritePath < WriteAuto || o.WritePath > WritePwrite:
 		return fmt.Errorf("partlog: unknown WritePath %d", o.WritePath)
+	case o.CompressionType < CompressionProducer || o.CompressionType > CompressionZstd:
+		return fmt.Errorf("partlog: unknown CompressionType %d", o.CompressionType)
 	case o.CleanupPolicy&^cleaner.CompactDelete != 0:
 		return fmt.Errorf("partlog: unknown CleanupPolicy %d", o.CleanupPolicy)
 	}

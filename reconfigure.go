@@ -10,8 +10,8 @@ import "fmt"
 // segment already at or over a smaller SegmentBytes is rolled now, as
 // Kafka's next append would roll it), SegmentMs and SegmentJitterMs,
 // MaxBatchBytes, RetentionMs, RetentionBytes, FileDeleteDelayMs,
-// MessageTimestampType, MessageTimestampBeforeMaxMs and
-// MessageTimestampAfterMaxMs, and the cleaner's: CleanupPolicy,
+// MessageTimestampType, MessageTimestampBeforeMaxMs,
+// MessageTimestampAfterMaxMs and CompressionType, and the cleaner's: CleanupPolicy,
 // MinCleanableDirtyRatio, MinCompactionLagMs, MaxCompactionLagMs and
 // DeleteRetentionMs (a log that becomes compacted is handed to its
 // Cleaner; one that stops being compacted stops a running cleaning, as
@@ -39,7 +39,7 @@ func (l *Log) Reconfigure(opts *Options) error {
 	o.SegmentMs, o.SegmentJitterMs = n.SegmentMs, n.SegmentJitterMs
 	o.MaxBatchBytes = n.MaxBatchBytes
 	o.RetentionMs, o.RetentionBytes, o.FileDeleteDelayMs = n.RetentionMs, n.RetentionBytes, n.FileDeleteDelayMs
-	o.MessageTimestampType = n.MessageTimestampType
+	o.MessageTimestampType, o.CompressionType = n.MessageTimestampType, n.CompressionType
 	o.MessageTimestampBeforeMaxMs, o.MessageTimestampAfterMaxMs = n.MessageTimestampBeforeMaxMs, n.MessageTimestampAfterMaxMs
 	o.CleanupPolicy, o.MinCleanableDirtyRatio = n.CleanupPolicy, n.MinCleanableDirtyRatio
 	o.MinCompactionLagMs, o.MaxCompactionLagMs, o.DeleteRetentionMs = n.MinCompactionLagMs, n.MaxCompactionLagMs, n.DeleteRetentionMs
@@ -53,7 +53,7 @@ func (l *Log) Reconfigure(opts *Options) error {
 	p.SegmentBytes, p.MaxIndexBytes, p.IndexIntervalBytes = o.SegmentBytes, o.MaxIndexBytes, o.IndexIntervalBytes
 	p.SegmentMs, p.SegmentJitterMs, p.MaxBatchBytes = o.SegmentMs, o.SegmentJitterMs, o.MaxBatchBytes
 	p.RetentionMs, p.RetentionBytes, p.FileDeleteDelayMs = o.RetentionMs, o.RetentionBytes, o.FileDeleteDelayMs
-	p.MessageTimestampType = o.MessageTimestampType
+	p.MessageTimestampType, p.CompressionType = o.MessageTimestampType, o.CompressionType
 	p.MessageTimestampBeforeMaxMs, p.MessageTimestampAfterMaxMs = o.MessageTimestampBeforeMaxMs, o.MessageTimestampAfterMaxMs
 	p.CleanupPolicy, p.MinCleanableDirtyRatio = o.CleanupPolicy, o.MinCleanableDirtyRatio
 	p.MinCompactionLagMs, p.MaxCompactionLagMs, p.DeleteRetentionMs = o.MinCompactionLagMs, o.MaxCompactionLagMs, o.DeleteRetentionMs

@@ -142,7 +142,11 @@ var topicConfigs = []topicConfig{
 		},
 		set: func(o *partlog.Options, v string) { o.CleanupPolicy, _ = partlog.ParseCleanupPolicy(v) },
 		get: func(o partlog.Options) string { return o.CleanupPolicy.String() }},
-	enumConfig("compression.type", "producer", []string{"producer"}, nil, nil),
+	// Kafka's BrokerCompressionType names, in its order: a leader
+	// recompresses client batches to any but producer.
+	enumConfig("compression.type", "producer", []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"},
+		func(o *partlog.Options, v string) { o.CompressionType, _ = partlog.ParseCompressionType(v) },
+		func(o partlog.Options) string { return o.CompressionType.String() }),
 	// Kafka's 0 is partlog's negative (0 is the default here).
 	numberConfig("delete.retention.ms", 64, 0, func(o *partlog.Options) *int64 { return &o.DeleteRetentionMs }, false, nil).zeroAsNegative(func(o *partlog.Options) *int64 { return &o.DeleteRetentionMs }),
 	numberConfig("file.delete.delay.ms", 64, 0, func(o *partlog.Options) *int64 { return &o.FileDeleteDelayMs }, true, func(v int64) int64 { return max(v, 0) }),

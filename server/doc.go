@@ -44,7 +44,9 @@
 //	ApiVersions           0–3   v3+: transaction.version 2 finalized
 //	CreateTopics          0–7   topic configs (configs.go, Kafka 4.4's types and
 //	                            bounds): cleanup.policy (delete, compact,
-//	                            both), compression.type=producer,
+//	                            both), compression.type (a
+//	                            leader recompresses client batches
+//	                            to it; Log's CompressionType),
 //	                            delete.retention.ms, file.delete.delay.ms,
 //	                            index.interval.bytes, max.compaction.lag.ms,
 //	                            max.message.bytes, message.timestamp.*,
@@ -135,10 +137,6 @@
 //     the log there, so the leader refuses what recovery could not keep.
 //   - null-records: a produce whose records are null is answered
 //     INVALID_RECORD at once; Kafka never answers it.
-//   - compression-type: compression.type other than producer is refused
-//     (INVALID_CONFIG): batches are stored as the producer compressed
-//     them; partlog has no recompression on the leader (a missing
-//     feature, not a better answer).
 //   - internal-topics: Metadata and the listings do not show
 //     __consumer_offsets or __transaction_state: groups and transactions
 //     live in this server's own files (Server state).

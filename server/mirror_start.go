@@ -334,7 +334,7 @@ func (s *Server) ensureMirrorTopic(ctx context.Context, cl *kgo.Client, name str
 // sourceTopicConfigs asks the source (DescribeConfigs) for the configs set
 // on a topic (DYNAMIC_TOPIC_CONFIG), so that a topic the mirror creates
 // rolls, retains and bounds its batches as the source's does. Configs
-// partlog does not implement (compression.type, min.insync.replicas…)
+// partlog does not implement (remote.storage.enable, local.retention.ms…)
 // are logged and left out; a source that cannot answer (an older
 // partlog) gives none. A config whose value partlog refuses
 // (cleanup.policy=compact) fails the topic's start: mirroring it without

@@ -16,7 +16,6 @@ var AllowedDifferences = map[string]string{
 	"record-offset-deltas":       "Kafka stores an uncompressed batch whose records' offset deltas are not 0..n-1 (and fails the same batch compressed); partlog refuses it (INVALID_RECORD): such a record would be read at an offset its batch does not hold",
 	"producer-epoch-below-none":  "Kafka stores a batch without a producer id whose producer epoch is below -1; partlog refuses it (INVALID_RECORD): recovery takes such a header for damage and would cut the log there",
 	"null-records":               "Kafka never answers a produce whose records are null (the request times out); partlog answers INVALID_RECORD at once",
-	"compression-type":           "compression.type other than producer is refused (INVALID_CONFIG): partlog stores batches as the producer compressed them and does not recompress on the leader (a missing feature)",
 }
 
 // produceCode expects every partition of a Produce answer to carry code.
