@@ -99,8 +99,9 @@ func (h *BatchHeader) appendNew(dst []byte) []byte {
 }
 
 // finishBatch fills in the length and CRC of the batch built in
-// dst[start:] (header from appendNew, then its records); a batch too
-// long for its length field gives ErrBuild and dst without it.
+// dst[start:] (its header, then its records): the last step of every
+// batch the package writes. A batch too long for its length field gives
+// ErrBuild and dst without it.
 func finishBatch(dst []byte, start int) ([]byte, error) {
 	size := len(dst) - start
 	if size-LogOverhead > maxBatchLength {
