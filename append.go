@@ -419,7 +419,7 @@ func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *Append
 	next := l.logEndOffset.Load()
 	slots := int64(h.LastOffsetDelta) + 1
 	// validate's leader rules and offset checks, as one test that passes.
-	if err != nil || len(v) != len(records) || int64(len(v)) > l.opts.MaxBatchBytes || h.IsControl() || h.RecordsCount <= 0 ||
+	if err != nil || len(v) != len(records) || int64(len(v)) > l.opts.MaxBatchBytes || h.BaseOffset != 0 || h.IsControl() || h.RecordsCount <= 0 ||
 		slots != int64(h.RecordsCount) || h.ProducerID >= 0 && h.BaseSequence < 0 || next < 0 || next > math.MaxInt64-slots {
 		return l.appendAssignedLocked(records, leaderEpoch, OriginClient, info)
 	}

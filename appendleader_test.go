@@ -54,13 +54,14 @@ func TestAppendLeaderMatchesGeneral(t *testing.T) {
 		})},
 		{"two batches in one append", nil, []leaderStep{
 			{plain(1, 10, 1), 1}, {append(plain(2, 10, 5), plain(1, 10, 9)...), 1}, {plain(1, 10, 11), 1}}},
-		{"CRC, control, count and size refusals", func(o *Options) { o.MaxBatchBytes = 2000 }, []leaderStep{
+		{"CRC, control, count, base offset and size refusals", func(o *Options) { o.MaxBatchBytes = 2000 }, []leaderStep{
 			{plain(1, 10, 1), 1},
 			{func() []byte { b := plain(1, 10, 1); b[len(b)-1] ^= 1; return b }(), 1},
 			{edited(plain(1, 10, 1), func(v batch.View) {
 				binary.BigEndian.PutUint16(v[batch.OffAttributes:], uint16(batch.AttrControl))
 			}), 1},
 			{edited(plain(2, 10, 1), func(v batch.View) { binary.BigEndian.PutUint32(v[batch.OffLastOffsetDelta:], 2) }), 1},
+			{edited(plain(1, 10, 1), func(v batch.View) { v.SetBaseOffset(5) }), 1},
 			{plain(1, 3000, 1), 1},
 			{plain(1, 10, 1)[:40], 1},
 			{nil, 1},

@@ -193,3 +193,22 @@ func TestCRCMatchesKlauspost(t *testing.T) {
 		t.Fatal("CRC-32 check value")
 	}
 }
+
+// BenchmarkSummarizeRecords is the leader's walk of a client batch's
+// records (Kafka's LogValidator: every record parsed, the max timestamp
+// taken from them), per batch.
+func BenchmarkSummarizeRecords(b *testing.B) {
+	for _, size := range []int{256, 1 << 10, 16 << 10} {
+		v := View(makeBatchOfSize(b, size, 0))
+		b.Run("size="+sizeName(size), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			var sum RecordSummary
+			for b.Loop() {
+				if err := SummarizeRecords(v, v.RecordsSection(), true, &sum); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"encoding/binary"
 	"errors"
 )
 
@@ -104,12 +103,7 @@ func (b *Builder) AppendBatch(dst []byte, spec *BatchSpec, records []RecordSpec)
 		lastDelta = 0
 	}
 
-	start := len(dst)
-	dst = binary.BigEndian.AppendUint64(dst, uint64(spec.BaseOffset))
-	dst = append(dst, 0, 0, 0, 0) // batchLength, filled below
-	dst = binary.BigEndian.AppendUint32(dst, uint32(spec.PartitionLeaderEpoch))
-	dst = append(dst, MagicV2, 0, 0, 0, 0) // magic, crc filled below
-	attrs := uint16(spec.Compression)
+	attrs := int16(spec.Compression)
 	if spec.TimestampType == LogAppendTime {
 		attrs |= AttrTimestampType
 	}
@@ -122,14 +116,12 @@ func (b *Builder) AppendBatch(dst []byte, spec *BatchSpec, records []RecordSpec)
 	if spec.HasDeleteHorizon {
 		attrs |= AttrDeleteHorizon
 	}
-	dst = binary.BigEndian.AppendUint16(dst, attrs)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(lastDelta))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(baseTimestamp))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(maxTimestamp))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(spec.ProducerID))
-	dst = binary.BigEndian.AppendUint16(dst, uint16(spec.ProducerEpoch))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(spec.BaseSequence))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(records)))
+	h := BatchHeader{BaseOffset: spec.BaseOffset, PartitionLeaderEpoch: spec.PartitionLeaderEpoch, Attributes: attrs,
+		LastOffsetDelta: lastDelta, BaseTimestamp: baseTimestamp, MaxTimestamp: maxTimestamp,
+		ProducerID: spec.ProducerID, ProducerEpoch: spec.ProducerEpoch, BaseSequence: spec.BaseSequence,
+		RecordsCount: int32(len(records))}
+	start := len(dst)
+	dst = h.appendNew(dst)
 
 	if spec.Compression == CompressionNone {
 		for i := range records {
@@ -146,14 +138,7 @@ func (b *Builder) AppendBatch(dst []byte, spec *BatchSpec, records []RecordSpec)
 			return dst[:start], err
 		}
 	}
-	size := len(dst) - start
-	if size-LogOverhead > maxBatchLength {
-		return dst[:start], ErrBuild
-	}
-	v := View(dst[start:])
-	binary.BigEndian.PutUint32(v[OffBatchLength:], uint32(size-LogOverhead))
-	binary.BigEndian.PutUint32(v[OffCRC:], v.ComputeCRC())
-	return dst, nil
+	return finishBatch(dst, start)
 }
 
 func (b *Builder) offsetDelta(records []RecordSpec, i int) int32 {

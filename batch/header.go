@@ -80,3 +80,35 @@ func (h *BatchHeader) LastSequence() int32 {
 	}
 	return IncrementSequence(h.BaseSequence, h.LastOffsetDelta)
 }
+
+// appendNew appends h as the header of a batch being built, its length
+// and CRC zero: finishBatch fills them once the records follow.
+func (h *BatchHeader) appendNew(dst []byte) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(h.BaseOffset))
+	dst = append(dst, 0, 0, 0, 0) // batchLength
+	dst = binary.BigEndian.AppendUint32(dst, uint32(h.PartitionLeaderEpoch))
+	dst = append(dst, MagicV2, 0, 0, 0, 0) // magic, crc
+	dst = binary.BigEndian.AppendUint16(dst, uint16(h.Attributes))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(h.LastOffsetDelta))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(h.BaseTimestamp))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(h.MaxTimestamp))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(h.ProducerID))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(h.ProducerEpoch))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(h.BaseSequence))
+	return binary.BigEndian.AppendUint32(dst, uint32(h.RecordsCount))
+}
+
+// finishBatch fills in the length and CRC of the batch built in
+// dst[start:] (its header, then its records): the last step of every
+// batch the package writes. A batch too long for its length field gives
+// ErrBuild and dst without it.
+func finishBatch(dst []byte, start int) ([]byte, error) {
+	size := len(dst) - start
+	if size-LogOverhead > maxBatchLength {
+		return dst[:start], ErrBuild
+	}
+	v := View(dst[start:])
+	binary.BigEndian.PutUint32(v[OffBatchLength:], uint32(size-LogOverhead))
+	binary.BigEndian.PutUint32(v[OffCRC:], v.ComputeCRC())
+	return dst, nil
+}

@@ -1,7 +1,5 @@
 package batch
 
-import "encoding/binary"
-
 // AppendRecompressed appends to dst the batch v (whole, its CRC already
 // checked) with its records compressed with c: what a leader stores when
 // the topic's compression.type names a codec other than the producer's
@@ -24,16 +22,9 @@ func (b *Builder) AppendRecompressed(dst []byte, v View, c Compression, limit in
 	}
 	start := len(dst)
 	dst = append(dst, v[:HeaderSize]...)
+	dst[start+OffAttributes+1] = dst[start+OffAttributes+1]&^AttrCompressionMask | byte(c)
 	if dst, err = AppendCompressed(dst, c, data); err != nil {
 		return dst[:start], err
 	}
-	size := len(dst) - start
-	if size-LogOverhead > maxBatchLength {
-		return dst[:start], ErrBuild
-	}
-	out := View(dst[start:])
-	binary.BigEndian.PutUint32(out[OffBatchLength:], uint32(size-LogOverhead))
-	out[OffAttributes+1] = out[OffAttributes+1]&^AttrCompressionMask | byte(c)
-	binary.BigEndian.PutUint32(out[OffCRC:], out.ComputeCRC())
-	return dst, nil
+	return finishBatch(dst, start)
 }

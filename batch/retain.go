@@ -107,19 +107,11 @@ func (b *Builder) AppendRetained(dst []byte, v View, records []byte, keep []bool
 		return dst, ErrBuild
 	}
 	c := v.Compression()
+	var h BatchHeader
+	v.DecodeHeader(&h)
+	h.Attributes, h.BaseTimestamp, h.RecordsCount = retainedAttributes(v, c, hasHorizon), base, int32(kept)
 	start := len(dst)
-	dst = binary.BigEndian.AppendUint64(dst, uint64(v.BaseOffset()))
-	dst = append(dst, 0, 0, 0, 0) // batchLength, filled below
-	dst = binary.BigEndian.AppendUint32(dst, uint32(v.PartitionLeaderEpoch()))
-	dst = append(dst, MagicV2, 0, 0, 0, 0)
-	dst = binary.BigEndian.AppendUint16(dst, uint16(retainedAttributes(v, c, hasHorizon)))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(v.LastOffsetDelta()))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(base))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(v.MaxTimestamp()))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(v.ProducerID()))
-	dst = binary.BigEndian.AppendUint16(dst, uint16(v.ProducerEpoch()))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(v.BaseSequence()))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(kept))
+	dst = h.appendNew(dst)
 	body := dst
 	if c != CompressionNone {
 		body = b.scratch[:0]
@@ -141,14 +133,7 @@ func (b *Builder) AppendRetained(dst []byte, v View, records []byte, keep []bool
 	} else {
 		dst = body
 	}
-	size := len(dst) - start
-	if size-LogOverhead > maxBatchLength {
-		return dst[:start], ErrBuild
-	}
-	out := View(dst[start:])
-	binary.BigEndian.PutUint32(out[OffBatchLength:], uint32(size-LogOverhead))
-	binary.BigEndian.PutUint32(out[OffCRC:], out.ComputeCRC())
-	return dst, nil
+	return finishBatch(dst, start)
 }
 
 // appendRebased appends the record rec (decoded into r) with timestamp

@@ -241,7 +241,8 @@ func (w *Worker) controlType(v batch.View) (typ batch.ControlType, ok bool, err 
 		return 0, false, nil
 	}
 	var rec batch.Record
-	typ, _, err = v.ControlRecord(w.scratch[:0], &rec)
+	typ, data, err := v.ControlRecord(w.scratch[:0], &rec)
+	w.keepScratch(v, data)
 	return typ, err == nil, err
 }
 
@@ -251,10 +252,17 @@ func (w *Worker) records(v batch.View) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	w.keepScratch(v, data)
+	return data, nil
+}
+
+// keepScratch keeps data, v's records decompressed into the worker's
+// scratch, as the scratch when decompressing grew it: the next batch of
+// the pass reuses it.
+func (w *Worker) keepScratch(v batch.View, data []byte) {
 	if v.Compression() != batch.CompressionNone && cap(data) > cap(w.scratch) {
 		w.scratch = data[:0]
 	}
-	return data, nil
 }
 
 // buildMap fills the offset map with the keys of the dirty section

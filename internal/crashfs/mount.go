@@ -2,7 +2,6 @@ package crashfs
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,7 +56,7 @@ type Mount struct {
 	cmd      *exec.Cmd
 	in       io.WriteCloser
 	out      *bufio.Reader
-	stderr   *bytes.Buffer
+	stderr   testutil.SyncBuffer
 	callMu   sync.Mutex // one command at a time on the pipes
 	mu       sync.Mutex
 	closed   bool
@@ -92,10 +92,10 @@ func Start(dir, logPath string) (*Mount, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Mount{dir: dir, log: logPath, stderr: &bytes.Buffer{}}
+	m := &Mount{dir: dir, log: logPath}
 	m.cmd = exec.Command(exe)
 	m.cmd.Env = append(os.Environ(), envMount+"="+dir, envLog+"="+logPath)
-	m.cmd.Stderr = &lockedWriter{w: m.stderr, mu: &m.mu}
+	m.cmd.Stderr = &m.stderr
 	if m.in, err = m.cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
@@ -111,26 +111,9 @@ func Start(dir, logPath string) (*Mount, error) {
 	if err != nil || line != "ready" {
 		_ = m.cmd.Process.Kill()
 		_ = m.cmd.Wait()
-		return nil, fmt.Errorf("crashfs: daemon did not start (%q, %v): %s", line, err, m.stderrText())
+		return nil, fmt.Errorf("crashfs: daemon did not start (%q, %v): %s", line, err, m.stderr.String())
 	}
 	return m, nil
-}
-
-type lockedWriter struct {
-	w  io.Writer
-	mu *sync.Mutex
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (m *Mount) stderrText() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.stderr.String()
 }
 
 func (m *Mount) readLine(timeout time.Duration) (string, error) {
@@ -161,7 +144,7 @@ func (m *Mount) call(cmd string) ([]string, error) {
 	}
 	line, err := m.readLine(time.Minute)
 	if err != nil {
-		return nil, fmt.Errorf("crashfs: %s: %w: %s", cmd, err, m.stderrText())
+		return nil, fmt.Errorf("crashfs: %s: %w: %s", cmd, err, m.stderr.String())
 	}
 	f := strings.Fields(line)
 	if len(f) == 0 || f[0] != "ok" {
@@ -308,7 +291,7 @@ func (m *Mount) Close() error {
 		err = errors.Join(errors.New("crashfs: daemon did not exit; killed"), <-done)
 	}
 	if err != nil {
-		err = fmt.Errorf("crashfs: daemon: %w: %s", err, m.stderrText())
+		err = fmt.Errorf("crashfs: daemon: %w: %s", err, m.stderr.String())
 	}
 	m.mu.Lock()
 	m.closeErr = err

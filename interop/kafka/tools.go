@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // Result is what a Kafka tool printed and its exit code.
@@ -117,8 +119,8 @@ type Tools struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
-	stderr syncBuffer   // the JVM's own stderr (its logging)
-	pid    atomic.Int64 // cmd's process id, 0 without one (read during a call)
+	stderr testutil.SyncBuffer // the JVM's own stderr (its logging)
+	pid    atomic.Int64        // cmd's process id, 0 without one (read during a call)
 }
 
 // StartTools starts the tool JVM of a test (stopped at its end). It ends
@@ -180,31 +182,6 @@ func (tl *Tools) start() error {
 	tl.cmd, tl.stdin, tl.stdout = cmd, stdin, bufio.NewReaderSize(stdout, 1<<16)
 	tl.pid.Store(int64(cmd.Process.Pid))
 	return nil
-}
-
-// syncBuffer collects the JVM's stderr, written by exec's copier while
-// Run may read it for an error message.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.Reset()
 }
 
 // Run runs class's main with args in the tool JVM. A tool that does not

@@ -130,20 +130,13 @@ func (p Produce) Req(e *Env) kmsg.Request {
 	}
 	r.TransactionID = p.TxnID
 	for _, pp := range p.Parts {
-		var t *kmsg.ProduceRequestTopic
-		for i := range r.Topics {
-			if r.Topics[i].Topic == pp.Topic {
-				t = &r.Topics[i]
-			}
-		}
-		if t == nil {
-			r.Topics = append(r.Topics, kmsg.NewProduceRequestTopic())
-			t = &r.Topics[len(r.Topics)-1]
-			t.Topic = pp.Topic
-			if id, ok := e.topicID(pp.Topic); ok {
-				t.TopicID = id
-			}
-		}
+		t := topicEntry(&r.Topics, pp.Topic, func(t *kmsg.ProduceRequestTopic) string { return t.Topic },
+			func(name string) kmsg.ProduceRequestTopic {
+				t := kmsg.NewProduceRequestTopic()
+				t.Topic = name
+				t.TopicID, _ = e.topicID(name)
+				return t
+			})
 		part := kmsg.NewProduceRequestTopicPartition()
 		part.Partition = pp.Partition
 		if pp.Raw != nil {
@@ -211,20 +204,13 @@ func (f Fetch) Req(e *Env) kmsg.Request {
 	r.IsolationLevel = f.Isolation
 	r.SessionEpoch = -1
 	for _, fp := range f.Parts {
-		var t *kmsg.FetchRequestTopic
-		for i := range r.Topics {
-			if r.Topics[i].Topic == fp.Topic {
-				t = &r.Topics[i]
-			}
-		}
-		if t == nil {
-			r.Topics = append(r.Topics, kmsg.NewFetchRequestTopic())
-			t = &r.Topics[len(r.Topics)-1]
-			t.Topic = fp.Topic
-			if id, ok := e.topicID(fp.Topic); ok {
-				t.TopicID = id
-			}
-		}
+		t := topicEntry(&r.Topics, fp.Topic, func(t *kmsg.FetchRequestTopic) string { return t.Topic },
+			func(name string) kmsg.FetchRequestTopic {
+				t := kmsg.NewFetchRequestTopic()
+				t.Topic = name
+				t.TopicID, _ = e.topicID(name)
+				return t
+			})
 		p := kmsg.NewFetchRequestTopicPartition()
 		p.Partition = fp.Partition
 		p.FetchOffset = fp.Offset
@@ -264,17 +250,12 @@ func (l ListOffsets) Req(e *Env) kmsg.Request {
 	r.ReplicaID = -1
 	r.IsolationLevel = l.Isolation
 	for _, lp := range l.Parts {
-		var t *kmsg.ListOffsetsRequestTopic
-		for i := range r.Topics {
-			if r.Topics[i].Topic == lp.Topic {
-				t = &r.Topics[i]
-			}
-		}
-		if t == nil {
-			r.Topics = append(r.Topics, kmsg.NewListOffsetsRequestTopic())
-			t = &r.Topics[len(r.Topics)-1]
-			t.Topic = lp.Topic
-		}
+		t := topicEntry(&r.Topics, lp.Topic, func(t *kmsg.ListOffsetsRequestTopic) string { return t.Topic },
+			func(name string) kmsg.ListOffsetsRequestTopic {
+				t := kmsg.NewListOffsetsRequestTopic()
+				t.Topic = name
+				return t
+			})
 		p := kmsg.NewListOffsetsRequestTopicPartition()
 		p.Partition = lp.Partition
 		p.Timestamp = lp.Timestamp
@@ -286,6 +267,19 @@ func (l ListOffsets) Req(e *Env) kmsg.Request {
 		t.Partitions = append(t.Partitions, p)
 	}
 	return r
+}
+
+// topicEntry returns the entry of *topics named name, appending the one
+// add makes when there is none: a request lists each topic once, with
+// all its partitions.
+func topicEntry[T any](topics *[]T, name string, nameOf func(*T) string, add func(name string) T) *T {
+	for i := range *topics {
+		if nameOf(&(*topics)[i]) == name {
+			return &(*topics)[i]
+		}
+	}
+	*topics = append(*topics, add(name))
+	return &(*topics)[len(*topics)-1]
 }
 
 // Int32 returns a pointer to v.

@@ -75,16 +75,22 @@ type syncResult struct {
 	assignment   []byte
 }
 
-type member struct {
+// memberInfo is what a classic member joined as: live in member, persisted
+// in storedMember, copied whole between them.
+type memberInfo struct {
 	id               string
 	instanceID       *string
 	clientID         string
 	clientHost       string
 	rebalanceTimeout time.Duration
 	sessionTimeout   time.Duration
-	protocolType     string
-	protocols        []protocol
-	assignment       []byte
+}
+
+type member struct {
+	memberInfo
+	protocolType string
+	protocols    []protocol
+	assignment   []byte
 
 	// isNew is set until the member's first join completes.
 	isNew bool
@@ -188,15 +194,12 @@ type stored struct {
 	members      []storedMember
 }
 
+// storedMember is a member as persisted: its join facts, its metadata for
+// the chosen protocol and its assignment.
 type storedMember struct {
-	id               string
-	instanceID       *string
-	clientID         string
-	clientHost       string
-	rebalanceTimeout time.Duration
-	sessionTimeout   time.Duration
-	metadata         []byte
-	assignment       []byte
+	memberInfo
+	metadata   []byte
+	assignment []byte
 }
 
 type group struct {
@@ -469,9 +472,7 @@ func (g *group) snapshot(assignment map[string][]byte) stored {
 	}
 	for _, m := range g.members {
 		s.members = append(s.members, storedMember{
-			id: m.id, instanceID: m.instanceID, clientID: m.clientID, clientHost: m.clientHost,
-			rebalanceTimeout: m.rebalanceTimeout, sessionTimeout: m.sessionTimeout,
-			metadata: m.metadataFor(g.protocol), assignment: assignment[m.id],
+			memberInfo: m.memberInfo, metadata: m.metadataFor(g.protocol), assignment: assignment[m.id],
 		})
 	}
 	return s

@@ -95,8 +95,10 @@ func (c *Coordinator) join(req *kmsg.JoinGroupRequest, ci clientInfo) (joinResul
 		g.consumer = nil // an empty consumer group becomes classic
 	}
 	nm := &member{
-		clientID: ci.id, clientHost: ci.host, instanceID: inst,
-		rebalanceTimeout: rebalance, sessionTimeout: session,
+		memberInfo: memberInfo{
+			clientID: ci.id, clientHost: ci.host, instanceID: inst,
+			rebalanceTimeout: rebalance, sessionTimeout: session,
+		},
 		protocolType: req.ProtocolType, protocols: protocols,
 	}
 	var wait chan joinResult

@@ -8,35 +8,23 @@ import (
 )
 
 func (c *Coordinator) handleOffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	// One code per partition, in the request's order.
-	codes := make([][]int16, len(req.Topics))
-	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
-	}
-	all := func(code int16) {
-		for _, cs := range codes {
-			for j := range cs {
-				cs[j] = code
-			}
-		}
-	}
+	codes := newCommitCodes(req.Topics, func(t kmsg.OffsetCommitRequestTopic) int { return len(t.Partitions) })
 	switch {
 	case !supported(req):
-		all(errUnsupportedVersion)
+		codes.all(errUnsupportedVersion)
 	case !c.lock():
-		all(errCoordinatorNotAvailable)
+		codes.all(errCoordinatorNotAvailable)
 	default:
-		c.offsetCommit(req, codes, all)
+		c.offsetCommit(req, codes)
 		c.unlock()
 	}
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	for i, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
 		for j, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition = p.Partition
-			rp.ErrorCode = codes[i][j]
+			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -46,7 +34,7 @@ func (c *Coordinator) handleOffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.Of
 
 // offsetCommit runs OffsetCommit under the lock (handleCommitOffsets,
 // doCommitOffsets).
-func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest, codes [][]int16, all func(int16)) {
+func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest, codes commitCodes) {
 	generation, memberID := req.Generation, req.MemberID
 	if req.Version == 0 {
 		generation, memberID = -1, ""
@@ -58,9 +46,9 @@ func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest, codes [][]int1
 			// A commit from an older generation of a group this
 			// coordinator no longer knows.
 			if req.Version >= 9 {
-				all(errGroupIDNotFound)
+				codes.all(errGroupIDNotFound)
 			} else {
-				all(errIllegalGeneration)
+				codes.all(errIllegalGeneration)
 			}
 			return
 		}
@@ -74,17 +62,17 @@ func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest, codes [][]int1
 				ps = append(ps, p.Partition)
 			}
 			return t.Topic, ps
-		}, all) {
+		}, codes.all) {
 			return
 		}
 	} else if code := c.validateCommit(g, generation, memberID, inst, false); code != errNone {
-		all(code)
+		codes.all(code)
 		return
 	}
 	switch g.state {
 	case stateCompletingRebalance:
 		// The member has its new generation but not its assignment yet.
-		all(errRebalanceInProgress)
+		codes.all(errRebalanceInProgress)
 		return
 	case stateStable, statePreparingRebalance:
 		if m := g.byID[memberID]; m != nil {
@@ -100,23 +88,15 @@ func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest, codes [][]int1
 	now := c.now().UnixMilli()
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
-			md := ""
-			if p.Metadata != nil {
-				md = *p.Metadata
-			}
-			if len(md) > maxMetadataSize {
-				codes[i][j] = errOffsetMetadataTooLarge
+			o, code := c.newOffset(p.Offset, p.LeaderEpoch, req.Version >= 6, p.Metadata, now)
+			if code != errNone {
+				codes[i][j] = code
 				continue
-			}
-			epoch := p.LeaderEpoch
-			if req.Version < 6 {
-				epoch = -1
 			}
 			tp := topicPartition{t.Topic, p.Partition}
 			old, existed := g.offsets[tp]
 			changes = append(changes, change{tp, old, existed})
-			c.seq++
-			g.offsets[tp] = offset{offset: p.Offset, leaderEpoch: epoch, metadata: md, commitMs: now, seq: c.seq}
+			g.offsets[tp] = o
 		}
 	}
 	if len(changes) == 0 {
@@ -131,14 +111,58 @@ func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest, codes [][]int1
 				delete(g.offsets, ch.tp)
 			}
 		}
-		for i, t := range req.Topics {
-			for j := range t.Partitions {
-				if codes[i][j] == errNone {
-					codes[i][j] = errCoordinatorNotAvailable
-				}
+		codes.fillUnset(errCoordinatorNotAvailable)
+	}
+}
+
+// commitCodes holds a commit request's error code per partition, in
+// the request's order.
+type commitCodes [][]int16
+
+func newCommitCodes[T any](topics []T, partitions func(T) int) commitCodes {
+	codes := make(commitCodes, len(topics))
+	for i, t := range topics {
+		codes[i] = make([]int16, partitions(t))
+	}
+	return codes
+}
+
+// all answers every partition with code.
+func (codes commitCodes) all(code int16) {
+	for _, cs := range codes {
+		for j := range cs {
+			cs[j] = code
+		}
+	}
+}
+
+// fillUnset answers with code every partition that has no error yet.
+func (codes commitCodes) fillUnset(code int16) {
+	for _, cs := range codes {
+		for j := range cs {
+			if cs[j] == errNone {
+				cs[j] = code
 			}
 		}
 	}
+}
+
+// newOffset is one committed or staged offset as kept: no metadata kept
+// as "", the leader epoch -1 when the request's version carries none, the
+// next commit sequence; errOffsetMetadataTooLarge past Kafka's limit.
+func (c *Coordinator) newOffset(off int64, epoch int32, hasEpoch bool, metadata *string, nowMs int64) (offset, int16) {
+	md := ""
+	if metadata != nil {
+		md = *metadata
+	}
+	if len(md) > maxMetadataSize {
+		return offset{}, errOffsetMetadataTooLarge
+	}
+	if !hasEpoch {
+		epoch = -1
+	}
+	c.seq++
+	return offset{offset: off, leaderEpoch: epoch, metadata: md, commitMs: nowMs, seq: c.seq}, errNone
 }
 
 // validateCommit checks who may commit (validateOffsetCommit): anyone to
@@ -340,26 +364,16 @@ func (c *Coordinator) handleOffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.Offs
 // older than one already staged.
 func (c *Coordinator) CommitTxnOffsets(req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	codes := make([][]int16, len(req.Topics))
-	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
-	}
-	all := func(code int16) {
-		for _, cs := range codes {
-			for j := range cs {
-				cs[j] = code
-			}
-		}
-	}
+	codes := newCommitCodes(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) int { return len(t.Partitions) })
 	switch {
 	case !supported(req):
-		all(errUnsupportedVersion)
+		codes.all(errUnsupportedVersion)
 	case req.Group == "":
-		all(errInvalidGroupID)
+		codes.all(errInvalidGroupID)
 	case !c.lock():
-		all(errCoordinatorNotAvailable)
+		codes.all(errCoordinatorNotAvailable)
 	default:
-		c.txnOffsetCommit(req, codes, all)
+		c.txnOffsetCommit(req, codes)
 		c.unlock()
 	}
 	for i, t := range req.Topics {
@@ -376,7 +390,7 @@ func (c *Coordinator) CommitTxnOffsets(req *kmsg.TxnOffsetCommitRequest) *kmsg.T
 	return resp
 }
 
-func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, codes [][]int16, all func(int16)) {
+func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, codes commitCodes) {
 	generation, memberID, inst := int32(-1), "", (*string)(nil)
 	if req.Version >= 3 {
 		generation, memberID, inst = req.Generation, req.MemberID, instanceID(req.InstanceID, req.Version, 3)
@@ -392,7 +406,7 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, codes []
 			if code == errStaleMemberEpoch {
 				code = errIllegalGeneration
 			}
-			all(code)
+			codes.all(code)
 		}
 		if !consumerCommitValid(c, g.consumer, memberID, generation, true, req.Version, req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) (string, []int32) {
 			var ps []int32
@@ -404,12 +418,12 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, codes []
 			return
 		}
 	} else if code := c.validateCommit(g, generation, memberID, inst, true); code != errNone {
-		all(code)
+		codes.all(code)
 		return
 	}
 	s := g.txn[req.ProducerID]
 	if s != nil && req.ProducerEpoch < s.epoch {
-		all(errInvalidProducerEpoch)
+		codes.all(errInvalidProducerEpoch)
 		return
 	}
 	var prev *staged
@@ -428,20 +442,12 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, codes []
 	n := 0
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
-			md := ""
-			if p.Metadata != nil {
-				md = *p.Metadata
-			}
-			if len(md) > maxMetadataSize {
-				codes[i][j] = errOffsetMetadataTooLarge
+			o, code := c.newOffset(p.Offset, p.LeaderEpoch, req.Version >= 2, p.Metadata, now)
+			if code != errNone {
+				codes[i][j] = code
 				continue
 			}
-			epoch := p.LeaderEpoch
-			if req.Version < 2 {
-				epoch = -1
-			}
-			c.seq++
-			s.offsets[topicPartition{t.Topic, p.Partition}] = offset{offset: p.Offset, leaderEpoch: epoch, metadata: md, commitMs: now, seq: c.seq}
+			s.offsets[topicPartition{t.Topic, p.Partition}] = o
 			n++
 		}
 	}
@@ -455,13 +461,7 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, codes []
 		} else {
 			g.txn[req.ProducerID] = prev
 		}
-		for i, t := range req.Topics {
-			for j := range t.Partitions {
-				if codes[i][j] == errNone {
-					codes[i][j] = errCoordinatorNotAvailable
-				}
-			}
-		}
+		codes.fillUnset(errCoordinatorNotAvailable)
 	}
 }
 

@@ -110,9 +110,7 @@ func (c *Coordinator) load() error {
 		g.protocolType, g.protocol, g.generation, g.leader = s.protocolType, s.protocol, s.generation, s.leader
 		for _, sm := range s.members {
 			m := &member{
-				id: sm.id, instanceID: sm.instanceID, clientID: sm.clientID, clientHost: sm.clientHost,
-				rebalanceTimeout: sm.rebalanceTimeout, sessionTimeout: sm.sessionTimeout,
-				protocolType: s.protocolType, protocols: []protocol{{s.protocol, sm.metadata}},
+				memberInfo: sm.memberInfo, protocolType: s.protocolType, protocols: []protocol{{s.protocol, sm.metadata}},
 				assignment: sm.assignment, deadline: now.Add(sm.sessionTimeout),
 			}
 			g.members = append(g.members, m)
