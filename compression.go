@@ -59,11 +59,13 @@ func (c CompressionType) codec() (batch.Compression, bool) {
 
 // recompressLocked returns records with every client batch whose codec
 // is not the topic's recompressed (Options.CompressionType), in
-// l.recompressBuf, or records itself when none needs it. A batch it
-// cannot take whole (a bad length or CRC, records that do not
-// decompress, a control batch, one over MaxBatchBytes as it came) is
-// left as it is, for validate to refuse and name as without
-// recompression; validate then also refuses a recompressed batch over
+// l.recompressBuf, or records itself when none needs it. When any batch
+// would be refused as it came (a bad length or CRC, a control batch, one
+// over MaxBatchBytes, records that do not decompress), nothing is
+// recompressed: validate refuses and names it, at its position in the
+// client's request, exactly as without recompression. validate then
+// applies the leader's rules to the recompressed batches (a rule's error
+// names a batch's position among them) and refuses one over
 // MaxBatchBytes, as Kafka checks the size again after recompressing.
 // Caller holds appendMu.
 func (l *Log) recompressLocked(records []byte) ([]byte, error) {
@@ -72,15 +74,19 @@ func (l *Log) recompressLocked(records []byte) ([]byte, error) {
 		return records, nil
 	}
 	need := false
-	for b := records; len(b) >= batch.HeaderSize; {
+	for b := records; len(b) > 0; {
+		if len(b) < batch.HeaderSize {
+			return records, nil
+		}
 		n := batch.View(b).Size()
-		if n < batch.HeaderSize || n > len(b) {
-			break
+		if n < batch.HeaderSize || n > len(b) || int64(n) > l.opts.MaxBatchBytes {
+			return records, nil
 		}
-		if v := batch.View(b[:n]); v.Compression() != c && !v.IsControl() {
-			need = true
-			break
+		v, err := batch.Check(b[:n])
+		if err != nil || v.IsControl() {
+			return records, nil
 		}
+		need = need || v.Compression() != c
 		b = b[n:]
 	}
 	if !need {
@@ -88,24 +94,24 @@ func (l *Log) recompressLocked(records []byte) ([]byte, error) {
 	}
 	out := l.recompressBuf[:0]
 	limit := int(l.opts.MaxBatchBytes) * 64
-	b := records
-	for len(b) >= batch.HeaderSize {
+	for b := records; len(b) > 0; {
 		n := batch.View(b).Size()
-		if n < batch.HeaderSize || n > len(b) {
-			break
-		}
-		if v, err := batch.Check(b[:n]); err != nil || v.Compression() == c || v.IsControl() || int64(n) > l.opts.MaxBatchBytes {
-			out = append(out, b[:n]...)
-		} else if grown, err := l.recompressor.AppendRecompressed(out, v, c, limit); err == nil {
-			out = grown
-		} else if errors.Is(err, batch.ErrCorrupt) {
-			out = append(out, b[:n]...) // records that do not decompress: validate names them
+		v := batch.View(b[:n])
+		if v.Compression() == c {
+			out = append(out, v...)
 		} else {
-			return nil, fmt.Errorf("%w: recompressed with %s: %w", ErrRecordTooLarge, c, err)
+			var err error
+			if out, err = l.recompressor.AppendRecompressed(out, v, c, limit); errors.Is(err, batch.ErrCorrupt) {
+				l.recompressBuf = out
+				return records, nil // records that do not decompress: validate names them
+			} else if errors.Is(err, batch.ErrBuild) {
+				return nil, fmt.Errorf("%w: batch at %d recompressed with %s: %w", ErrRecordTooLarge, len(records)-len(b), c, err)
+			} else if err != nil {
+				return nil, fmt.Errorf("partlog: recompress the batch at %d with %s: %w", len(records)-len(b), c, err)
+			}
 		}
 		b = b[n:]
 	}
-	out = append(out, b...) // a partial tail, for validate to name
 	l.recompressBuf = out
 	return out, nil
 }

@@ -101,8 +101,14 @@ func TestCompressionType(t *testing.T) {
 				if _, err := l.AppendAsLeader(codecBatch(t, from, 4, 7, 0), 3); err == nil || !errors.As(err, &dup) {
 					t.Fatalf("retry of the batch: %v, want a duplicate", err)
 				}
-				if _, err := l.AppendAsLeader(codecBatch(t, from, 2, 7, 4), 3); err != nil {
+				// At the log's epoch, the one-batch fast path would take it:
+				// the topic's codec still applies.
+				next, err := l.AppendAsLeader(codecBatch(t, from, 2, 7, 4), 3)
+				if err != nil {
 					t.Fatalf("next sequence: %v", err)
+				}
+				if got := readOne(t, l, next.FirstOffset); got.Compression() != want {
+					t.Fatalf("second append stored as %s, want %s", got.Compression(), want)
 				}
 			})
 		}
@@ -154,6 +160,35 @@ func TestCompressionTypeRules(t *testing.T) {
 		}
 		if _, err := l.AppendAsLeader(b, 0); !errors.Is(err, ErrRecordTooLarge) {
 			t.Fatalf("batch over max.message.bytes once uncompressed: %v, want ErrRecordTooLarge", err)
+		}
+	})
+	t.Run("too large as sent, though smaller recompressed", func(t *testing.T) {
+		o := smallOpts(t)
+		o.CompressionType = CompressionZstd
+		b := codecBatch(t, batch.CompressionNone, 20, -1, 0)
+		o.MaxBatchBytes = int64(len(b)) - 1
+		l, _ := openTestLog(t, o)
+		if _, err := l.AppendAsLeader(b, 0); !errors.Is(err, ErrRecordTooLarge) {
+			t.Fatalf("batch over max.message.bytes as sent: %v, want ErrRecordTooLarge (Kafka checks before recompressing)", err)
+		}
+	})
+	t.Run("a second batch refused as sent is named at its position in the request", func(t *testing.T) {
+		for _, name := range []string{"bad CRC", "torn"} {
+			second := codecBatch(t, batch.CompressionNone, 2, -1, 0)
+			if name == "bad CRC" {
+				second[len(second)-1] ^= 1
+			} else {
+				second = second[:len(second)-3]
+			}
+			records := append(codecBatch(t, batch.CompressionNone, 3, -1, 0), second...)
+			plain, _ := openTestLog(t, smallOpts(t))
+			_, want := plain.AppendAsLeader(bytes.Clone(records), 0)
+			o := smallOpts(t)
+			o.CompressionType = CompressionLZ4
+			l, _ := openTestLog(t, o)
+			if _, err := l.AppendAsLeader(records, 0); err == nil || want == nil || err.Error() != want.Error() {
+				t.Fatalf("%s: %v, want %v as under producer", name, err, want)
+			}
 		}
 	})
 	t.Run("LogAppendTime stamps the recompressed batch", func(t *testing.T) {

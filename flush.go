@@ -78,6 +78,12 @@ type rollFlush struct {
 	done    sync.WaitGroup
 }
 
+// rollFlushSlots bounds the roll flushes that fsync at once in the
+// process, as Kafka runs them on its scheduler's few threads
+// (background.threads): thousands of partitions rolling together wait
+// here as goroutines, not as threads blocked in fsync.
+var rollFlushSlots = make(chan struct{}, 8)
+
 // startRollFlush asks for the segments below base to be made durable.
 // Caller holds appendMu.
 func (l *Log) startRollFlush(base int64) {
@@ -107,41 +113,52 @@ func (l *Log) flushRolled() {
 	r := &l.rollFlush
 	defer r.done.Done()
 	for {
-		l.flushMu.Lock()
-		p := flushPlan{roll: true}
-		l.appendMu.Lock()
-		// A truncation may have moved the log end below the target.
-		end := min(r.target, l.logEndOffset.Load())
-		if l.recoveryPoint.Load() >= end || l.planLocked(&p) != nil {
-			// Caught up (a flush or Sync may have got there first), or
-			// closed or failed.
-			r.running = false
-			l.appendMu.Unlock()
-			l.flushMu.Unlock()
-			return
-		}
-		l.appendMu.Unlock()
-		p.leo = min(p.leo, end)
-		segs := p.segs[:0]
-		for _, s := range p.segs {
-			if s.BaseOffset() < end {
-				segs = append(segs, s)
-			}
-		}
-		p.segs = segs
-		err := l.fsyncPlan(&p)
-		l.appendMu.Lock()
-		err = l.finishLocked(&p, err)
-		if err != nil {
-			r.running = false
-		}
-		l.appendMu.Unlock()
-		l.flushMu.Unlock()
+		rollFlushSlots <- struct{}{}
+		err := l.flushRolledOnce()
+		<-rollFlushSlots
 		if err != nil {
 			return
 		}
 	}
 }
+
+// flushRolledOnce is one round of flushRolled: errDone when there is
+// nothing left to do (caught up, closed or failed), the flush's error,
+// or nil to go round again.
+func (l *Log) flushRolledOnce() error {
+	r := &l.rollFlush
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	p := flushPlan{roll: true}
+	l.appendMu.Lock()
+	end := min(r.target, l.logEndOffset.Load())
+	if l.recoveryPoint.Load() >= end || l.planLocked(&p) != nil {
+		// Caught up (a flush or Sync may have got there first), or
+		// closed or failed.
+		r.running = false
+		l.appendMu.Unlock()
+		return errDone
+	}
+	l.appendMu.Unlock()
+	p.leo = min(p.leo, end)
+	segs := p.segs[:0]
+	for _, s := range p.segs {
+		if s.BaseOffset() < end {
+			segs = append(segs, s)
+		}
+	}
+	p.segs = segs
+	err := l.fsyncPlan(&p)
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err = l.finishLocked(&p, err); err != nil {
+		r.running = false
+	}
+	return err
+}
+
+// errDone ends flushRolled's rounds.
+var errDone = errors.New("partlog: roll flush caught up")
 
 // planLocked fills p for a flush of everything appended so far. Caller
 // holds appendMu.
@@ -279,7 +296,7 @@ func (l *Log) finishLocked(p *flushPlan, err error) error {
 	if p.leo > l.recoveryPoint.Load() {
 		l.recoveryPoint.Store(p.leo)
 	}
-	if f := testhook.LogFlushed.Load(); f != nil {
+	if f := testhook.LogFlushed.Load(); f != nil && !p.roll {
 		(*f)(l.dir)
 	}
 	return nil

@@ -189,6 +189,10 @@ func (l *Log) noteTruncation(to int64) {
 	}
 	gen := l.truncations.Add(1)
 	l.truncated[gen%uint64(len(l.truncated))] = truncation{gen: gen, to: to}
+	// The rolls' flush aims no higher than what is left: it would
+	// otherwise sync the active segment round after round until the log
+	// end passed the old target.
+	l.rollFlush.target = max(min(l.rollFlush.target, to), 0)
 }
 
 // truncatedBelow reports whether a truncation after generation since cut

@@ -8,7 +8,8 @@ package testhook
 import "sync/atomic"
 
 // LogFlushed, when set, is called by partlog after each Log flush that
-// succeeded, with the log's directory, while the flush still holds the
+// succeeded (not a roll's background flush, which leaves the active
+// segment unsynced), with the log's directory, while the flush still holds the
 // log's append lock: no write changes the directory during the call, so
 // the files as they are then are what a power failure would leave.
 var LogFlushed atomic.Pointer[func(dir string)]
