@@ -61,10 +61,11 @@ func TestPowerCutSync(t *testing.T) {
 	t.Logf("%d images checked", sweep.Done)
 }
 
-func powerCutSyncRun(t *testing.T, sweep *crashfs.Sweep, run int) {
-	m := crashfs.New(t)
-	rng := sweep.Rand(uint64(run))
-	dir := filepath.Join(m.Dir(), "topic-0")
+// cutPartition mounts a crash-simulating file system holding an empty
+// partition directory topic-0; from is the first op of the workload.
+func cutPartition(t *testing.T) (m *crashfs.Mount, dir string, from int64) {
+	m = crashfs.New(t)
+	dir = filepath.Join(m.Dir(), "topic-0")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +73,53 @@ func powerCutSyncRun(t *testing.T, sweep *crashfs.Sweep, run int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m, dir, from
+}
+
+// checkAckedImages ends the workload on m (its log closed) and checks
+// every image a cut of its history leaves: topic-0 reopened (half the
+// images trusting the acknowledged recovery point, as a broker's
+// checkpoint would) keeps what acks say was durable before the cut
+// (crashCheckTo, checkClosedDirTail). segmentBytes is the workload's
+// (0: crashOptions').
+func checkAckedImages(t *testing.T, sweep *crashfs.Sweep, run int, m *crashfs.Mount, from int64, acks []cutAck, segmentBytes int64) {
+	r, err := m.History()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	imgRng := sweep.Rand(uint64(run) + 1<<40)
+	sweep.Run(t, run, r, from, func(img string, im *crashfs.Image) {
+		a := ackAt(acks, im.Cut)
+		o := crashOptions(nil)
+		if segmentBytes != 0 {
+			o.SegmentBytes = segmentBytes
+		}
+		defer func() {
+			if t.Failed() {
+				t.Logf("acknowledged before the cut: %+v (recovery point given: %d)", a, o.RecoveryPoint)
+			}
+		}()
+		if imgRng.IntN(2) == 0 {
+			o.RecoveryPoint = a.rp
+		}
+		l, err := Open(filepath.Join(img, "topic-0"), o)
+		if err != nil {
+			t.Fatalf("open after the cut (acknowledged %+v): %v", a, err)
+		}
+		crashCheckTo(t, l, a, -1, a.offset)
+		if err := l.Close(); err != nil {
+			t.Fatalf("close: %v", err)
+		}
+		checkClosedDirTail(t, filepath.Join(img, "topic-0"), true)
+	})
+}
+
+func powerCutSyncRun(t *testing.T, sweep *crashfs.Sweep, run int) {
+	m, dir, from := cutPartition(t)
+	rng := sweep.Rand(uint64(run))
 	opts := crashOptions(nil)
 	if rng.IntN(2) == 0 {
 		opts.PrefaultBytes = 16 << 10
@@ -152,33 +200,5 @@ func powerCutSyncRun(t *testing.T, sweep *crashfs.Sweep, run int) {
 		t.Fatal(err)
 	}
 	acked(at) // a clean close made everything durable
-	r, err := m.History()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
-	imgRng := sweep.Rand(uint64(run) + 1<<40)
-	sweep.Run(t, run, r, from, func(img string, im *crashfs.Image) {
-		a := ackAt(acks, im.Cut)
-		o := crashOptions(nil)
-		defer func() {
-			if t.Failed() {
-				t.Logf("acknowledged before the cut: %+v (recovery point given: %d)", a, o.RecoveryPoint)
-			}
-		}()
-		if imgRng.IntN(2) == 0 {
-			o.RecoveryPoint = a.rp
-		}
-		l, err := Open(filepath.Join(img, "topic-0"), o)
-		if err != nil {
-			t.Fatalf("open after the cut (acknowledged %+v): %v", a, err)
-		}
-		crashCheckTo(t, l, a, -1, a.offset)
-		if err := l.Close(); err != nil {
-			t.Fatalf("close: %v", err)
-		}
-		checkClosedDirTail(t, filepath.Join(img, "topic-0"), true)
-	})
+	checkAckedImages(t, sweep, run, m, from, acks, 0)
 }

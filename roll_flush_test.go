@@ -2,7 +2,6 @@ package partlog
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -211,16 +210,8 @@ func TestPowerCutRollFlush(t *testing.T) {
 }
 
 func powerCutRollFlushRun(t *testing.T, sweep *crashfs.Sweep, run int) {
-	m := crashfs.New(t)
+	m, dir, from := cutPartition(t)
 	rng := sweep.Rand(uint64(run))
-	dir := filepath.Join(m.Dir(), "topic-0")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	from, err := m.Settle()
-	if err != nil {
-		t.Fatal(err)
-	}
 	opts := crashOptions(nil)
 	opts.SegmentBytes = 24 << 10
 	l, err := Open(dir, opts)
@@ -267,36 +258,7 @@ func powerCutRollFlushRun(t *testing.T, sweep *crashfs.Sweep, run int) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := m.History()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
-	imgRng := sweep.Rand(uint64(run) + 1<<40)
-	sweep.Run(t, run, r, from, func(img string, im *crashfs.Image) {
-		a := ackAt(acks, im.Cut)
-		o := crashOptions(nil)
-		o.SegmentBytes = opts.SegmentBytes
-		defer func() {
-			if t.Failed() {
-				t.Logf("recovery point reached before the cut: %+v", a)
-			}
-		}()
-		if imgRng.IntN(2) == 0 {
-			o.RecoveryPoint = a.rp
-		}
-		l, err := Open(filepath.Join(img, "topic-0"), o)
-		if err != nil {
-			t.Fatalf("open after the cut (acknowledged %+v): %v", a, err)
-		}
-		crashCheckTo(t, l, a, -1, a.offset)
-		if err := l.Close(); err != nil {
-			t.Fatalf("close: %v", err)
-		}
-		checkClosedDirTail(t, filepath.Join(img, "topic-0"), true)
-	})
+	checkAckedImages(t, sweep, run, m, from, acks, opts.SegmentBytes)
 }
 
 // BenchmarkRollFlush: the append path's cost of the roll flush, 1 KiB
