@@ -104,8 +104,7 @@ func (l *Log) loadProducerState(target int64) error {
 	if err != nil {
 		return err
 	}
-	l.psm.TruncateAndReset()
-	return l.psm.Rebuild(&producerstate.Rebuild{
+	return l.psm.Reload(&producerstate.Rebuild{
 		Snapshot: entries, SnapshotOffset: at, HasSnapshot: found,
 		LogStart: start, End: target, NowMs: l.opts.Now().UnixMilli(),
 		Batches:  l.scanBatches,

@@ -117,7 +117,10 @@
 // under the shard lock the reader holds while reading
 // (TestKnownCommitsWithReaders runs them under -race). A reader thus
 // waits for at most the append in flight, as Kafka's readers of producer
-// state wait for the log lock. Without an append lock readers of entries
+// state wait for the log lock. A reload (Reload: a truncation's reset and
+// rebuild) marks itself in a counter that is odd while it runs; a reader
+// of entries that saw it odd or changed reads again, so it never returns
+// the empty state between the reset and the rebuild. Without an append lock readers of entries
 // must not run during an append. Rejected design: the commit storing ^MEO
 // (negative) first, for readers to see it at work without the lock: one more
 // atomic store, a full fence of ~5% of a plain append's time

@@ -97,6 +97,11 @@ type Manager struct {
 	// readers counts the readers of entries at work (Producer, Producers,
 	// SnapshotEntries: beginRead … endRead).
 	readers atomic.Int32
+	// reloads is odd while Reload empties and rebuilds the state: a
+	// reader of entries that saw it odd, or saw it change, reads again
+	// (after waiting out the writer in beginRead), so it never returns
+	// the empty state between the reset and the rebuild.
+	reloads atomic.Uint64
 	// appendLock is the owner's append lock (SetAppendLock; nil: readers
 	// do not wait), taken by beginRead only; set before readers run.
 	appendLock sync.Locker
@@ -210,25 +215,36 @@ func (m *Manager) loadMEO() int64 { return m.mapEndOffset.Load() }
 // Producer returns a copy of pid's entry. It takes only pid's shard lock,
 // after waiting out the append in flight (beginRead).
 func (m *Manager) Producer(pid int64) (Entry, bool) {
-	m.beginRead()
-	s := m.shardFor(pid)
-	s.mu.Lock()
-	e := s.producers.get(pid)
-	var x Entry
-	if e != nil {
-		x = e.export()
+	for {
+		m.beginRead()
+		gen := m.reloads.Load()
+		s := m.shardFor(pid)
+		s.mu.Lock()
+		e := s.producers.get(pid)
+		var x Entry
+		if e != nil {
+			x = e.export()
+		}
+		s.mu.Unlock()
+		m.endRead()
+		if gen%2 == 0 && m.reloads.Load() == gen {
+			return x, e != nil
+		}
 	}
-	s.mu.Unlock()
-	m.endRead()
-	return x, e != nil
 }
 
 // Producers returns a consistent copy of every entry, sorted by producer id.
 // The caller must not hold the append lock (ProducersAppendLocked).
 func (m *Manager) Producers() []Entry {
-	m.beginRead() // before mu: appends take mu inside the append lock
-	defer m.endRead()
-	return m.producers()
+	for {
+		m.beginRead() // before mu: appends take mu inside the append lock
+		gen := m.reloads.Load()
+		out := m.producers()
+		m.endRead()
+		if gen%2 == 0 && m.reloads.Load() == gen {
+			return out
+		}
+	}
 }
 
 // ProducersAppendLocked is Producers for a caller that holds
@@ -424,6 +440,17 @@ func (m *Manager) OngoingTransactions() []CompletedTxn {
 // MEO and the last snapshot offset (before a reload). The log start
 // offset is kept.
 func (m *Manager) TruncateAndReset() { m.reset(0) }
+
+// Reload empties the state and rebuilds it (a truncation's reload from a
+// snapshot and the log), with readers of entries kept from seeing the
+// empty state between the two (reloads). The caller holds the append
+// lock, as for any mutation.
+func (m *Manager) Reload(r *Rebuild) error {
+	m.reloads.Add(1)
+	defer m.reloads.Add(1)
+	m.reset(0)
+	return m.Rebuild(r)
+}
 
 // Reset empties the state at mapEndOffset (full truncation, §4.5): no
 // producers, no transactions, MEO and last snapshot offset = mapEndOffset

@@ -260,3 +260,54 @@ func TestKnownCommitLocksOnlyForReaders(t *testing.T) {
 		t.Fatalf("MEO %d, want 3", got)
 	}
 }
+
+// TestReloadWithReaders: readers of entries (Producer, Producers) beside
+// a writer that reloads the state again and again (a truncation's reset
+// and rebuild, under the append lock) never see the empty state between
+// the two: they read again when a reload ran during their read.
+func TestReloadWithReaders(t *testing.T) {
+	var appendMu sync.Mutex
+	m := New(Config{Shards: 2})
+	m.SetAppendLock(&appendMu)
+	var a Append
+	d := build(t, data(7, 0, 0, 1))
+	m.Begin(&a, Client, 0)
+	if err := m.Validate(&a, d, 0); err != nil {
+		t.Fatal(err)
+	}
+	m.Commit(&a)
+	snap := m.SnapshotEntries()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			appendMu.Lock()
+			err := m.Reload(&Rebuild{Snapshot: snap, SnapshotOffset: 1, HasSnapshot: true, End: 1})
+			appendMu.Unlock()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	n := 20000
+	if testing.Short() {
+		n = 2000
+	}
+	for i := 0; i < n; i++ {
+		if _, ok := m.Producer(7); !ok {
+			t.Fatalf("read %d: producer 7 missing during a reload", i)
+		}
+		if ps := m.Producers(); len(ps) != 1 {
+			t.Fatalf("read %d: %d producers during a reload, want 1", i, len(ps))
+		}
+	}
+	close(stop)
+	<-done
+}
