@@ -25,20 +25,35 @@ func waitRecoveryPoint(t *testing.T, l *Log, want int64) {
 	}
 }
 
+// openRolling opens a log of 4 KiB segments, which rolls every few
+// appends.
+func openRolling(t *testing.T) (*Log, string) {
+	o := smallOpts(t)
+	o.SegmentBytes = 4 << 10
+	return openTestLog(t, o)
+}
+
+// appendUntilSegments appends 2-record batches until l has n segments.
+func appendUntilSegments(t *testing.T, l *Log, n int) error {
+	b := makeBatch(t, 2, 200, 1000)
+	for len(l.Segments()) < n {
+		if _, err := l.AppendAsLeader(b, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // TestRollFlushesSealedSegments: a roll makes what it sealed durable
 // and moves the recovery point to the new segment's base without an
 // explicit Flush, as Kafka's roll does (flushUptoOffsetExclusive of the
 // new base): the sealed segments' .log files and the directory (which
 // gained the new segment) are fsynced; the active segment is not.
 func TestRollFlushesSealedSegments(t *testing.T) {
-	o := smallOpts(t)
-	o.SegmentBytes = 4 << 10
-	l, dir := openTestLog(t, o)
+	l, dir := openRolling(t)
 	synced := syncedPaths(t)
-	for len(l.Segments()) < 4 {
-		if _, err := l.AppendAsLeader(makeBatch(t, 2, 200, 1000), 0); err != nil {
-			t.Fatal(err)
-		}
+	if err := appendUntilSegments(t, l, 4); err != nil {
+		t.Fatal(err)
 	}
 	segs := l.Segments()
 	active := segs[len(segs)-1]
@@ -72,15 +87,11 @@ func TestRollFlushesSealedSegments(t *testing.T) {
 // TestCloseWaitsForRollFlush: Close lets no roll flush start and waits
 // for the one running before it syncs and closes the segments.
 func TestCloseWaitsForRollFlush(t *testing.T) {
-	o := smallOpts(t)
-	o.SegmentBytes = 4 << 10
-	l, _ := openTestLog(t, o)
+	l, _ := openRolling(t)
 	l.flushMu.Lock() // the roll flush waits here
-	for len(l.Segments()) < 2 {
-		if _, err := l.AppendAsLeader(makeBatch(t, 2, 200, 1000), 0); err != nil {
-			l.flushMu.Unlock()
-			t.Fatal(err)
-		}
+	if err := appendUntilSegments(t, l, 2); err != nil {
+		l.flushMu.Unlock()
+		t.Fatal(err)
 	}
 	closed := make(chan error, 1)
 	go func() { closed <- l.Close() }()
@@ -103,13 +114,9 @@ func TestCloseWaitsForRollFlush(t *testing.T) {
 // sync, so the write path does not turn to pwritev for the appends after
 // it (writePolicy counts only the flushes callers start).
 func TestRollFlushLeavesWritePath(t *testing.T) {
-	o := smallOpts(t)
-	o.SegmentBytes = 4 << 10
-	l, _ := openTestLog(t, o)
-	for len(l.Segments()) < 3 {
-		if _, err := l.AppendAsLeader(makeBatch(t, 2, 200, 1000), 0); err != nil {
-			t.Fatal(err)
-		}
+	l, _ := openRolling(t)
+	if err := appendUntilSegments(t, l, 3); err != nil {
+		t.Fatal(err)
 	}
 	waitRecoveryPoint(t, l, l.Segments()[2])
 	waitRollFlush(l)
@@ -129,9 +136,7 @@ func TestRollFlushLeavesWritePath(t *testing.T) {
 // already have dropped the pages it could not write), and the recovery
 // point stays where it was.
 func TestRollFlushFailurePoisons(t *testing.T) {
-	o := smallOpts(t)
-	o.SegmentBytes = 4 << 10
-	l, dir := openTestLog(t, o)
+	l, dir := openRolling(t)
 	boom := errors.New("injected fsync failure")
 	fault := func(d string) error {
 		if d == dir {
@@ -143,11 +148,7 @@ func TestRollFlushFailurePoisons(t *testing.T) {
 		t.Fatal("testhook.LogFlushFault is already set")
 	}
 	t.Cleanup(func() { testhook.LogFlushFault.Store(nil) })
-	var err error
-	for len(l.Segments()) < 2 && err == nil {
-		_, err = l.AppendAsLeader(makeBatch(t, 2, 200, 1000), 0)
-	}
-	if err != nil {
+	if err := appendUntilSegments(t, l, 2); err != nil {
 		t.Fatal(err)
 	}
 	waitRollFlush(l)
@@ -163,15 +164,11 @@ func TestRollFlushFailurePoisons(t *testing.T) {
 // while their flush waits leaves the flush aiming at the new log end, not
 // at offsets the log no longer has (it would flush forever).
 func TestRollFlushAfterTruncation(t *testing.T) {
-	o := smallOpts(t)
-	o.SegmentBytes = 4 << 10
-	l, _ := openTestLog(t, o)
+	l, _ := openRolling(t)
 	l.flushMu.Lock() // the roll flush waits here
-	for len(l.Segments()) < 3 {
-		if _, err := l.AppendAsLeader(makeBatch(t, 2, 200, 1000), 0); err != nil {
-			l.flushMu.Unlock()
-			t.Fatal(err)
-		}
+	if err := appendUntilSegments(t, l, 3); err != nil {
+		l.flushMu.Unlock()
+		t.Fatal(err)
 	}
 	cut := l.Segments()[1] - 1
 	err := l.TruncateTo(cut)
