@@ -73,7 +73,21 @@ func (l *Log) recompressLocked(records []byte) ([]byte, error) {
 	if !ok {
 		return records, nil
 	}
+	// The headers' codecs first: an append already in the topic's codec
+	// (the steady state of a producer configured like its topic) goes to
+	// validate as it came, its CRCs checked there once.
 	need := false
+	for b := records; len(b) >= batch.HeaderSize && !need; {
+		n := batch.View(b).Size()
+		need = batch.View(b).Compression() != c
+		if n < batch.HeaderSize || n > len(b) {
+			break
+		}
+		b = b[n:]
+	}
+	if !need {
+		return records, nil
+	}
 	for b := records; len(b) > 0; {
 		if len(b) < batch.HeaderSize {
 			return records, nil
@@ -82,15 +96,10 @@ func (l *Log) recompressLocked(records []byte) ([]byte, error) {
 		if n < batch.HeaderSize || n > len(b) || int64(n) > l.opts.MaxBatchBytes {
 			return records, nil
 		}
-		v, err := batch.Check(b[:n])
-		if err != nil || v.IsControl() {
+		if v, err := batch.Check(b[:n]); err != nil || v.IsControl() {
 			return records, nil
 		}
-		need = need || v.Compression() != c
 		b = b[n:]
-	}
-	if !need {
-		return records, nil
 	}
 	out := l.recompressBuf[:0]
 	limit := int(l.opts.MaxBatchBytes) * 64
