@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // allocTestLog opens a log whose segment and indexes leave room for the
@@ -47,7 +48,7 @@ func TestAppendDoesNotAllocate(t *testing.T) {
 
 // TestReadDoesNotAllocate guards Read + Release on a warm pool.
 func TestReadDoesNotAllocate(t *testing.T) {
-	if raceEnabled {
+	if testutil.Race {
 		t.Skip("sync.Pool drops items under -race")
 	}
 	l, _ := openTestLog(t, smallOpts(t))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/partlog/partlog/batch"
 	"github.com/partlog/partlog/internal/checkpoint"
+	"github.com/partlog/partlog/internal/testutil"
 	"github.com/partlog/partlog/producerstate"
 	"github.com/partlog/partlog/recovery"
 )
@@ -687,7 +688,7 @@ func TestCompactedLogRefusesKeylessRecords(t *testing.T) {
 	if _, err := l.AppendAsFollower(psAt(l.LogEndOffset(), 1, kvBatch(t, clock, "a=1"))); err != nil {
 		t.Fatal(err)
 	}
-	if raceEnabled {
+	if testutil.Race {
 		return
 	}
 	big := compactOpts(t, &clock)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/internal/testutil"
 	"github.com/partlog/partlog/producerstate"
 )
 
@@ -246,7 +247,7 @@ func TestPSMRace_ReadersWhileAppending(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	seq := map[int64]int32{}
 	n := 1500
-	if testing.Short() || raceEnabled {
+	if testing.Short() || testutil.Race {
 		n = 500
 	}
 	for i := 0; i < n; i++ {
@@ -289,7 +290,7 @@ func TestPSMRace_ReadersWhileAppending(t *testing.T) {
 // producer state (LoadSnapshot) beside ProducerState readers under the
 // shard locks they rely on.
 func TestLoadSnapshotBesideProducerStateReaders(t *testing.T) {
-	if !raceEnabled {
+	if !testutil.Race {
 		t.Skip("needs -race")
 	}
 	l, _ := psNew(t)

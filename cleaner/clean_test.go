@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/batch"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // compressedMarker builds an abort marker whose records section is
@@ -57,7 +58,9 @@ func TestControlTypeKeepsScratch(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
-			if allocs != codec {
+			// Under -race sync.Pool drops items at random, so a
+			// pooling codec's count varies between the two runs.
+			if allocs != codec && !testutil.Race {
 				t.Fatalf("reading a control type allocates %v times, decompressing alone %v", allocs, codec)
 			}
 		})

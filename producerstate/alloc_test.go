@@ -2,13 +2,15 @@ package producerstate
 
 import (
 	"testing"
+
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // TestZeroAllocSteadyState guards the 0-allocation claim for
 // Begin+Validate+Commit of a non-transactional idempotent batch from an
 // existing producer, once the Append has warmed up.
 func TestZeroAllocSteadyState(t *testing.T) {
-	if raceEnabled {
+	if testutil.Race {
 		t.Skip("allocation counts are not meaningful under -race")
 	}
 	m := New(Config{})
