@@ -160,7 +160,9 @@ func TestLargeProduceFramesKeptWhileBusy(t *testing.T) {
 // BenchmarkProduceRoundTrip sends one connection's Produce frames (one
 // batch of 8 000 records of 100 B, acks=1; one of kgo's largest, a batch
 // of about 1 MB; and requests of 4 and 16 such batches, one per
-// partition, as a producer with a large max.request.size sends them) to
+// partition, as a producer with a large max.request.size sends them;
+// and one of 1 000 small batches, one per partition, as kgo sends them
+// when spread over 1 000 partitions) to
 // a server in this process and reads each answer; -benchmem shows what a
 // frame costs the server in allocations (the client side allocates
 // nothing per frame).
@@ -168,7 +170,7 @@ func BenchmarkProduceRoundTrip(b *testing.B) {
 	for _, bc := range []struct {
 		name                 string
 		parts, records, size int
-	}{{"8000x100B", 1, 8000, 100}, {"kgo-1MB", 1, 975, 1000}, {"4MiB", 4, 1020, 1000}, {"16MiB", 16, 1020, 1000}} {
+	}{{"8000x100B", 1, 8000, 100}, {"kgo-1MB", 1, 975, 1000}, {"4MiB", 4, 1020, 1000}, {"16MiB", 16, 1020, 1000}, {"1000x30x100B", 1000, 30, 100}} {
 		b.Run(bc.name, func(b *testing.B) { benchmarkProduceRoundTrip(b, bc.parts, bc.records, bc.size) })
 	}
 }
@@ -207,7 +209,7 @@ func benchmarkProduceRoundTrip(b *testing.B, parts, records, size int) {
 		req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
 	}
 	frame := frameOf(req, 1)
-	var resp [4096]byte
+	resp := make([]byte, 1<<20)
 	roundTrip := func() {
 		if _, err := c.Write(frame); err != nil {
 			b.Fatal(err)
