@@ -49,7 +49,9 @@ import (
 // Without -brokers.full or -brokers.window it runs one small cell of
 // each kind (CI's benchmark smoke, -short). With
 // -brokers.report=../bench/RESULTS.md it writes the table and a chart
-// (brokers.svg beside it) into that file. The full run (hours):
+// (brokers.svg beside it) into that file. The full run (about half an
+// hour on 2 cores: go test runs each cell once, then -benchtime 3x runs
+// its three measured rounds):
 //
 //	cd interop && go test -run '^$' -bench BenchmarkBrokers -benchtime 3x -timeout 4h \
 //	    -brokers.full -brokers.report ../bench/RESULTS.md
@@ -108,7 +110,7 @@ type matrix int
 const (
 	smokeMatrix  matrix = iota // one small cell of each kind (CI)
 	windowMatrix               // every dimension, fewer records: a quiet window of ~10 minutes
-	fullMatrix                 // every dimension with both clients: hours
+	fullMatrix                 // every dimension with both clients: about half an hour
 )
 
 func brokersMatrix() matrix {
