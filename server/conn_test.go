@@ -1,11 +1,9 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"io"
-	"net"
 	"testing"
 	"time"
 
@@ -176,57 +174,12 @@ func BenchmarkProduceRoundTrip(b *testing.B) {
 }
 
 func benchmarkProduceRoundTrip(b *testing.B, parts, records, size int) {
-	s, err := Open(Config{Dir: b.TempDir(), AutoCreate: true, DefaultPartitions: int32(parts)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = s.Serve(ln) }()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
-	spec := batch.NewBatchSpec(0)
-	rs := make([]batch.RecordSpec, records)
-	for i := range rs {
-		rs[i] = batch.RecordSpec{Timestamp: 1, Value: make([]byte, size)}
-	}
-	var bl batch.Builder
-	recs, err := bl.AppendBatch(nil, &spec, rs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	req := produceReq("bench", 0, 1, recs)
-	for p := 1; p < parts; p++ {
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition, rp.Records = int32(p), recs
-		req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
-	}
-	frame := frameOf(req, 1)
-	resp := make([]byte, 1<<20)
-	roundTrip := func() {
-		if _, err := c.Write(frame); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := io.ReadFull(r, resp[:4]); err != nil {
-			b.Fatal(err)
-		}
-		size := int(binary.BigEndian.Uint32(resp[:4]))
-		if _, err := io.ReadFull(r, resp[:size]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	roundTrip() // the topic is created
-	b.SetBytes(int64(parts * len(recs)))
+	ts := startTest(b, Config{AutoCreate: true, DefaultPartitions: int32(parts)})
+	fc, n := dialProduce(b, ts.addr, 1, parts, records, size)
+	b.SetBytes(int64(parts * n))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		roundTrip()
+		fc.roundTrip(b)
 	}
 }

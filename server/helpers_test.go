@@ -20,7 +20,7 @@ type testServer struct {
 	done chan error
 }
 
-func startTest(t *testing.T, cfg Config) *testServer {
+func startTest(t testing.TB, cfg Config) *testServer {
 	t.Helper()
 	if cfg.Dir == "" {
 		cfg.Dir = t.TempDir()
@@ -47,7 +47,7 @@ func startTest(t *testing.T, cfg Config) *testServer {
 	return ts
 }
 
-func (ts *testServer) close(t *testing.T) {
+func (ts *testServer) close(t testing.TB) {
 	t.Helper()
 	if ts.done == nil {
 		return
@@ -59,6 +59,65 @@ func (ts *testServer) close(t *testing.T) {
 		t.Errorf("serve: %v", err)
 	}
 	ts.done = nil
+}
+
+// frameClient sends one prepared Produce frame over and over and reads
+// each answer's bytes without decoding them (a benchmark's client: it
+// allocates nothing per frame).
+type frameClient struct {
+	c     net.Conn
+	r     *bufio.Reader
+	frame []byte
+	resp  []byte
+}
+
+// dialProduce connects to addr with a Produce frame (acks) of one batch
+// of records records of size bytes for each of partitions 0..parts-1 of
+// topic "bench", and sends it once (a server with AutoCreate creates the
+// topic). It returns the client and the batch's size.
+func dialProduce(tb testing.TB, addr string, acks int16, parts, records, size int) (*frameClient, int) {
+	tb.Helper()
+	spec := batch.NewBatchSpec(0)
+	rs := make([]batch.RecordSpec, records)
+	for i := range rs {
+		rs[i] = batch.RecordSpec{Timestamp: 1, Value: make([]byte, size)}
+	}
+	var bl batch.Builder
+	recs, err := bl.AppendBatch(nil, &spec, rs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req := produceReq("bench", 0, acks, recs)
+	for p := 1; p < parts; p++ {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = int32(p), recs
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	fc := &frameClient{c: c, r: bufio.NewReader(c), frame: frameOf(req, 1), resp: make([]byte, 1<<20)}
+	fc.roundTrip(tb)
+	return fc, len(recs)
+}
+
+// roundTrip sends the frame and reads the answer.
+func (fc *frameClient) roundTrip(tb testing.TB) {
+	if _, err := fc.c.Write(fc.frame); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := io.ReadFull(fc.r, fc.resp[:4]); err != nil {
+		tb.Fatal(err)
+	}
+	size := int(binary.BigEndian.Uint32(fc.resp[:4]))
+	if size > len(fc.resp) {
+		tb.Fatalf("a %d-byte answer", size)
+	}
+	if _, err := io.ReadFull(fc.r, fc.resp[:size]); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // rawConn speaks the protocol with kmsg types, one request at a time or
