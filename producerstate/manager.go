@@ -209,42 +209,49 @@ func (m *Manager) beginRead() {
 // endRead ends a read of entries started by beginRead.
 func (m *Manager) endRead() { m.readers.Add(-1) }
 
+// readEntries runs read between beginRead and endRead, again until no
+// Reload ran beside it (reloads even and unchanged), so that no reader of
+// entries returns the empty state between a reload's reset and rebuild.
+// Every reader of entries goes through it.
+func readEntries[T any](m *Manager, read func() T) T {
+	for {
+		m.beginRead()
+		gen := m.reloads.Load()
+		v := read()
+		m.endRead()
+		if gen%2 == 0 && m.reloads.Load() == gen {
+			return v
+		}
+	}
+}
+
 // loadMEO returns the MEO.
 func (m *Manager) loadMEO() int64 { return m.mapEndOffset.Load() }
 
 // Producer returns a copy of pid's entry. It takes only pid's shard lock,
 // after waiting out the append in flight (beginRead).
 func (m *Manager) Producer(pid int64) (Entry, bool) {
-	for {
-		m.beginRead()
-		gen := m.reloads.Load()
+	type found struct {
+		e  Entry
+		ok bool
+	}
+	f := readEntries(m, func() found {
 		s := m.shardFor(pid)
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		e := s.producers.get(pid)
-		var x Entry
-		if e != nil {
-			x = e.export()
+		if e == nil {
+			return found{}
 		}
-		s.mu.Unlock()
-		m.endRead()
-		if gen%2 == 0 && m.reloads.Load() == gen {
-			return x, e != nil
-		}
-	}
+		return found{e.export(), true}
+	})
+	return f.e, f.ok
 }
 
 // Producers returns a consistent copy of every entry, sorted by producer id.
 // The caller must not hold the append lock (ProducersAppendLocked).
 func (m *Manager) Producers() []Entry {
-	for {
-		m.beginRead() // before mu: appends take mu inside the append lock
-		gen := m.reloads.Load()
-		out := m.producers()
-		m.endRead()
-		if gen%2 == 0 && m.reloads.Load() == gen {
-			return out
-		}
-	}
+	return readEntries(m, m.producers)
 }
 
 // ProducersAppendLocked is Producers for a caller that holds

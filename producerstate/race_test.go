@@ -307,6 +307,9 @@ func TestReloadWithReaders(t *testing.T) {
 		if ps := m.Producers(); len(ps) != 1 {
 			t.Fatalf("read %d: %d producers during a reload, want 1", i, len(ps))
 		}
+		if es := m.SnapshotEntries(); len(es) != 1 {
+			t.Fatalf("read %d: %d snapshot entries during a reload, want 1", i, len(es))
+		}
 	}
 	close(stop)
 	<-done

@@ -14,11 +14,11 @@ import (
 // (formats.md §5.2): one entry per producer with only its newest cached
 // batch. The order is unspecified (as in Kafka); sort it if you compare.
 func (m *Manager) SnapshotEntries() []snapshot.Entry {
-	m.beginRead() // before mu: appends take mu inside the append lock
-	defer m.endRead()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.snapshotEntriesLocked()
+	return readEntries(m, func() []snapshot.Entry {
+		m.mu.Lock() // after beginRead: appends take mu inside the append lock
+		defer m.mu.Unlock()
+		return m.snapshotEntriesLocked()
+	})
 }
 
 // snapshotEntriesLocked is SnapshotEntries for a caller holding mu and
