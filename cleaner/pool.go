@@ -71,7 +71,11 @@ type Pool struct {
 	mu sync.Mutex // guards everything below
 	// watch holds the logs to look at, each with a count of its Notify
 	// calls (a look that began before a Notify does not forget it).
-	watch    map[Task]uint64
+	watch map[Task]uint64
+	// notifies counts every Notify: a look that found nothing to clean
+	// looks again when one came meanwhile, because the worker that runs
+	// it is why that Notify started no other.
+	notifies uint64
 	running  map[Task]bool
 	failed   map[Task]error
 	workers  int
@@ -125,6 +129,7 @@ func (p *Pool) Notify(t Task) {
 	}
 	delete(p.failed, t)
 	p.watch[t]++
+	p.notifies++
 	p.startLocked()
 }
 
@@ -266,13 +271,26 @@ func (p *Pool) done(t Task, err error) {
 }
 
 // next evaluates the watched logs no worker is cleaning and returns the
-// dirtiest due one, marked running; nil when none is due.
+// dirtiest due one, marked running; nil when none is due and no Notify
+// came while it looked.
 func (p *Pool) next() Task {
+	for {
+		t, again := p.look()
+		if !again {
+			return t
+		}
+	}
+}
+
+// look is one pass of next; again when it found nothing to clean but a
+// log was notified during the pass.
+func (p *Pool) look() (_ Task, again bool) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil
+		return nil, false
 	}
+	notifies := p.notifies
 	var cands []Task
 	var gens []uint64
 	for t, g := range p.watch {
@@ -312,12 +330,15 @@ func (p *Pool) next() Task {
 	if recheck && !p.closed {
 		p.armLocked()
 	}
-	if best == nil || p.closed {
-		return nil
+	if p.closed {
+		return nil, false
 	}
-	if _, ok := p.watch[best]; !ok || p.running[best] {
-		return nil // forgotten, or taken by another worker, meanwhile
+	if best != nil {
+		if _, ok := p.watch[best]; ok && !p.running[best] {
+			p.running[best] = true
+			return best, false
+		}
+		// forgotten, or taken by another worker, meanwhile
 	}
-	p.running[best] = true
-	return best
+	return nil, p.notifies != notifies
 }

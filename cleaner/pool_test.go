@@ -24,12 +24,17 @@ type fakeTask struct {
 	maxRun  *atomic.Int32
 	block   chan struct{}
 	started chan struct{}
+	onEval  func() // called at each Evaluate, after it read the task
 }
 
 func (f *fakeTask) Evaluate(time.Time) (Evaluation, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return Evaluation{Due: f.due > 0, Ratio: f.ratio, Recheck: f.recheck}, nil
+	e := Evaluation{Due: f.due > 0, Ratio: f.ratio, Recheck: f.recheck}
+	f.mu.Unlock()
+	if f.onEval != nil {
+		f.onEval()
+	}
+	return e, nil
 }
 
 func (f *fakeTask) Clean(w *Worker, _ time.Time) error {
@@ -113,6 +118,37 @@ func TestPoolRecheck(t *testing.T) {
 	p.mu.Unlock()
 	if watched || armed {
 		t.Fatalf("a log with nothing due stays watched (%v) or the timer armed (%v)", watched, armed)
+	}
+}
+
+// TestPoolNotifyDuringEvaluate: a Notify that comes while the only worker
+// is evaluating the log (it rolled after the evaluation read it) is not
+// lost: the worker looks again before it ends, rather than leaving the log
+// to the next recheck (a Backoff later).
+func TestPoolNotifyDuringEvaluate(t *testing.T) {
+	p := NewPool(PoolConfig{Threads: 1, MapBytes: 1 << 20, Backoff: time.Hour})
+	defer p.Close()
+	entered, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	r := &fakeTask{recheck: true}
+	r.onEval = func() {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+	}
+	p.Notify(r)
+	<-entered // the worker is evaluating the log as it was: nothing due
+	r.mu.Lock()
+	r.due, r.recheck = 1, false
+	r.mu.Unlock()
+	p.Notify(r) // the log rolled: now it is due
+	close(release)
+	p.Idle()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cleaned != 1 {
+		t.Fatalf("cleaned %d times after a Notify during an evaluation, want 1 (evaluated %d times)", r.cleaned, calls.Load())
 	}
 }
 
