@@ -449,12 +449,12 @@ func (l *Log) appendLeaderLocked(records []byte, leaderEpoch int32, info *Append
 		}
 	}
 	last := next + slots - 1
-	st := segment.Stamp{Assign: true, NextOffset: next, LeaderEpoch: leaderEpoch,
-		Write: l.writes.write(l.opts.WritePath, len(records))}
+	st := segment.Stamp{Assign: true, NextOffset: next, LeaderEpoch: leaderEpoch}
+	st.Write, st.Synced = l.writes.write(l.opts.WritePath, len(records))
 	active := l.active()
 	pos := int64(-1)
 	if !st.Write {
-		if pos, err = active.AppendLeader(records, &h, next, leaderEpoch, l.opts.SegmentMs, l.jitterMs); err != nil {
+		if pos, err = active.AppendLeader(records, &h, next, leaderEpoch, l.opts.SegmentMs, l.jitterMs, st.Synced); err != nil {
 			return err
 		}
 	}
@@ -545,7 +545,8 @@ func (l *Log) appendAssignedLocked(records []byte, leaderEpoch int32, origin Ori
 		}
 	}
 	leo := l.logEndOffset.Load()
-	st := segment.Stamp{Assign: true, NextOffset: leo, LeaderEpoch: leaderEpoch, Write: l.writes.write(l.opts.WritePath, len(records))}
+	st := segment.Stamp{Assign: true, NextOffset: leo, LeaderEpoch: leaderEpoch}
+	st.Write, st.Synced = l.writes.write(l.opts.WritePath, len(records))
 	return l.appendStamped(&s, st, leo, leo+s.offsetSlots-1, info)
 }
 
@@ -598,7 +599,8 @@ func (l *Log) appendKeptLocked(records []byte, origin Origin, info *AppendInfo) 
 		return fmt.Errorf("%w: fetched batch at offset %d has epoch %d, latest %d",
 			ErrStaleLeaderEpoch, s.firstBase, s.firstEpoch, latest)
 	}
-	st := segment.Stamp{Write: l.writes.write(l.opts.WritePath, len(records))}
+	var st segment.Stamp
+	st.Write, st.Synced = l.writes.write(l.opts.WritePath, len(records))
 	return l.appendStamped(&s, st, s.firstBase, s.lastOffset, info)
 }
 

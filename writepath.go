@@ -39,25 +39,28 @@ const writeMinBytes = 32 << 10
 // loneWriteMinBytes).
 const loneWriteMinBytes = 16 << 10
 
-// write reports whether the next append, of n bytes, uses pwritev.
-// Caller holds appendMu.
-func (w *writePolicy) write(path WritePath, n int) bool {
-	switch path {
-	case WriteMapped:
-		return false
-	case WritePwrite:
-		return true
-	}
+// write reports whether the next append, of n bytes, uses pwritev, and
+// whether the log's appends are being synced (a flush in the last
+// durableWindow appends), in which case no path populates pages ahead
+// (segment.Stamp.Synced). Caller holds appendMu.
+func (w *writePolicy) write(path WritePath, n int) (write, synced bool) {
 	if f := int(w.flushes.Load()); f != w.seen {
 		w.seen, w.left = f, durableWindow
 	}
-	if w.left > 0 {
+	if synced = w.left > 0; synced {
 		w.left--
+	}
+	switch {
+	case path == WriteMapped:
+		return false, synced
+	case path == WritePwrite:
+		return true, synced
+	case synced:
 		// Appenders that sync: the stores' page faults would serialize
 		// under appendMu (bench/RESULTS.md, writePolicy.write). A lone
 		// appender that syncs each append stores below
 		// loneWriteMinBytes.
-		return !w.lone.Load() || n >= loneWriteMinBytes
+		return !w.lone.Load() || n >= loneWriteMinBytes, true
 	}
-	return n >= writeMinBytes
+	return n >= writeMinBytes, false
 }

@@ -8,7 +8,8 @@ import (
 
 // TestWritePolicy checks the rules of Options.WritePath: the fixed paths,
 // and WriteAuto's pwritev for large appends and for the 1024 appends that
-// follow a flush.
+// follow a flush; and that every path counts those appends as synced
+// (nothing populated ahead, segment.Stamp.Synced).
 func TestWritePolicy(t *testing.T) {
 	var w writePolicy
 	for _, tc := range []struct {
@@ -22,20 +23,22 @@ func TestWritePolicy(t *testing.T) {
 		{WriteAuto, writeMinBytes - 1, false},
 		{WriteAuto, writeMinBytes, true},
 	} {
-		if got := w.write(tc.path, tc.n); got != tc.want {
-			t.Errorf("%v, %d bytes: pwritev %v, want %v", tc.path, tc.n, got, tc.want)
+		if got, synced := w.write(tc.path, tc.n); got != tc.want || synced {
+			t.Errorf("%v, %d bytes: pwritev %v (want %v), synced %v before any flush", tc.path, tc.n, got, tc.want, synced)
 		}
 	}
 	w.flushes.Add(1)
 	for i := range durableWindow {
-		if !w.write(WriteAuto, 256) {
-			t.Fatalf("append %d after a flush stores into the mapping", i)
+		path := []WritePath{WriteAuto, WriteMapped, WritePwrite}[i%3]
+		write, synced := w.write(path, 256)
+		if !synced || write != (path != WriteMapped) {
+			t.Fatalf("append %d after a flush (%v): pwritev %v, synced %v", i, path, write, synced)
 		}
 	}
-	if w.write(WriteAuto, 256) {
-		t.Fatal("still writing with pwritev long after the last flush")
+	if write, synced := w.write(WriteAuto, 256); write || synced {
+		t.Fatalf("long after the last flush: pwritev %v, synced %v", write, synced)
 	}
-	if w.write(WriteMapped, 256) {
+	if write, _ := w.write(WriteMapped, 256); write {
 		t.Fatal("WriteMapped used pwritev")
 	}
 }
@@ -47,19 +50,26 @@ func TestWritePolicy(t *testing.T) {
 // pwritev.
 func TestWritePolicyLoneSyncer(t *testing.T) {
 	var w writePolicy
+	pw := func(p WritePath, n int) bool {
+		write, synced := w.write(p, n)
+		if !synced {
+			t.Errorf("%v, %d bytes right after a flush: not synced", p, n)
+		}
+		return write
+	}
 	w.flushes.Add(1)
 	w.lone.Store(true)
-	if w.write(WriteAuto, 1<<10) || w.write(WriteAuto, loneWriteMinBytes-1) {
+	if pw(WriteAuto, 1<<10) || pw(WriteAuto, loneWriteMinBytes-1) {
 		t.Error("a lone syncer's small append used pwritev")
 	}
-	if !w.write(WriteAuto, 16<<10) || !w.write(WriteAuto, writeMinBytes) {
+	if !pw(WriteAuto, 16<<10) || !pw(WriteAuto, writeMinBytes) {
 		t.Error("a lone syncer's 16 KiB or larger append stored into the mapping")
 	}
-	if !w.write(WritePwrite, 256) || w.write(WriteMapped, 1<<20) {
+	if !pw(WritePwrite, 256) || pw(WriteMapped, 1<<20) {
 		t.Error("the fixed paths follow the lone rule")
 	}
 	w.lone.Store(false)
-	if !w.write(WriteAuto, 16<<10) {
+	if !pw(WriteAuto, 16<<10) {
 		t.Error("a shared flush's next append stored into the mapping")
 	}
 
@@ -116,7 +126,7 @@ func TestFlushStartsDurableWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.appendMu.Lock()
-	before := l.writes.write(WriteAuto, 256)
+	before, _ := l.writes.write(WriteAuto, 256)
 	l.appendMu.Unlock()
 	if before {
 		t.Fatal("a small append used pwritev before any flush")
@@ -125,7 +135,7 @@ func TestFlushStartsDurableWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.appendMu.Lock()
-	after := l.writes.write(WriteAuto, 256)
+	after, _ := l.writes.write(WriteAuto, 256)
 	l.appendMu.Unlock()
 	if !after {
 		t.Error("the append after a Flush stored into the mapping: the flush was not counted")

@@ -30,6 +30,13 @@ type Stamp struct {
 	// ahead of the writer is dirty zeros that every fdatasync writes out.
 	// The log sets it when appends are being synced (see Log.Sync).
 	Write bool
+	// Synced says the log's appends are being synced: the prefaulter is
+	// not moved on, even by stores. Every flush writes its populated
+	// pages out as zeros and write-protects them, so a store still
+	// faults on each, and the writeback of pages mapped in the process
+	// costs a TLB shootdown per page besides (bench/RESULTS.md,
+	// Stamp.Synced).
+	Synced bool
 }
 
 // Appended reports what an append wrote.
@@ -144,7 +151,7 @@ func (s *Segment) Append(src []byte, hdrs []batch.BatchHeader, st Stamp, out *Ap
 	// Field by field, not a composite literal (see partlog's appendStamped).
 	out.Position, out.FirstOffset, out.LastOffset = pos, first, last
 	out.MaxTimestamp, out.OffsetOfMaxTimestamp, out.Batches = maxTs, offMaxTs, batches
-	return s.publish(pos, end, next, maxTs, offMaxTs, indexed, !st.Write)
+	return s.publish(pos, end, next, maxTs, offMaxTs, indexed, !st.Write && !st.Synced)
 }
 
 // publish ends every append (Append, AppendLeader) once its bytes are in
@@ -152,10 +159,9 @@ func (s *Segment) Append(src []byte, hdrs []batch.BatchHeader, st Stamp, out *Ap
 // segment's timestamps (maxTs and offMaxTs are the append's largest
 // timestamp and the last offset of its batch), the index entries when
 // indexed, the counters, then the new size, stored last for readers.
-// stored says the bytes went through the mapping: only those gain from
-// populated pages (for written appends they would be dirty zeros for the
-// next flush), so only then does the prefaulter move on, at a stride.
-func (s *Segment) publish(pos, end, next, maxTs, offMaxTs int64, indexed, stored bool) error {
+// populate says the prefaulter may move on, at a stride: only stores
+// gain from populated pages, and not those of a synced log (Stamp).
+func (s *Segment) publish(pos, end, next, maxTs, offMaxTs int64, indexed, populate bool) error {
 	s.noteTimestamps(pos, maxTs, offMaxTs)
 	if indexed {
 		if err := s.appendIndexes(next-1, pos); err != nil {
@@ -163,7 +169,7 @@ func (s *Segment) publish(pos, end, next, maxTs, offMaxTs int64, indexed, stored
 		}
 	}
 	s.settle(pos, end, next)
-	if stored && end >= s.prefaultAt && s.prefaulter != nil {
+	if populate && end >= s.prefaultAt && s.prefaulter != nil {
 		s.advancePrefault(end)
 	}
 	return nil
@@ -213,10 +219,11 @@ const (
 // roll for any of its reasons, the reservation must grow, src is not
 // exactly one batch, or its offsets do not fit the segment) it returns a
 // negative position and nil having changed nothing, and the caller takes
-// ShouldRoll and Append. segmentMs and jitterMs are ShouldRoll's. It
-// writes what Append writes, the index entries included, and returns
-// Append's errors. Owner only; it does not allocate.
-func (s *Segment) AppendLeader(src []byte, h *batch.BatchHeader, next int64, epoch int32, segmentMs, jitterMs int64) (int64, error) {
+// ShouldRoll and Append. segmentMs and jitterMs are ShouldRoll's, synced
+// is Stamp.Synced. It writes what Append writes, the index entries
+// included, and returns Append's errors. Owner only; it does not
+// allocate.
+func (s *Segment) AppendLeader(src []byte, h *batch.BatchHeader, next int64, epoch int32, segmentMs, jitterMs int64, synced bool) (int64, error) {
 	pos := s.size.Load()
 	n := int64(len(src))
 	end := pos + n
@@ -255,8 +262,8 @@ func (s *Segment) AppendLeader(src []byte, h *batch.BatchHeader, next int64, epo
 	} else {
 		maxTs = batch.NoTimestamp
 	}
-	if indexed || end >= s.prefaultAt && s.prefaulter != nil {
-		if err := s.publish(pos, end, last+1, maxTs, offMaxTs, indexed, true); err != nil {
+	if indexed || end >= s.prefaultAt && s.prefaulter != nil && !synced {
+		if err := s.publish(pos, end, last+1, maxTs, offMaxTs, indexed, !synced); err != nil {
 			return -1, err
 		}
 		return pos, nil

@@ -21,7 +21,7 @@ func appendLeaderOrGeneral(t *testing.T, s *Segment, src []byte, epoch int32, se
 		t.Fatal(err)
 	}
 	next := s.NextOffset()
-	pos, err := s.AppendLeader(src, &h, next, epoch, segmentMs, jitterMs)
+	pos, err := s.AppendLeader(src, &h, next, epoch, segmentMs, jitterMs, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestAppendLeaderDeclines(t *testing.T) {
 			if _, err := batch.CheckAt(tc.src, 0, &h); err != nil {
 				t.Fatal(err)
 			}
-			pos, err := s.AppendLeader(tc.src, &h, tc.next, 1, tc.segmentMs, tc.jitterMs)
+			pos, err := s.AppendLeader(tc.src, &h, tc.next, 1, tc.segmentMs, tc.jitterMs, false)
 			if pos >= 0 || err != nil {
 				t.Fatalf("AppendLeader = %d, %v; want it declined", pos, err)
 			}
@@ -193,7 +193,7 @@ func TestAppendLeaderDeclines(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		if pos, err := s.AppendLeader(one, &h, 100+int64(i), 1, 1000, 0); err != nil || pos != int64(i*len(one)) {
+		if pos, err := s.AppendLeader(one, &h, 100+int64(i), 1, 1000, 0, false); err != nil || pos != int64(i*len(one)) {
 			t.Fatalf("append %d: AppendLeader = %d, %v", i, pos, err)
 		}
 	}

@@ -818,6 +818,47 @@ func TestSegmentIdleHoldsNoPages(t *testing.T) {
 	}
 }
 
+// TestSegmentSyncedPopulatesNothing: stores of a synced log
+// (Stamp.Synced, AppendLeader's synced) never move the prefaulter, so no
+// page past the data is populated: each would be a dirty zero page for
+// the next flush. The first unsynced store moves it again.
+func TestSegmentSyncedPopulatesNothing(t *testing.T) {
+	cfg := Config{SegmentBytes: 16 << 20, MaxIndexBytes: 64 << 10, IndexIntervalBytes: 4096, Prefault: 1 << 20}
+	s, err := Create(t.TempDir(), 0, cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	src := segMakeBatch(t, 1, 4000, 1000)
+	var h batch.BatchHeader
+	if _, err := batch.CheckAt(src, 0, &h); err != nil {
+		t.Fatal(err)
+	}
+	var out Appended
+	for i := 0; s.Size() < 4*s.prefaultStride(); i++ {
+		if i%2 == 0 {
+			if pos, err := s.AppendLeader(src, &h, s.NextOffset(), 1, 0, 0, true); err != nil || pos < 0 {
+				t.Fatalf("AppendLeader: %d, %v", pos, err)
+			}
+		} else if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1, Synced: true}, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.prefaultAt != 0 {
+		t.Fatalf("synced stores told the prefaulter of position %d", s.prefaultAt)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if rss, data := mappingRss(t, s.log.Bytes()), (s.Size()+4095)&^4095; rss > data {
+		t.Fatalf("%d bytes resident in the mapping for %d bytes of data", rss, data)
+	}
+	if err := appendChecked(s, src, Stamp{Assign: true, NextOffset: s.NextOffset(), LeaderEpoch: 1}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if s.prefaultAt == 0 {
+		t.Fatal("an unsynced store did not move the prefaulter")
+	}
+}
+
 // TestSegmentFirstStepAhead: with a prefault window, a new segment takes
 // its first reservation step while the appends are still inside the first
 // reservation, and the pages after it are populated before the writer
