@@ -18,15 +18,16 @@ func cpuNow() time.Duration {
 // BenchmarkDurableWritePath sends acks=all Produce requests of one 8 KiB
 // batch (8 records of 1 KiB) to each of 100 partitions, as kgo does to a
 // `serve --fsync` over 100 partitions, to two servers in turn: one with
-// the engine's default write path (stores into the mapping, pages
-// populated ahead), one writing with pwritev and populating nothing. It
-// reports each one's wall time and process CPU per request and their
-// ratios (default/pwrite: above 1, pwrite is cheaper).
+// the engine's default write path (WriteAuto: pwritev while appends are
+// synced, stores for a lone syncer's small appends), one writing with
+// pwritev always; neither populates pages ahead (a --fsync server's
+// default). It reports each one's wall time and process CPU per request
+// and their ratios (default/pwrite: above 1, pwrite is cheaper).
 func BenchmarkDurableWritePath(b *testing.B) {
 	const parts, records, size = 100, 8, 1024
 	def := startTest(b, Config{AutoCreate: true, DefaultPartitions: parts, Fsync: true})
 	pw := startTest(b, Config{AutoCreate: true, DefaultPartitions: parts, Fsync: true,
-		Log: &partlog.Options{WritePath: partlog.WritePwrite, PrefaultBytes: -1}})
+		Log: &partlog.Options{WritePath: partlog.WritePwrite}})
 	var wall, cpu [2]time.Duration
 	var clients [2]*frameClient
 	var n int

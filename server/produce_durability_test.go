@@ -35,6 +35,29 @@ func slowFlushes(t *testing.T, dir string, d time.Duration) {
 // passed them), and so is the retry of a batch already written by an
 // acks=1 produce whose sync is still running: a duplicate is not
 // acknowledged before the batch it duplicates is durable.
+// TestFsyncServerPopulatesNothing: a --fsync server's template for every
+// partition's options (Config.Log after Open) keeps no prefault window
+// unless the caller set one (every partition is synced from its first
+// append: pages populated ahead would be dirty zeros for its
+// fdatasyncs); without --fsync the engine's default stays.
+func TestFsyncServerPopulatesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		fsync bool
+		set   int64
+		want  int64
+	}{
+		{fsync: true, want: -1},
+		{fsync: true, set: 1 << 20, want: 1 << 20},
+		{fsync: false, want: partlog.DefaultPrefaultBytes},
+		{fsync: false, set: -1, want: -1},
+	} {
+		s := startTest(t, Config{Fsync: tc.fsync, Log: &partlog.Options{PrefaultBytes: tc.set}})
+		if got := s.cfg.Log.Effective().PrefaultBytes; got != tc.want {
+			t.Errorf("fsync %v, template %d: partitions' PrefaultBytes %d, want %d", tc.fsync, tc.set, got, tc.want)
+		}
+	}
+}
+
 func TestAcksAllAnsweredWhenDurable(t *testing.T) {
 	dir := t.TempDir()
 	ts := startTest(t, Config{Dir: dir, Fsync: true})

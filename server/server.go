@@ -53,6 +53,8 @@ type Config struct {
 	// Fsync makes the high watermark follow the durable offsets: an
 	// acks=-1 produce is answered once its records are on disk (group
 	// commit through Log.Sync), and consumers see only what is durable.
+	// Partitions then keep no prefault window unless Log sets
+	// PrefaultBytes.
 	Fsync bool
 	// NodeID is this node's broker id (default 0).
 	NodeID int32
@@ -202,6 +204,14 @@ func Open(cfg Config) (*Server, error) {
 		// Kafka's log.message.timestamp.after.max.ms is one hour since
 		// 4.0 (the engine's default is unbounded, as the field's zero).
 		tmpl.MessageTimestampAfterMaxMs = kafkaTimestampAfterMaxMs
+	}
+	if cfg.Fsync && tmpl.PrefaultBytes == 0 {
+		// Every partition is synced from its first append on (acks=-1
+		// at once, acks=0/1 by the flusher), so pages populated ahead
+		// of its writer are only dirty zeros for those fdatasyncs to
+		// write out: a --fsync server populates nothing (bench/RESULTS.md,
+		// serve --fsync without a prefault window).
+		tmpl.PrefaultBytes = -1
 	}
 	cfg.Log = &tmpl // the template every topic's options start from
 	dir, err := partlog.OpenDir(cfg.Dir, &partlog.DirOptions{
