@@ -794,16 +794,24 @@ func mappingRss(t *testing.T, data []byte) int64 {
 	return 0
 }
 
-// TestSegmentIdleHoldsNoPages: a new active segment with a prefault window
-// populates nothing while nobody appends (no resident pages in its .log
-// mapping), and its window is populated once it is appended to.
-func TestSegmentIdleHoldsNoPages(t *testing.T) {
+// newPrefaulted is a new 16 MiB active segment with a 1 MiB prefault
+// window, closed at the test's end.
+func newPrefaulted(t *testing.T) *Segment {
+	t.Helper()
 	cfg := Config{SegmentBytes: 16 << 20, MaxIndexBytes: 64 << 10, IndexIntervalBytes: 4096, Prefault: 1 << 20}
 	s, err := Create(t.TempDir(), 0, cfg, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// TestSegmentIdleHoldsNoPages: a new active segment with a prefault window
+// populates nothing while nobody appends (no resident pages in its .log
+// mapping), and its window is populated once it is appended to.
+func TestSegmentIdleHoldsNoPages(t *testing.T) {
+	s := newPrefaulted(t)
 	time.Sleep(50 * time.Millisecond)
 	if rss := mappingRss(t, s.log.Bytes()); rss != 0 {
 		t.Fatalf("an idle segment has %d resident bytes in its mapping", rss)
@@ -823,12 +831,7 @@ func TestSegmentIdleHoldsNoPages(t *testing.T) {
 // page past the data is populated: each would be a dirty zero page for
 // the next flush. The first unsynced store moves it again.
 func TestSegmentSyncedPopulatesNothing(t *testing.T) {
-	cfg := Config{SegmentBytes: 16 << 20, MaxIndexBytes: 64 << 10, IndexIntervalBytes: 4096, Prefault: 1 << 20}
-	s, err := Create(t.TempDir(), 0, cfg, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newPrefaulted(t)
 	src := segMakeBatch(t, 1, 4000, 1000)
 	var h batch.BatchHeader
 	if _, err := batch.CheckAt(src, 0, &h); err != nil {
@@ -868,12 +871,7 @@ func TestSegmentSyncedPopulatesNothing(t *testing.T) {
 // megabytes of zeroed pages under the append; with 1 000 partitions
 // appended round robin, most of the append time.)
 func TestSegmentFirstStepAhead(t *testing.T) {
-	cfg := Config{SegmentBytes: 16 << 20, MaxIndexBytes: 64 << 10, IndexIntervalBytes: 4096, Prefault: 1 << 20}
-	s, err := Create(t.TempDir(), 0, cfg, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newPrefaulted(t)
 	src := segMakeBatch(t, 1, 4000, 1000)
 	var out Appended
 	for s.log.Size() <= ReserveMinBytes {
