@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -127,16 +128,6 @@ func partitionCount(large, short int) int {
 	return large
 }
 
-// cpuTime is the CPU time (user and system) the process has used: on a
-// shared machine the open's CPU time varies less than its wall time.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // openFiles counts the process's open descriptors.
 func openFiles(b *testing.B) int {
 	entries, err := os.ReadDir("/proc/self/fd")
@@ -188,13 +179,15 @@ func BenchmarkOpenDir(b *testing.B) {
 				runtime.GC()
 				g0, rss0, m0, fd0 := runtime.NumGoroutine(), procStatus(b, "VmRSS"), mappings(b), openFiles(b)
 				b.StartTimer()
-				start, cpu0 := time.Now(), cpuTime(b)
+				// CPU time: on a shared machine the open's varies less
+				// than its wall time.
+				start, cpu0 := time.Now(), testutil.ProcessCPU(b)
 				d, err := partlog.OpenDir(dir, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
 				open += time.Since(start)
-				cpu += cpuTime(b) - cpu0
+				cpu += testutil.ProcessCPU(b) - cpu0
 				b.StopTimer()
 				if p := d.Problems(); len(p) > 0 || len(d.Logs()) != n {
 					b.Fatalf("%d logs, problems %v", len(d.Logs()), p)

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/partlog/partlog/internal/unsafeutil"
+	"github.com/partlog/partlog/internal/testutil"
 )
 
 // TestOffsetMap: the latest offset per key, the round's key bound, the
@@ -73,9 +73,9 @@ func TestOffsetMap(t *testing.T) {
 }
 
 // TestOffsetMapMemory: a round touches only the slots its dirty offsets
-// need, and Release gives them back (the map's resident pages, by
-// mincore: the process's resident size also counts the Go heap and, under
-// -race, its shadow, which made the check flaky).
+// need, and Release gives them back (the map's own present pages: the
+// process's resident size also counts the Go heap and, under -race, its
+// shadow, which made the check flaky).
 func TestOffsetMapMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads the process's resident memory")
@@ -85,12 +85,12 @@ func TestOffsetMapMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	before := resident(t, m.mem)
+	before := resident(t, m)
 	m.Reset(10_000)
 	for i := 0; i < 10_000; i++ {
 		m.Put([]byte(strconv.Itoa(i)), int64(i))
 	}
-	small := resident(t, m.mem) - before
+	small := resident(t, m) - before
 	if small > 4<<20 {
 		t.Fatalf("a round of 10 000 keys in a 256 MiB map touched %d bytes", small)
 	}
@@ -98,29 +98,20 @@ func TestOffsetMapMemory(t *testing.T) {
 	for i := 0; i < 1_000_000; i++ {
 		m.Put([]byte(strconv.Itoa(i)), int64(i))
 	}
-	if full := resident(t, m.mem) - before; full < 200<<20 {
+	if full := resident(t, m) - before; full < 200<<20 {
 		t.Fatalf("a full-size round touched only %d bytes", full)
 	}
 	if err := m.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if after := resident(t, m.mem) - before; after > 8<<20 {
+	if after := resident(t, m) - before; after > 8<<20 {
 		t.Fatalf("%d bytes still resident after Release", after)
 	}
 }
 
-// resident is how many bytes of mem are in memory.
-func resident(t testing.TB, mem []byte) int64 {
-	page := unix.Getpagesize()
-	vec := make([]byte, (len(mem)+page-1)/page)
-	if err := unsafeutil.Mincore(mem, vec); err != nil {
-		t.Fatal(err)
-	}
-	n := int64(0)
-	for _, v := range vec {
-		n += int64(v & 1)
-	}
-	return n * int64(page)
+// resident is how many bytes of m's memory are present in this process.
+func resident(t testing.TB, m *OffsetMap) int64 {
+	return int64(testutil.PresentPages(t, m.mem)) * int64(unix.Getpagesize())
 }
 
 // TestThrottle: the pool's rate bounds the bytes taken per second, and a

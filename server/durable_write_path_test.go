@@ -1,19 +1,12 @@
 package server
 
 import (
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/internal/testutil"
 )
-
-// cpuNow is the process's user+system CPU time.
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkDurableWritePath sends acks=all Produce requests of one 8 KiB
 // batch (8 records of 1 KiB) to each of 100 partitions, as kgo does to a
@@ -38,10 +31,10 @@ func BenchmarkDurableWritePath(b *testing.B) {
 	for i := range b.N {
 		for k := range 2 {
 			j := (i + k) % 2
-			t0, c0 := time.Now(), cpuNow()
+			t0, c0 := time.Now(), testutil.ProcessCPU(b)
 			clients[j].roundTrip(b)
 			wall[j] += time.Since(t0)
-			cpu[j] += cpuNow() - c0
+			cpu[j] += testutil.ProcessCPU(b) - c0
 		}
 	}
 	per := float64(b.N)

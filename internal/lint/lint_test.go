@@ -47,7 +47,7 @@ var allowed = map[string][]string{
 		"internal/crashfs", "internal/testutil"},
 	"mirror":       {"", "batch", "snapshot", "internal/checkpoint", "internal/corrupt", "internal/crc32c", "internal/testutil", "internal/fsutil", "internal/unsafeutil", "internal/testhook", "internal/crashfs"},
 	"mirror/sim":   {"", "mirror", "batch", "producerstate", "snapshot", "internal/checkpoint", "internal/fsutil", "internal/unsafeutil"},
-	"server":       {"", "mirror", "batch", "producerstate", "internal/checkpoint", "internal/fsutil", "internal/testhook"},
+	"server":       {"", "mirror", "batch", "producerstate", "internal/checkpoint", "internal/fsutil", "internal/testhook", "internal/testutil"},
 	"server/group": {"internal/checkpoint", "internal/corrupt", "internal/crc32c", "internal/fsutil", "internal/crashfs"},
 	"dump":         {"batch", "index", "snapshot", "internal/crc32c", "internal/filenames", "internal/unsafeutil"},
 	"cmd/partlog":  {"*"},

@@ -55,6 +55,16 @@ func PresentPages(t testing.TB, b []byte) int {
 // work can be seconds late without anything being wrong.
 const SettleTimeout = 30 * time.Second
 
+// ProcessCPU is the CPU time (user and system) this process has used
+// so far.
+func ProcessCPU(t testing.TB) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // TempPath returns the path of name in a new temporary directory of t.
 func TempPath(t testing.TB, name string) string {
 	t.Helper()
