@@ -33,9 +33,9 @@ type Stamp struct {
 	// Synced says the log's appends are being synced: the prefaulter is
 	// not moved on, even by stores. Every flush writes its populated
 	// pages out as zeros and write-protects them, so a store still
-	// faults on each, and the writeback of pages mapped in the process
-	// costs a TLB shootdown per page besides (bench/RESULTS.md,
-	// Stamp.Synced).
+	// faults on each (bench/RESULTS.md, Stamp.Synced: neutral in the
+	// engine's benchmarks; a --fsync server's cost was the first window,
+	// server.Config.Fsync).
 	Synced bool
 }
 
