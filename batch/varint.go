@@ -51,43 +51,35 @@ func VarintSize(v int32) int {
 // bits of the 5th byte above the 32nd are dropped and non-minimal
 // encodings are accepted.
 func ReadVarint(b []byte) (v int32, n int) {
-	if len(b) > 0 && b[0] < 0x80 { // one byte: most lengths and deltas
-		c := int32(b[0])
-		return c>>1 ^ -(c & 1), 1
-	}
+	// One loop and no fast path: small enough to inline into the record
+	// walk, which reads six varints a record.
 	var u uint32
-	for i := 0; i < 5; i++ {
-		if i >= len(b) {
-			return 0, 0
-		}
-		c := b[i]
+	for i, c := range b {
 		u |= uint32(c&0x7f) << (7 * uint(i))
 		if c < 0x80 {
 			return int32(u>>1) ^ -int32(u&1), i + 1
 		}
+		if i == 4 {
+			return 0, -1
+		}
 	}
-	return 0, -1
+	return 0, 0
 }
 
 // ReadVarlong decodes a zig-zag varlong (at most 10 bytes), with the same
 // conventions as ReadVarint.
 func ReadVarlong(b []byte) (v int64, n int) {
-	if len(b) > 0 && b[0] < 0x80 {
-		c := int64(b[0])
-		return c>>1 ^ -(c & 1), 1
-	}
 	var u uint64
-	for i := 0; i < 10; i++ {
-		if i >= len(b) {
-			return 0, 0
-		}
-		c := b[i]
+	for i, c := range b {
 		u |= uint64(c&0x7f) << (7 * uint(i))
 		if c < 0x80 {
 			return int64(u>>1) ^ -int64(u&1), i + 1
 		}
+		if i == 9 {
+			return 0, -1
+		}
 	}
-	return 0, -1
+	return 0, 0
 }
 
 // ReadUvarint decodes an unsigned LEB128 32-bit value (at most 5 bytes),
