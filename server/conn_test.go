@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -170,6 +172,27 @@ func BenchmarkProduceRoundTrip(b *testing.B) {
 		parts, records, size int
 	}{{"8000x100B", 1, 8000, 100}, {"kgo-1MB", 1, 975, 1000}, {"4MiB", 4, 1020, 1000}, {"16MiB", 16, 1020, 1000}, {"1000x30x100B", 1000, 30, 100}} {
 		b.Run(bc.name, func(b *testing.B) { benchmarkProduceRoundTrip(b, bc.parts, bc.records, bc.size) })
+	}
+}
+
+// BenchmarkProduceFirstFrame sends one request of 16 batches of about
+// 1 MB (one per partition) on a new connection per operation, the frame
+// no kept buffer fits: what a producer's first large request costs the
+// server, the buffer grown as the bytes arrive (readFrame).
+func BenchmarkProduceFirstFrame(b *testing.B) {
+	ts := startTest(b, Config{AutoCreate: true, DefaultPartitions: 16})
+	fc, n := dialProduce(b, ts.addr, 1, 16, 1020, 1000)
+	b.SetBytes(int64(16 * n))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		c, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fc.c, fc.r = c, bufio.NewReader(c)
+		fc.roundTrip(b)
+		_ = c.Close()
 	}
 }
 

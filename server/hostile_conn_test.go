@@ -125,6 +125,32 @@ func TestHostileSlowFramesHoldWhatArrived(t *testing.T) {
 	}
 }
 
+// TestHostileSlowFrameGrowsWithWhatArrived: a connection that declares a
+// 100 MiB frame and sends 600 KiB of it makes the server allocate at most
+// frameGrowth times what it sent (the buffers grown on the way included).
+func TestHostileSlowFrameGrowsWithWhatArrived(t *testing.T) {
+	ts := startTest(t, Config{IdleTimeout: 300 * time.Millisecond})
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const sent = 600 << 10
+	frame := append([]byte{0x06, 0x40, 0, 0}, make([]byte, sent)...) // 100 MiB declared
+	runtime.GC()
+	before := totalAlloc()
+	if _, err := c.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := totalAlloc() - before; got > frameGrowth*sent+256<<10 { // and the connection's own buffers
+		t.Fatalf("%d bytes of a declared 100 MiB frame made the server allocate %d bytes", sent, got)
+	} else if got < sent {
+		t.Fatalf("the server allocated %d bytes for %d bytes sent: they were not read", got, sent)
+	}
+	expectClosed(t, c, 10*time.Second)
+}
+
 // TestHostileIdleConnections: a connection that sends nothing is closed
 // after the idle timeout (connections.max.idle.ms); one waiting for a
 // long poll longer than that is not.
