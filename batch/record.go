@@ -218,13 +218,29 @@ func parseRecord(b []byte, r *Record) (int, *CorruptionError) {
 	}
 	r.OffsetDelta = od
 	p += k
+	// The key and the value, readField's work written out: two calls per
+	// record were a fifth of a leader's walk.
+	for i := range 2 {
+		l, k := ReadVarint(body[p:])
+		if k <= 0 {
+			return 0, corruptf(int64(n+p), "%s length: %s", keyValue[i], varintProblem(k))
+		}
+		p += k
+		var f []byte
+		if l >= 0 {
+			if int(l) > len(body)-p {
+				return 0, corruptf(int64(n+p), "%s of %d bytes runs past the record", keyValue[i], l)
+			}
+			f = body[p : p+int(l) : p+int(l)]
+			p += int(l)
+		}
+		if i == 0 {
+			r.Key = f
+		} else {
+			r.Value = f
+		}
+	}
 	var e *CorruptionError
-	if r.Key, p, e = readField(body, p, n, "key"); e != nil {
-		return 0, e
-	}
-	if r.Value, p, e = readField(body, p, n, "value"); e != nil {
-		return 0, e
-	}
 	hc, k := ReadVarint(body[p:])
 	if k <= 0 {
 		return 0, corruptf(int64(n+p), "header count: %s", varintProblem(k))
@@ -257,6 +273,9 @@ func parseRecord(b []byte, r *Record) (int, *CorruptionError) {
 	}
 	return total, nil
 }
+
+// keyValue names a record's key and value in parseRecord's errors.
+var keyValue = [2]string{"key", "value"}
 
 // readField reads a varint length and that many bytes from body at p; a
 // negative length is null (Kafka reads every negative length as null).

@@ -55,7 +55,8 @@ func ReadVarint(b []byte) (v int32, n int) {
 	// walk, which reads six varints a record.
 	var u uint32
 	for i, c := range b {
-		u |= uint32(c&0x7f) << (7 * uint(i))
+		// i ≤ 4: the mask only tells the compiler the shift is in range.
+		u |= uint32(c&0x7f) << (7 * uint(i) & 31)
 		if c < 0x80 {
 			return int32(u>>1) ^ -int32(u&1), i + 1
 		}
@@ -71,7 +72,7 @@ func ReadVarint(b []byte) (v int32, n int) {
 func ReadVarlong(b []byte) (v int64, n int) {
 	var u uint64
 	for i, c := range b {
-		u |= uint64(c&0x7f) << (7 * uint(i))
+		u |= uint64(c&0x7f) << (7 * uint(i) & 63) // i ≤ 9
 		if c < 0x80 {
 			return int64(u>>1) ^ -int64(u&1), i + 1
 		}
