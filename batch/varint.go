@@ -51,8 +51,12 @@ func VarintSize(v int32) int {
 // bits of the 5th byte above the 32nd are dropped and non-minimal
 // encodings are accepted.
 func ReadVarint(b []byte) (v int32, n int) {
-	// One loop and no fast path: small enough to inline into the record
-	// walk, which reads six varints a record.
+	// The one-byte form first (most of a record's deltas and lengths),
+	// then one loop: together at the inliner's budget, so that both
+	// inline into the record walk; a longer body stops that.
+	if len(b) > 0 && b[0] < 0x80 {
+		return int32(b[0]>>1) ^ -int32(b[0]&1), 1
+	}
 	var u uint32
 	for i, c := range b {
 		// i ≤ 4: the mask only tells the compiler the shift is in range.
@@ -70,6 +74,10 @@ func ReadVarint(b []byte) (v int32, n int) {
 // ReadVarlong decodes a zig-zag varlong (at most 10 bytes), with the same
 // conventions as ReadVarint.
 func ReadVarlong(b []byte) (v int64, n int) {
+	// As ReadVarint: the one-byte form first, within the inliner's budget.
+	if len(b) > 0 && b[0] < 0x80 {
+		return int64(b[0]>>1) ^ -int64(b[0]&1), 1
+	}
 	var u uint64
 	for i, c := range b {
 		u |= uint64(c&0x7f) << (7 * uint(i) & 63) // i ≤ 9
