@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -417,5 +418,50 @@ func TestZeroCountIgnoresSection(t *testing.T) {
 		if err := CheckRecords(v, data, false); err != nil {
 			t.Fatalf("%v: CheckRecords: %v", c, err)
 		}
+	}
+}
+
+// TestRecordFieldErrors: the key and the value (read by parseRecord's
+// written-out copy of readField) and a header's value (read by readField)
+// fail alike, at the same place in the field: a length past the record is
+// named with the field after its length varint, a bad length varint at
+// the varint.
+func TestRecordFieldErrors(t *testing.T) {
+	head := []byte{0, 0, 0} // attributes, timestamp delta, offset delta
+	hdr := func(value ...[]byte) []byte {
+		return joinBytes(append([][]byte{zigzag(1), zigzag(1), []byte("h")}, value...)...)
+	}
+	tooLong := []byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x01}
+	tests := []struct {
+		name string
+		data []byte
+		want string
+		pos  int64
+	}{
+		{"key past the record", rawRecord(head, zigzag(10), []byte("ab")), "key of 10 bytes runs past the record", 5},
+		{"value past the record", rawRecord(head, zigzag(-1), zigzag(10), []byte("ab")), "value of 10 bytes runs past the record", 6},
+		{"header value past the record", rawRecord(head, zigzag(-1), zigzag(-1), hdr(zigzag(10), []byte("ab"))), "header value of 10 bytes runs past the record", 10},
+		{"key length too long", rawRecord(head, tooLong, zigzag(-1), zigzag(0)), "key length: varint is too long", 4},
+		{"value length too long", rawRecord(head, zigzag(-1), tooLong, zigzag(0)), "value length: varint is too long", 5},
+		{"header value length too long", rawRecord(head, zigzag(-1), zigzag(-1), hdr(tooLong)), "header value length: varint is too long", 9},
+		{"key length cut short", rawRecord(head, []byte{0x80}), "key length: premature end of data", 4},
+		{"value length cut short", rawRecord(head, zigzag(-1), []byte{0x80}), "value length: premature end of data", 5},
+		{"header value length cut short", rawRecord(head, zigzag(-1), zigzag(-1), hdr([]byte{0x80})), "header value length: premature end of data", 9},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := headerView(t, 1, 0)
+			it := v.Records(tc.data)
+			if _, ok := it.Next(); ok {
+				t.Fatal("the record decoded")
+			}
+			var ce *CorruptionError
+			if err := it.Err(); !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Err = %v, want one saying %q", err, tc.want)
+			}
+			if ce.Pos != tc.pos {
+				t.Errorf("Position = %d, want %d (%v)", ce.Pos, tc.pos, ce)
+			}
+		})
 	}
 }
